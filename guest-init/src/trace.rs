@@ -1,0 +1,196 @@
+//! Tracepoints through tracefs: enable mm_vmscan_throttled, read trace_pipe
+//! on a thread while the workload runs, and count events by reason.
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use mmci_record::ThrottleStat;
+
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+fn write(path: &str, value: &str) -> io::Result<()> {
+    std::fs::write(format!("{TRACEFS}/{path}"), value)
+        .map_err(|e| io::Error::new(e.kind(), format!("{TRACEFS}/{path}: {e}")))
+}
+
+/// Sizes the buffers, clears them and enables `events` (e.g. "vmscan/mm_vmscan_throttled").
+pub fn enable(events: &[&str], buffer_kb: u64) -> io::Result<()> {
+    write("tracing_on", "0")?;
+    write("buffer_size_kb", &buffer_kb.to_string())?;
+    write("trace", "")?;
+    for event in events {
+        write(&format!("events/{event}/enable"), "1")?;
+    }
+    write("tracing_on", "1")
+}
+
+/// Stops tracing (the reader still drains what is buffered).
+pub fn stop() -> io::Result<()> {
+    write("tracing_on", "0")
+}
+
+/// Events lost to full buffers: the sum of "overrun" over per-CPU stats.
+pub fn lost_events() -> u64 {
+    let Ok(dir) = std::fs::read_dir(format!("{TRACEFS}/per_cpu")) else {
+        return 0;
+    };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stats")).ok())
+        .map(|text| parse_overrun(&text))
+        .sum()
+}
+
+/// The "overrun: N" line of a per_cpu/cpuN/stats file.
+pub fn parse_overrun(stats: &str) -> u64 {
+    stats
+        .lines()
+        .find_map(|l| l.strip_prefix("overrun:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// One mm_vmscan_throttled event.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ThrottleEvent {
+    pub reason: String,
+    pub usec_delayed: u64,
+}
+
+/// Parses a trace line of mm_vmscan_throttled. The kernel's format string
+/// spells the field "usect_delayed" (include/trace/events/vmscan.h); accept
+/// the corrected spelling too.
+pub fn parse_throttle_line(line: &str) -> Option<ThrottleEvent> {
+    let (_, fields) = line.split_once("mm_vmscan_throttled: ")?;
+    let mut reason = None;
+    let mut usec_delayed = 0;
+    for word in fields.split_whitespace() {
+        let (k, v) = word.split_once('=')?;
+        match k {
+            "usect_delayed" | "usec_delayed" => usec_delayed = v.parse().ok()?,
+            "reason" => reason = Some(v.to_string()),
+            _ => {}
+        }
+    }
+    Some(ThrottleEvent {
+        reason: reason?,
+        usec_delayed,
+    })
+}
+
+/// Adds one event to per-reason totals.
+pub fn account(totals: &mut BTreeMap<String, ThrottleStat>, event: ThrottleEvent) {
+    let stat = totals.entry(event.reason).or_default();
+    stat.count += 1;
+    stat.usec_delayed_sum += event.usec_delayed;
+    stat.usec_delayed_max = stat.usec_delayed_max.max(event.usec_delayed);
+}
+
+/// Reads trace_pipe until stopped, then drains it; returns the totals.
+pub struct ThrottleReader {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<io::Result<BTreeMap<String, ThrottleStat>>>,
+}
+
+impl ThrottleReader {
+    pub fn start() -> io::Result<Self> {
+        let mut pipe = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(format!("{TRACEFS}/trace_pipe"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("trace".into())
+            .spawn(move || {
+                let mut totals = BTreeMap::new();
+                let mut buf = vec![0u8; 1 << 16];
+                let mut pending = Vec::new();
+                loop {
+                    match pipe.read(&mut buf) {
+                        Ok(0) => std::thread::sleep(Duration::from_millis(20)),
+                        Ok(n) => {
+                            pending.extend_from_slice(&buf[..n]);
+                            while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
+                                let line: Vec<u8> = pending.drain(..=pos).collect();
+                                if let Some(ev) = parse_throttle_line(&String::from_utf8_lossy(&line)) {
+                                    account(&mut totals, ev);
+                                }
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                            // Empty pipe: done if asked to stop, else wait for more.
+                            if stop_flag.load(Ordering::Acquire) {
+                                break;
+                            }
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(totals)
+            })?;
+        Ok(ThrottleReader { stop, handle })
+    }
+
+    /// Call after tracing is stopped: drains what is left and returns totals.
+    pub fn finish(self) -> io::Result<BTreeMap<String, ThrottleStat>> {
+        self.stop.store(true, Ordering::Release);
+        self.handle
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("trace reader panicked")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throttle_line_as_the_kernel_prints_it() {
+        let line = "          thrash-97      [001] d..1.   23.456789: mm_vmscan_throttled: nid=0 usec_timeout=100000 usect_delayed=4000 reason=VMSCAN_THROTTLE_ISOLATED";
+        assert_eq!(
+            parse_throttle_line(line),
+            Some(ThrottleEvent {
+                reason: "VMSCAN_THROTTLE_ISOLATED".into(),
+                usec_delayed: 4000
+            })
+        );
+        assert_eq!(parse_throttle_line("  <idle>-0 [000] 1.0: sched_switch: x=1"), None);
+    }
+
+    #[test]
+    fn totals_by_reason() {
+        let mut totals = BTreeMap::new();
+        for (r, d) in [("A", 10), ("A", 30), ("B", 5)] {
+            account(
+                &mut totals,
+                ThrottleEvent {
+                    reason: r.into(),
+                    usec_delayed: d,
+                },
+            );
+        }
+        assert_eq!(
+            totals["A"],
+            ThrottleStat {
+                count: 2,
+                usec_delayed_sum: 40,
+                usec_delayed_max: 30
+            }
+        );
+        assert_eq!(totals["B"].count, 1);
+    }
+
+    #[test]
+    fn overrun() {
+        let stats = "entries: 10\noverrun: 42\ncommit overrun: 0\nbytes: 100\n";
+        assert_eq!(parse_overrun(stats), 42);
+    }
+}

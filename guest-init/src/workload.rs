@@ -1,0 +1,228 @@
+//! Scenario A's workload, run as a child process (`/init workload ...`) inside
+//! the memory cgroup so that an OOM kill takes it and not PID 1.
+//!
+//! N threads write to random pages of one shared anonymous mapping of W MiB
+//! for T seconds. Each write is a "touch"; the total is printed on stdout as
+//! `touches <n>` every 200 ms and at the end, so PID 1 keeps the last figure
+//! even when the process is killed.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::cgroup;
+
+/// Command-line of the child, built by PID 1 and parsed back here.
+#[derive(Debug, PartialEq, Eq)]
+pub struct WorkloadArgs {
+    pub cgroup: String,
+    pub threads: u32,
+    pub working_set_mb: u64,
+    pub duration_s: u64,
+}
+
+impl WorkloadArgs {
+    pub fn to_args(&self) -> Vec<String> {
+        vec![
+            "workload".into(),
+            self.cgroup.clone(),
+            self.threads.to_string(),
+            self.working_set_mb.to_string(),
+            self.duration_s.to_string(),
+        ]
+    }
+
+    pub fn parse(args: &[String]) -> Result<Self, String> {
+        let [cgroup, threads, ws, dur] = args else {
+            return Err(format!("workload wants 4 arguments, got {}", args.len()));
+        };
+        let num = |s: &str, what: &str| s.parse::<u64>().map_err(|_| format!("bad {what}: {s}"));
+        Ok(WorkloadArgs {
+            cgroup: cgroup.clone(),
+            threads: num(threads, "threads")? as u32,
+            working_set_mb: num(ws, "working set")?,
+            duration_s: num(dur, "duration")?,
+        })
+    }
+}
+
+/// xorshift64*: a cheap, good-enough page picker; every thread its own seed.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A value in 0..n (n > 0); the bias of the modulo is irrelevant here.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
+/// One counter per thread, each on its own cache line so counting does not
+/// turn into cache-line ping-pong.
+#[repr(align(64))]
+#[derive(Default)]
+struct PaddedCounter(AtomicU64);
+
+struct Mapping {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is only written through volatile byte stores at
+// in-bounds offsets; races between threads on the same byte are benign for
+// this workload (we only want the pages dirtied).
+unsafe impl Send for Mapping {}
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn anonymous(len: usize) -> std::io::Result<Self> {
+        // SAFETY: a fresh private anonymous mapping; no existing memory is affected.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Mapping {
+            ptr: ptr as *mut u8,
+            len,
+        })
+    }
+
+    fn touch(&self, offset: usize, value: u8) {
+        assert!(offset < self.len);
+        // SAFETY: offset is within the mapping, which lives as long as self.
+        unsafe { std::ptr::write_volatile(self.ptr.add(offset), value) }
+    }
+}
+
+/// Entry point of `guest-init workload ...`; returns the exit code.
+pub fn main(args: &[String]) -> i32 {
+    let args = match WorkloadArgs::parse(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("workload: {e}");
+            return 2;
+        }
+    };
+    if let Err(e) = cgroup::enter(Path::new(&args.cgroup)) {
+        eprintln!("workload: {e}");
+        return 3;
+    }
+    let page = crate::sys::page_size();
+    let len = (args.working_set_mb as usize) << 20;
+    let pages = (len / page).max(1) as u64;
+    let mapping = match Mapping::anonymous(len.max(page)) {
+        Ok(m) => Arc::new(m),
+        Err(e) => {
+            eprintln!("workload: mmap {len} bytes: {e}");
+            return 4;
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let counters: Arc<Vec<PaddedCounter>> =
+        Arc::new((0..args.threads).map(|_| PaddedCounter::default()).collect());
+
+    let mut handles = Vec::new();
+    for t in 0..args.threads as usize {
+        let (mapping, stop_flag, counters) = (mapping.clone(), stop.clone(), counters.clone());
+        let spawned = std::thread::Builder::new()
+            .stack_size(64 << 10)
+            .spawn(move || {
+                let mut rng = Rng::new(t as u64 + 1);
+                let mut local = 0u64;
+                while !stop_flag.load(Ordering::Relaxed) {
+                    for _ in 0..64 {
+                        let p = rng.below(pages) as usize;
+                        mapping.touch(p * page + (local as usize & 63) * 8, local as u8);
+                        local += 1;
+                    }
+                    counters[t].0.store(local, Ordering::Relaxed);
+                }
+                counters[t].0.store(local, Ordering::Relaxed);
+            });
+        match spawned {
+            Ok(h) => handles.push(h),
+            Err(e) => {
+                eprintln!("workload: thread {t}: {e}");
+                stop.store(true, Ordering::Relaxed);
+                return 5;
+            }
+        }
+    }
+
+    let total = || -> u64 { counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum() };
+    let start = Instant::now();
+    let deadline = start + Duration::from_secs(args.duration_s);
+    let stdout = std::io::stdout();
+    while Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(200).min(deadline - Instant::now()));
+        let _ = writeln!(stdout.lock(), "touches {}", total());
+    }
+    stop.store(true, Ordering::Relaxed);
+    for h in handles {
+        let _ = h.join();
+    }
+    let _ = writeln!(stdout.lock(), "touches {}", total());
+    0
+}
+
+/// Parses a progress line printed by [`main`].
+pub fn parse_progress(line: &str) -> Option<u64> {
+    line.strip_prefix("touches ")?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_round_trip() {
+        let a = WorkloadArgs {
+            cgroup: "/sys/fs/cgroup/mmci".into(),
+            threads: 64,
+            working_set_mb: 48,
+            duration_s: 60,
+        };
+        assert_eq!(WorkloadArgs::parse(&a.to_args()[1..]).unwrap(), a);
+        assert!(WorkloadArgs::parse(&["x".to_string()]).is_err());
+    }
+
+    #[test]
+    fn rng_stays_in_range_and_spreads() {
+        let mut rng = Rng::new(1);
+        let mut seen = [false; 16];
+        for _ in 0..1000 {
+            let v = rng.below(16);
+            seen[v as usize] = true;
+        }
+        assert!(seen.iter().all(|s| *s));
+    }
+
+    #[test]
+    fn progress_lines() {
+        assert_eq!(parse_progress("touches 123\n"), Some(123));
+        assert_eq!(parse_progress("workload: oops"), None);
+    }
+}

@@ -1,0 +1,106 @@
+//! Builds guest-init, the guest's static PID 1, for every guest architecture
+//! whose Rust target is installed, and embeds the binaries into mmci, so that
+//! the host tool and the guest always speak the same record format version.
+//!
+//! The nested cargo uses its own target directory (a build script must not
+//! wait on the lock of the outer build's) under the workspace's `target/`, so
+//! it is cached across builds of the orchestrator.
+
+use std::env;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const GUEST_TARGETS: [(&str, &str); 2] = [
+    ("x86_64", "x86_64-unknown-linux-musl"),
+    ("aarch64", "aarch64-unknown-linux-musl"),
+];
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let workspace = manifest_dir.parent().unwrap().to_path_buf();
+    for dir in ["guest-init/src", "guest-init/Cargo.toml", "record/src", "record/Cargo.toml", "Cargo.lock"] {
+        println!("cargo:rerun-if-changed={}", workspace.join(dir).display());
+    }
+    println!("cargo:rerun-if-env-changed=MMCI_SKIP_GUEST_TARGETS");
+    let skip = env::var("MMCI_SKIP_GUEST_TARGETS").unwrap_or_default();
+
+    let target_dir = workspace.join("target").join("guest-init");
+    let installed = installed_targets();
+    let mut generated = String::new();
+    for (arch, triple) in GUEST_TARGETS {
+        let konst = format!("GUEST_INIT_{}", arch.to_uppercase());
+        let usable = installed.as_ref().is_none_or(|list| list.iter().any(|t| t == triple))
+            && !skip.split(',').any(|s| s.trim() == arch);
+        let binary = if usable {
+            build_guest_init(&workspace, &target_dir, triple)
+        } else {
+            println!(
+                "cargo:warning=guest-init not built for {arch}: rust target {triple} is not installed \
+                 (run ./mmci-setup or `rustup target add {triple}`)"
+            );
+            None
+        };
+        match binary {
+            Some(path) => writeln!(
+                generated,
+                "pub const {konst}: Option<&[u8]> = Some(include_bytes!({:?}));",
+                path.display().to_string()
+            )
+            .unwrap(),
+            None => writeln!(generated, "pub const {konst}: Option<&[u8]> = None;").unwrap(),
+        }
+    }
+    let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("guest_bins.rs");
+    std::fs::write(out, generated).unwrap();
+}
+
+/// Targets rustup says are installed, or None without rustup (then we try all).
+fn installed_targets() -> Option<Vec<String>> {
+    let out = Command::new("rustup")
+        .args(["target", "list", "--installed"])
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    Some(
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.trim().to_string())
+            .collect(),
+    )
+}
+
+fn build_guest_init(workspace: &Path, target_dir: &Path, triple: &str) -> Option<PathBuf> {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace)
+        .args(["build", "--locked", "-p", "guest-init", "--profile", "guest", "--target", triple])
+        .arg("--target-dir")
+        .arg(target_dir);
+    // The outer build's settings are not the guest's: a clippy or coverage
+    // wrapper, host RUSTFLAGS or a forced target would break a static binary.
+    for var in [
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_PRIMARY_PACKAGE",
+    ] {
+        cmd.env_remove(var);
+    }
+    // rust-lld links static aarch64 binaries without a cross gcc.
+    if triple.starts_with("aarch64") {
+        cmd.env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER", "rust-lld");
+    }
+    let status = cmd.status();
+    match status {
+        Ok(s) if s.success() => Some(target_dir.join(triple).join("guest").join("guest-init")),
+        Ok(s) => panic!("building guest-init for {triple} failed ({s}); see the output above"),
+        Err(e) => panic!("cannot run cargo to build guest-init for {triple}: {e}"),
+    }
+}

@@ -1,0 +1,167 @@
+//! `mmci bench boot`: how fast a guest gets going and what mmci adds around
+//! it. Measured on the real kernel and QEMU, never in a timed unit test.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use mmci_record::{GuestJob, Scenario};
+
+use crate::accel::AccelChoice;
+use crate::arch::Arch;
+use crate::image;
+use crate::results::KernelInfo;
+use crate::run::{self, RunConfig, RunError};
+
+/// Targets from the vertical-slice issue, for this 2-core machine.
+pub const TARGET_FIRST_RECORD_MS: f64 = 2000.0;
+pub const TARGET_HOST_OVERHEAD_MS: f64 = 300.0;
+pub const TARGET_INITRAMFS_MS: f64 = 100.0;
+pub const TARGET_GUEST_INIT_BYTES: usize = 2 << 20;
+
+#[derive(Clone, Debug, Default)]
+pub struct BootBench {
+    pub runs: usize,
+    pub first_record_ms: Vec<f64>,
+    pub host_overhead_ms: Vec<f64>,
+    pub qemu_ms: Vec<f64>,
+    pub initramfs_ms: Vec<f64>,
+    pub guest_init_bytes: usize,
+    pub failures: Vec<String>,
+}
+
+pub fn median(values: &[f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let mid = v.len() / 2;
+    Some(if v.len() % 2 == 0 { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] })
+}
+
+/// Boots `runs` probe guests one after the other and times them.
+pub async fn boot(
+    runs: usize,
+    arch: Arch,
+    kernel: &KernelInfo,
+    guest_init: &[u8],
+    accel: &AccelChoice,
+    out_dir: &Path,
+    scratch: &Path,
+) -> Result<BootBench, RunError> {
+    let mut bench = BootBench {
+        runs,
+        guest_init_bytes: guest_init.len(),
+        ..Default::default()
+    };
+    let job = GuestJob {
+        scenario: Scenario::Probe,
+        ..GuestJob::default()
+    };
+    // The initramfs build on its own, many times: it is too fast to time once.
+    for _ in 0..50 {
+        let t = Instant::now();
+        let archive = image::initramfs(guest_init, &job);
+        std::fs::write(scratch.join("bench-initrd.cpio"), &archive).map_err(|source| RunError::Io {
+            path: scratch.to_path_buf(),
+            source,
+        })?;
+        bench.initramfs_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    let _ = std::fs::remove_file(scratch.join("bench-initrd.cpio"));
+    for i in 0..runs {
+        let cfg = RunConfig {
+            id: format!("boot-{i}"),
+            arch,
+            accel: accel.accel,
+            accel_note: accel.note.clone(),
+            vcpus: 1,
+            memory_mb: 256,
+            swap_mb: 0,
+            kernel: kernel.clone(),
+            guest_init: guest_init.to_vec(),
+            job: job.clone(),
+            extra_cmdline: vec![],
+            timeout: Duration::from_secs(60),
+            retries: 0,
+        };
+        let t = Instant::now();
+        let r = run::run_guest(&cfg, &out_dir.join(&cfg.id), scratch).await?;
+        let wall_ms = t.elapsed().as_secs_f64() * 1000.0;
+        if !run::is_completed(&r) {
+            bench.failures.push(format!("{}: {}", cfg.id, r.classification.reason));
+            continue;
+        }
+        if let Some(ms) = r.timing.first_record_ms {
+            bench.first_record_ms.push(ms);
+        }
+        bench.qemu_ms.push(r.timing.qemu_ms);
+        // Everything outside QEMU's lifetime, result files included.
+        bench.host_overhead_ms.push(wall_ms - r.timing.qemu_ms);
+    }
+    Ok(bench)
+}
+
+fn verdict(value: Option<f64>, target: f64) -> &'static str {
+    match value {
+        Some(v) if v <= target => "ok",
+        Some(_) => "MISSED",
+        None => "no data",
+    }
+}
+
+pub fn render(b: &BootBench, accel: &AccelChoice) -> String {
+    let fmt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1} ms"));
+    let first = median(&b.first_record_ms);
+    let overhead = median(&b.host_overhead_ms);
+    let initramfs = median(&b.initramfs_ms);
+    let mut out = format!(
+        "boot benchmark: {} runs under {} ({})\n",
+        b.runs, accel.accel, accel.note
+    );
+    out.push_str(&format!(
+        "  spawn -> first record (median) {:>12}   target <= {TARGET_FIRST_RECORD_MS} ms  {}\n",
+        fmt(first),
+        verdict(first, TARGET_FIRST_RECORD_MS)
+    ));
+    out.push_str(&format!(
+        "  QEMU lifetime (median)         {:>12}\n",
+        fmt(median(&b.qemu_ms))
+    ));
+    out.push_str(&format!(
+        "  host overhead per run (median) {:>12}   target <= {TARGET_HOST_OVERHEAD_MS} ms  {}\n",
+        fmt(overhead),
+        verdict(overhead, TARGET_HOST_OVERHEAD_MS)
+    ));
+    out.push_str(&format!(
+        "  initramfs build (median of 50) {:>12}   target <= {TARGET_INITRAMFS_MS} ms  {}\n",
+        fmt(initramfs),
+        verdict(initramfs, TARGET_INITRAMFS_MS)
+    ));
+    out.push_str(&format!(
+        "  guest-init binary              {:>9} KiB   target <= {} KiB  {}\n",
+        b.guest_init_bytes / 1024,
+        TARGET_GUEST_INIT_BYTES / 1024,
+        if b.guest_init_bytes <= TARGET_GUEST_INIT_BYTES { "ok" } else { "MISSED" }
+    ));
+    if !b.first_record_ms.is_empty() {
+        let list: Vec<String> = b.first_record_ms.iter().map(|v| format!("{v:.0}")).collect();
+        out.push_str(&format!("  first record per run (ms): {}\n", list.join(" ")));
+    }
+    for f in &b.failures {
+        out.push_str(&format!("  failed: {f}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+}

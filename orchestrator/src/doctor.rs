@@ -1,0 +1,138 @@
+//! `mmci doctor`: what this machine has, what it lacks, and which
+//! accelerator works.
+
+use std::path::Path;
+
+use crate::accel;
+use crate::arch::Arch;
+use crate::guest_bin;
+use crate::kernel::on_path;
+use crate::tree::BUNDLED_TARBALL;
+
+/// One line of the doctor's report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Check {
+    pub what: String,
+    pub ok: bool,
+    /// Needed for the default run (else optional).
+    pub required: bool,
+    pub detail: String,
+}
+
+fn tool(name: &str, required: bool, purpose: &str) -> Check {
+    match on_path(name) {
+        Some(p) => Check {
+            what: name.into(),
+            ok: true,
+            required,
+            detail: p.display().to_string(),
+        },
+        None => Check {
+            what: name.into(),
+            ok: false,
+            required,
+            detail: format!("missing ({purpose}): run ./mmci-setup"),
+        },
+    }
+}
+
+/// Everything the doctor checks that needs no guest boot.
+pub fn checks() -> Vec<Check> {
+    let mut out = vec![
+        tool("qemu-system-x86_64", true, "x86_64 guests"),
+        tool("qemu-system-aarch64", false, "arm64 guests"),
+        tool("make", true, "kernel builds"),
+        tool("gcc", true, "kernel builds"),
+        tool("flex", true, "kernel builds"),
+        tool("bison", true, "kernel builds"),
+        tool("bc", true, "kernel builds"),
+        tool("git", true, "kernel trees"),
+        tool("tar", true, "importing the bundled tree"),
+        tool("aarch64-linux-gnu-gcc", false, "arm64 kernel builds"),
+        tool("ccache", false, "faster rebuilds"),
+    ];
+    out.push(Check {
+        what: "libelf/libssl headers".into(),
+        ok: Path::new("/usr/include/gelf.h").exists() && Path::new("/usr/include/openssl/ssl.h").exists(),
+        required: true,
+        detail: "libelf-dev, libssl-dev (kernel build)".into(),
+    });
+    out.push(Check {
+        what: "bundled kernel tree".into(),
+        ok: Path::new(BUNDLED_TARBALL).is_file(),
+        required: true,
+        detail: BUNDLED_TARBALL.into(),
+    });
+    for arch in Arch::ALL {
+        let present = guest_bin::guest_init(arch).is_some();
+        out.push(Check {
+            what: format!("guest-init ({arch})"),
+            ok: present,
+            required: arch == Arch::X86_64,
+            detail: if present {
+                format!("embedded, {} KiB", guest_bin::guest_init(arch).map_or(0, |b| b.len() / 1024))
+            } else {
+                format!(
+                    "not embedded: `rustup target add {}` then rebuild mmci",
+                    guest_bin::guest_triple(arch)
+                )
+            },
+        });
+    }
+    out.push(Check {
+        what: "/dev/kvm".into(),
+        ok: accel::kvm_device_usable().is_ok(),
+        required: false,
+        detail: match accel::kvm_device_usable() {
+            Ok(()) => "present (probed with a real boot by `mmci run`)".into(),
+            Err(e) => format!("{e}: guests run under TCG"),
+        },
+    });
+    out
+}
+
+/// The report as text; the bool says whether everything required is there.
+pub fn render(checks: &[Check], accel_line: &str) -> (String, bool) {
+    let mut out = String::new();
+    let mut ok = true;
+    for c in checks {
+        let mark = match (c.ok, c.required) {
+            (true, _) => "ok     ",
+            (false, true) => "MISSING",
+            (false, false) => "absent ",
+        };
+        ok &= c.ok || !c.required;
+        out.push_str(&format!("{mark} {:<24} {}\n", c.what, c.detail));
+    }
+    out.push_str(&format!("accel   {accel_line}\n"));
+    (out, ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_required_tool_fails_the_report() {
+        let checks = vec![
+            Check { what: "make".into(), ok: true, required: true, detail: "/usr/bin/make".into() },
+            Check { what: "ccache".into(), ok: false, required: false, detail: "missing".into() },
+        ];
+        let (text, ok) = render(&checks, "tcg");
+        assert!(ok);
+        assert!(text.contains("absent  ccache"));
+        let mut bad = checks.clone();
+        bad[0].ok = false;
+        let (text, ok) = render(&bad, "tcg");
+        assert!(!ok);
+        assert!(text.contains("MISSING make"));
+    }
+
+    #[test]
+    fn tool_lookup() {
+        assert!(tool("sh", true, "x").ok);
+        let c = tool("mmci-no-such-tool", true, "testing");
+        assert!(!c.ok);
+        assert!(c.detail.contains("mmci-setup"));
+    }
+}

@@ -1,0 +1,119 @@
+//! Kconfig fragments: what they request, and whether the final .config has it.
+//! `merge_config.sh` only warns when a dependency drops an option; mmci makes
+//! every requested option a hard requirement.
+
+use std::collections::BTreeMap;
+
+/// One `CONFIG_X=value` (or `# CONFIG_X is not set`, value "n") request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub name: String,
+    pub value: String,
+    /// Where it was asked for: "kernels/mm.config:12".
+    pub origin: String,
+}
+
+/// Parses a fragment; `origin` names the file in errors.
+pub fn parse_fragment(text: &str, origin: &str) -> Vec<Request> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        let at = format!("{origin}:{}", i + 1);
+        if let Some(rest) = line.strip_prefix("# ") {
+            if let Some(name) = rest.strip_suffix(" is not set") {
+                if name.starts_with("CONFIG_") {
+                    out.push(Request {
+                        name: name.to_string(),
+                        value: "n".into(),
+                        origin: at,
+                    });
+                }
+            }
+            continue;
+        }
+        if let Some((name, value)) = line.split_once('=') {
+            if name.starts_with("CONFIG_") {
+                out.push(Request {
+                    name: name.to_string(),
+                    value: value.to_string(),
+                    origin: at,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The values of a .config (unset options are absent).
+pub fn parse_config(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter(|l| l.starts_with("CONFIG_"))
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A requested option the final .config does not have.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    pub request: Request,
+    /// What the .config has instead (None: not set).
+    pub found: Option<String>,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let r = &self.request;
+        match &self.found {
+            Some(v) => write!(f, "{}={} requested at {}, final .config has {v}", r.name, r.value, r.origin),
+            None => write!(f, "{}={} requested at {}, not set in the final .config (a dependency is missing)", r.name, r.value, r.origin),
+        }
+    }
+}
+
+/// Every request that the final config does not satisfy.
+pub fn check(config: &BTreeMap<String, String>, requests: &[Request]) -> Vec<Mismatch> {
+    requests
+        .iter()
+        .filter_map(|r| {
+            let found = config.get(&r.name);
+            let ok = match (r.value.as_str(), found) {
+                ("n", None) => true,
+                (want, Some(have)) => want == have,
+                (_, None) => false,
+            };
+            (!ok).then(|| Mismatch {
+                request: r.clone(),
+                found: found.cloned(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FRAGMENT: &str = "# comment\nCONFIG_SWAP=y\n# CONFIG_DEBUG_INFO is not set\nCONFIG_NR_CPUS=64\n\nCONFIG_CMDLINE=\"x y\"\n";
+
+    #[test]
+    fn fragment_requests_with_origins() {
+        let r = parse_fragment(FRAGMENT, "kernels/mm.config");
+        assert_eq!(r.len(), 4);
+        assert_eq!(r[0].name, "CONFIG_SWAP");
+        assert_eq!(r[0].origin, "kernels/mm.config:2");
+        assert_eq!(r[1].value, "n");
+        assert_eq!(r[3].value, "\"x y\"");
+    }
+
+    #[test]
+    fn check_reports_missing_and_wrong_values() {
+        let config = parse_config("CONFIG_SWAP=y\nCONFIG_NR_CPUS=2\n# CONFIG_X is not set\n");
+        let mism = check(&config, &parse_fragment(FRAGMENT, "f"));
+        let names: Vec<_> = mism.iter().map(|m| m.request.name.as_str()).collect();
+        assert_eq!(names, ["CONFIG_NR_CPUS", "CONFIG_CMDLINE"]);
+        assert_eq!(mism[0].found.as_deref(), Some("2"));
+        assert!(mism[1].to_string().contains("not set in the final .config"));
+        assert!(mism[0].to_string().contains("f:4"));
+    }
+}

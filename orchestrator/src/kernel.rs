@@ -1,0 +1,108 @@
+//! Getting a kernel to boot: a given image, or the bundled tree built with
+//! the bundled (or given) config fragments.
+
+use std::path::{Path, PathBuf};
+
+use crate::arch::Arch;
+use crate::build::{self, BuildError, BuildRequest, Fragment};
+use crate::paths::WorkDir;
+use crate::results::KernelInfo;
+use crate::tree::{self, TreeError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    #[error("kernel image {0} not found (--kernel): give the path of a bzImage/Image, or leave --kernel out to build the bundled tree")]
+    MissingImage(PathBuf),
+    #[error("config fragment {path} (--config-fragment)")]
+    Fragment {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    #[error(transparent)]
+    Build(#[from] BuildError),
+}
+
+/// Where the kernel comes from.
+#[derive(Clone, Debug)]
+pub struct KernelSource {
+    /// A prebuilt image; skips the tree and the build.
+    pub image: Option<PathBuf>,
+    /// The tarball to import when building.
+    pub tarball: PathBuf,
+    /// Config fragments replacing the bundled ones.
+    pub fragments: Vec<PathBuf>,
+    pub jobs: usize,
+}
+
+impl KernelSource {
+    pub fn bundled() -> KernelSource {
+        KernelSource {
+            image: None,
+            tarball: PathBuf::from(tree::BUNDLED_TARBALL),
+            fragments: vec![],
+            jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+/// Resolves `source` to a bootable image, building it if needed.
+pub async fn prepare(source: &KernelSource, arch: Arch, work: &WorkDir) -> Result<KernelInfo, KernelError> {
+    if let Some(image) = &source.image {
+        if !image.is_file() {
+            return Err(KernelError::MissingImage(image.clone()));
+        }
+        return Ok(KernelInfo {
+            image: image.clone(),
+            release: "unknown (given image)".into(),
+            tree: None,
+            tree_commit: None,
+            build_key: None,
+        });
+    }
+    let fragments = if source.fragments.is_empty() {
+        build::default_fragments(arch)?
+    } else {
+        source
+            .fragments
+            .iter()
+            .map(|p| {
+                Fragment::read(p).map_err(|e| KernelError::Fragment {
+                    path: p.clone(),
+                    source: e,
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let tree = tree::import_tarball(&source.tarball, work).await?;
+    let req = BuildRequest {
+        arch,
+        fragments,
+        jobs: source.jobs,
+    };
+    let built = build::build_kernel(&tree, &req, work).await?;
+    Ok(KernelInfo {
+        image: built.image,
+        release: built.release,
+        tree: Some(tree.name),
+        tree_commit: Some(tree.commit),
+        build_key: Some(built.key),
+    })
+}
+
+/// Is `name` an executable somewhere on PATH?
+pub fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    p.metadata()
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}

@@ -1,0 +1,27 @@
+//! mmci: kernel CI for Linux memory-management patches.
+//!
+//! One module per stage; data flows one way: `tree` (kernel sources in git)
+//! -> `build` (configured, cached kernel builds) -> `image` (initramfs) ->
+//! `vm` (QEMU) -> `run` (one guest run, classified by `outcome`, measured by
+//! `metrics`, stored by `results`) -> `report`. `app` strings them together
+//! for the command line.
+
+pub mod accel;
+pub mod app;
+pub mod arch;
+pub mod bench;
+pub mod build;
+pub mod doctor;
+pub mod guest_bin;
+pub mod image;
+pub mod kconfig;
+pub mod kernel;
+pub mod metrics;
+pub mod outcome;
+pub mod paths;
+pub mod process;
+pub mod report;
+pub mod results;
+pub mod run;
+pub mod tree;
+pub mod vm;

@@ -1,0 +1,298 @@
+//! The `mmci` command: parses the command line and calls into the library.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use mmci::accel::{self, AccelRequest};
+use mmci::app::{self, exit, AppError, RunOptions};
+use mmci::arch::Arch;
+use mmci::kernel::{self, KernelSource};
+use mmci::paths::WorkDir;
+use mmci::{bench, doctor, report};
+
+#[derive(Parser)]
+#[command(name = "mmci", version, about = "Kernel CI for Linux memory-management patches")]
+struct Cli {
+    /// Cache directory for kernel trees and builds [default: $MMCI_WORK_DIR or ~/.cache/mmci]
+    #[arg(long, global = true)]
+    work_dir: Option<PathBuf>,
+    /// More log output (-v: debug).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct KernelArgs {
+    /// Guest architecture.
+    #[arg(long, default_value = "x86_64")]
+    arch: Arch,
+    /// Boot this kernel image instead of building the bundled tree.
+    #[arg(long)]
+    kernel: Option<PathBuf>,
+    /// Kernel tree tarball to import and build.
+    #[arg(long, default_value = mmci::tree::BUNDLED_TARBALL)]
+    tarball: PathBuf,
+    /// Config fragments to merge over tinyconfig, replacing kernels/mm.config + kernels/<arch>.config.
+    #[arg(long = "config-fragment")]
+    config_fragments: Vec<PathBuf>,
+    /// make -j [default: number of CPUs]
+    #[arg(long)]
+    jobs: Option<usize>,
+}
+
+impl KernelArgs {
+    fn source(&self) -> KernelSource {
+        let mut s = KernelSource::bundled();
+        s.image = self.kernel.clone();
+        s.tarball = self.tarball.clone();
+        s.fragments = self.config_fragments.clone();
+        if let Some(j) = self.jobs {
+            s.jobs = j;
+        }
+        s
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Build the kernel (cached), boot it under QEMU, run the MGLRU isolation
+    /// workload (scenario A) and print its metrics.
+    Run {
+        #[command(flatten)]
+        kernel: KernelArgs,
+        /// Where results go [default: ./mmci-results/<UTC time>]
+        #[arg(long)]
+        results: Option<PathBuf>,
+        #[arg(long, default_value_t = 2)]
+        vcpus: u32,
+        /// Guest RAM in MiB.
+        #[arg(long, default_value_t = 1024)]
+        memory_mb: u64,
+        /// Swap disk size in MiB.
+        #[arg(long, default_value_t = 256)]
+        swap_mb: u64,
+        /// Guest job parameter KEY=VALUE (threads, working_set_mb, duration_s,
+        /// memcg_max_mb, swap, swap_delay_ms, mglru, ...); repeatable.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        #[arg(long, value_enum, default_value = "auto")]
+        accel: AccelRequest,
+        /// Kill the guest after this many seconds [default: 90 + 4 x duration_s]
+        #[arg(long)]
+        timeout: Option<u64>,
+        /// Extra attempts after an infra failure.
+        #[arg(long, default_value_t = 1)]
+        retries: u32,
+    },
+    /// Kernel trees and builds.
+    Kernel {
+        #[command(subcommand)]
+        command: KernelCommand,
+    },
+    /// Say what this machine has and lacks, and which accelerator works.
+    Doctor {
+        /// Also boot a probe guest under KVM (builds the kernel if needed).
+        #[arg(long)]
+        probe: bool,
+    },
+    /// Benchmarks.
+    Bench {
+        #[command(subcommand)]
+        command: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum KernelCommand {
+    /// Build the kernel (or find it in the cache) and print its image path.
+    Build {
+        #[command(flatten)]
+        kernel: KernelArgs,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// Time from QEMU spawn to the first guest record, host overhead per run,
+    /// initramfs build time, guest-init size.
+    Boot {
+        #[command(flatten)]
+        kernel: KernelArgs,
+        #[arg(long, default_value_t = 7)]
+        runs: usize,
+        #[arg(long, value_enum, default_value = "auto")]
+        accel: AccelRequest,
+    },
+}
+
+fn init_logging(verbose: u8) {
+    let level = match verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("MMCI_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("mmci={level}")));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}
+
+/// Prints an error and its causes on one line each, as `error: a: b: c`.
+fn print_error(err: &dyn std::error::Error) {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    eprintln!("mmci: error: {text}");
+}
+
+fn utc_stamp() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Civil date from days since the epoch (Howard Hinnant's algorithm).
+    let days = (secs / 86400) as i64;
+    let rem = secs % 86400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+async fn real_main(cli: Cli) -> Result<i32, AppError> {
+    let work = WorkDir::resolve(cli.work_dir.as_deref());
+    match cli.command {
+        Command::Run {
+            kernel,
+            results,
+            vcpus,
+            memory_mb,
+            swap_mb,
+            sets,
+            accel,
+            timeout,
+            retries,
+        } => {
+            let opts = RunOptions {
+                work,
+                results: results.unwrap_or_else(|| PathBuf::from("mmci-results").join(utc_stamp())),
+                arch: kernel.arch,
+                kernel: kernel.source(),
+                vcpus,
+                memory_mb,
+                swap_mb,
+                sets,
+                accel,
+                timeout: timeout.map(Duration::from_secs),
+                retries,
+            };
+            let (result, _) = app::run(&opts).await?;
+            println!("{}", report::render_run(&result));
+            println!("results: {}", opts.results.join(&result.id).display());
+            Ok(match result.classification.outcome {
+                mmci::outcome::Outcome::Completed => exit::OK,
+                mmci::outcome::Outcome::InfraFailure => exit::INFRA,
+                _ => exit::RUN_FAILED,
+            })
+        }
+        Command::Kernel {
+            command: KernelCommand::Build { kernel: k },
+        } => {
+            let info = kernel::prepare(&k.source(), k.arch, &work).await?;
+            println!("{}", info.image.display());
+            Ok(exit::OK)
+        }
+        Command::Doctor { probe } => {
+            let checks = doctor::checks();
+            let accel_line = if probe {
+                let k = KernelSource::bundled();
+                let info = kernel::prepare(&k, Arch::X86_64, &work).await?;
+                let guest = mmci::guest_bin::guest_init(Arch::X86_64).unwrap_or_default();
+                let c = accel::choose(AccelRequest::Auto, Arch::X86_64, &info, guest, &work.scratch()).await;
+                format!("{} ({})", c.accel, c.note)
+            } else {
+                match accel::static_choice(AccelRequest::Auto, Arch::X86_64) {
+                    Some(c) => format!("{} ({})", c.accel, c.note),
+                    None => "kvm device present; `mmci doctor --probe` boots a guest to test it".into(),
+                }
+            };
+            let (text, ok) = doctor::render(&checks, &accel_line);
+            print!("{text}");
+            println!("work dir: {}", work.root().display());
+            Ok(if ok { exit::OK } else { exit::ENVIRONMENT })
+        }
+        Command::Bench {
+            command: BenchCommand::Boot { kernel: k, runs, accel },
+        } => {
+            let opts = RunOptions {
+                work: work.clone(),
+                results: work.scratch().join("bench-boot"),
+                arch: k.arch,
+                kernel: k.source(),
+                vcpus: 1,
+                memory_mb: 256,
+                swap_mb: 0,
+                sets: vec![],
+                accel,
+                timeout: None,
+                retries: 0,
+            };
+            let (_, guest_init) = app::preflight(&opts)?;
+            let info = kernel::prepare(&opts.kernel, k.arch, &work).await?;
+            let choice = accel::choose(accel, k.arch, &info, guest_init, &work.scratch()).await;
+            let b = bench::boot(runs, k.arch, &info, guest_init, &choice, &opts.results, &work.scratch())
+                .await
+                .map_err(AppError::Run)?;
+            print!("{}", bench::render(&b, &choice));
+            let _ = std::fs::remove_dir_all(&opts.results);
+            Ok(if b.failures.is_empty() { exit::OK } else { exit::RUN_FAILED })
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
+        Err(e) => {
+            print_error(&e);
+            return ExitCode::from(exit::ENVIRONMENT as u8);
+        }
+    };
+    let code = runtime.block_on(async {
+        tokio::select! {
+            r = real_main(cli) => match r {
+                Ok(code) => code,
+                Err(e) => {
+                    print_error(&e);
+                    e.exit_code()
+                }
+            },
+            _ = tokio::signal::ctrl_c() => {
+                eprintln!("mmci: interrupted; stopping every guest and build");
+                exit::INTERRUPTED
+            }
+        }
+    });
+    // Whatever is still running belongs to us: no QEMU or make outlives mmci.
+    mmci::process::kill_all();
+    drop(runtime);
+    ExitCode::from(code as u8)
+}

@@ -1,0 +1,227 @@
+//! Classifying a guest run, as syzkaller does: only completed runs feed
+//! statistics; infra failures are retried and never reported as regressions;
+//! boot failures, crashes and hangs are results in their own right.
+
+use mmci_record::Record;
+use serde::{Deserialize, Serialize};
+
+use crate::vm::VmRun;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// guest-init sent its last record with ok = true.
+    Completed,
+    /// guest-init ran but a set-up step failed (it says which).
+    GuestError,
+    /// The kernel never reached our PID 1.
+    BootFailure,
+    /// Panic, oops, BUG after PID 1 started (or the guest died without a word).
+    KernelCrash,
+    /// PID 1 started, then nothing ended the run before the timeout.
+    Hang,
+    /// Not the kernel's fault: QEMU could not start or the accelerator failed.
+    InfraFailure,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Completed => "completed",
+            Outcome::GuestError => "guest error",
+            Outcome::BootFailure => "boot failure",
+            Outcome::KernelCrash => "kernel crash",
+            Outcome::Hang => "hang",
+            Outcome::InfraFailure => "infra failure",
+        }
+    }
+
+    /// Worth running again (the kernel is not to blame).
+    pub fn retryable(self) -> bool {
+        self == Outcome::InfraFailure
+    }
+}
+
+/// The outcome with the evidence for it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Classification {
+    pub outcome: Outcome,
+    /// One line for tables.
+    pub reason: String,
+    /// The console text of a crash (from its first line, at most 60 lines).
+    pub crash_report: Option<String>,
+}
+
+/// Console lines that mean the kernel died or is broken.
+const CRASH_MARKERS: [&str; 9] = [
+    "Kernel panic - not syncing",
+    "BUG: ",
+    "Oops: ",
+    "general protection fault",
+    "Unable to handle kernel",
+    "kernel BUG at",
+    "watchdog: BUG: soft lockup",
+    "INFO: task ",
+    "Internal error: ",
+];
+
+/// The first crash line on the console and the report that follows it.
+pub fn find_crash(console: &str) -> Option<(String, String)> {
+    let lines: Vec<&str> = console.lines().collect();
+    let first = lines
+        .iter()
+        .position(|l| CRASH_MARKERS.iter().any(|m| l.contains(m)))?;
+    let report = lines[first..lines.len().min(first + 60)].join("\n");
+    Some((lines[first].trim().to_string(), report))
+}
+
+pub fn classify(run: &VmRun) -> Classification {
+    let result = |outcome, reason: String, crash_report| Classification {
+        outcome,
+        reason,
+        crash_report,
+    };
+    if run.accel_failed {
+        let line = crate::vm::accel_failure(&run.qemu_stderr).unwrap_or("accelerator failed");
+        return result(Outcome::InfraFailure, format!("QEMU: {line}"), None);
+    }
+    if !run.connected && !run.timed_out {
+        let first = run.qemu_stderr.lines().next().unwrap_or("no message").to_string();
+        return result(Outcome::InfraFailure, format!("QEMU exited before starting the guest: {first}"), None);
+    }
+    let hello = run.records.iter().any(|r| matches!(r.record, Record::Hello { .. }));
+    let done = run.records.iter().find_map(|r| match &r.record {
+        Record::Done { ok, .. } => Some(*ok),
+        _ => None,
+    });
+    let crash = find_crash(&run.console);
+    if !hello {
+        let reason = match (&crash, run.timed_out) {
+            (Some((line, _)), _) => line.clone(),
+            (None, true) => "no record from the guest before the timeout".to_string(),
+            (None, false) => "the guest ended without a record from PID 1".to_string(),
+        };
+        return result(Outcome::BootFailure, reason, crash.map(|(_, r)| r));
+    }
+    if let Some((line, report)) = crash {
+        return result(Outcome::KernelCrash, line, Some(report));
+    }
+    match done {
+        Some(true) => result(Outcome::Completed, "completed".into(), None),
+        Some(false) => {
+            let why = run
+                .records
+                .iter()
+                .find_map(|r| match &r.record {
+                    Record::Error { stage, message } => Some(format!("{stage}: {message}")),
+                    _ => None,
+                })
+                .unwrap_or_else(|| "guest-init reported failure".into());
+            result(Outcome::GuestError, why, None)
+        }
+        None if run.timed_out => result(
+            Outcome::Hang,
+            "PID 1 started but the run did not finish before the timeout".into(),
+            None,
+        ),
+        None => result(
+            Outcome::KernelCrash,
+            "the guest stopped before its last record, with no crash message".into(),
+            None,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vm::TimedRecord;
+    use mmci_record::GuestJob;
+    use std::time::Duration;
+
+    fn run(records: Vec<Record>, console: &str, timed_out: bool) -> VmRun {
+        VmRun {
+            records: records
+                .into_iter()
+                .map(|record| TimedRecord { at_ms: 0, record })
+                .collect(),
+            bad_lines: vec![],
+            exit: None,
+            timed_out,
+            accel_failed: false,
+            connected: true,
+            console: console.into(),
+            qemu_stderr: String::new(),
+            lifetime: Duration::ZERO,
+            first_record: None,
+        }
+    }
+
+    fn hello() -> Record {
+        Record::Hello {
+            kernel_release: "6.12".into(),
+            arch: "x86_64".into(),
+            cpus: 2,
+            mem_total_kb: 1,
+            uptime_ms: 1,
+            job: GuestJob::default(),
+        }
+    }
+
+    fn done(ok: bool) -> Record {
+        Record::Done { ok, uptime_ms: 2 }
+    }
+
+    #[test]
+    fn completed() {
+        let c = classify(&run(vec![hello(), done(true)], "boot log", false));
+        assert_eq!(c.outcome, Outcome::Completed);
+    }
+
+    #[test]
+    fn no_pid1_is_a_boot_failure_with_the_panic_line() {
+        let console = "Run /init as init process\nFailed to execute /init (error -8)\nKernel panic - not syncing: No working init found.\nCPU: 0 PID: 1\n";
+        let c = classify(&run(vec![], console, false));
+        assert_eq!(c.outcome, Outcome::BootFailure);
+        assert_eq!(c.reason, "Kernel panic - not syncing: No working init found.");
+        assert!(c.crash_report.unwrap().contains("CPU: 0 PID: 1"));
+        let c = classify(&run(vec![], "", true));
+        assert_eq!(c.outcome, Outcome::BootFailure);
+    }
+
+    #[test]
+    fn oops_after_pid1_is_a_crash() {
+        let console = "ok\nBUG: kernel NULL pointer dereference, address: 0000000000000008\nOops: 0002 [#1] SMP\n";
+        let c = classify(&run(vec![hello()], console, false));
+        assert_eq!(c.outcome, Outcome::KernelCrash);
+        assert!(c.reason.starts_with("BUG: kernel NULL pointer"));
+    }
+
+    #[test]
+    fn silence_after_pid1_is_a_hang_or_a_crash() {
+        assert_eq!(classify(&run(vec![hello()], "", true)).outcome, Outcome::Hang);
+        assert_eq!(classify(&run(vec![hello()], "", false)).outcome, Outcome::KernelCrash);
+    }
+
+    #[test]
+    fn guest_error_names_the_step() {
+        let err = Record::Error {
+            stage: "dm-delay".into(),
+            message: "DM_TABLE_LOAD: Invalid argument".into(),
+        };
+        let c = classify(&run(vec![hello(), err, done(false)], "", false));
+        assert_eq!(c.outcome, Outcome::GuestError);
+        assert_eq!(c.reason, "dm-delay: DM_TABLE_LOAD: Invalid argument");
+    }
+
+    #[test]
+    fn broken_kvm_is_infra() {
+        let mut r = run(vec![], "", false);
+        r.accel_failed = true;
+        r.qemu_stderr = "KVM internal error. Suberror: 1\nemulation failure\n".into();
+        let c = classify(&r);
+        assert_eq!(c.outcome, Outcome::InfraFailure);
+        assert!(c.outcome.retryable());
+        assert!(c.reason.contains("KVM internal error"));
+    }
+}

@@ -1,0 +1,205 @@
+//! Kernel source trees as git repositories in the work dir. The offline
+//! default is Debian's linux-source tarball, imported once into git (with a
+//! pinned author and date, so the same tarball gives the same commit on every
+//! machine) so that patches can later be applied with `git am`.
+
+use std::path::{Path, PathBuf};
+
+use tokio::process::Command;
+
+use crate::paths::WorkDir;
+use crate::process::{self, CommandError};
+
+/// Debian's linux-source-6.12 package installs this.
+pub const BUNDLED_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    #[error("kernel source tarball {0} not found: install it with ./mmci-setup (Debian package linux-source-6.12)")]
+    MissingTarball(PathBuf),
+    #[error("cannot prepare {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("importing {tarball}")]
+    Import {
+        tarball: PathBuf,
+        #[source]
+        source: CommandError,
+    },
+}
+
+/// A kernel tree checked into git.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SourceTree {
+    /// Short name, e.g. "linux-source-6.12".
+    pub name: String,
+    pub path: PathBuf,
+    /// Commit of the tree's HEAD.
+    pub commit: String,
+    /// `make kernelversion` of the tree, e.g. "6.12.95".
+    pub version: String,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TreeError + '_ {
+    move |source| TreeError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Name of the tree a tarball becomes: the file name without .tar.*.
+pub fn tree_name(tarball: &Path) -> String {
+    let file = tarball
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "linux".into());
+    file.split(".tar").next().unwrap_or(&file).to_string()
+}
+
+/// VERSION.PATCHLEVEL.SUBLEVEL from a top-level kernel Makefile.
+pub fn makefile_version(makefile: &str) -> Option<String> {
+    let get = |key: &str| {
+        makefile.lines().find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        })
+    };
+    let extra = get("EXTRAVERSION").unwrap_or_default();
+    Some(format!(
+        "{}.{}.{}{}",
+        get("VERSION")?,
+        get("PATCHLEVEL")?,
+        get("SUBLEVEL")?,
+        extra
+    ))
+}
+
+fn git(repo: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(repo);
+    // Pinned identity and dates: the import commit is reproducible.
+    for (k, v) in [
+        ("GIT_AUTHOR_NAME", "mmci"),
+        ("GIT_AUTHOR_EMAIL", "mmci@localhost"),
+        ("GIT_COMMITTER_NAME", "mmci"),
+        ("GIT_COMMITTER_EMAIL", "mmci@localhost"),
+        ("GIT_AUTHOR_DATE", "2000-01-01T00:00:00Z"),
+        ("GIT_COMMITTER_DATE", "2000-01-01T00:00:00Z"),
+    ] {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Imports `tarball` (once; later calls return the existing repository).
+pub async fn import_tarball(tarball: &Path, work: &WorkDir) -> Result<SourceTree, TreeError> {
+    if !tarball.is_file() {
+        return Err(TreeError::MissingTarball(tarball.to_path_buf()));
+    }
+    let name = tree_name(tarball);
+    let trees = work.trees();
+    std::fs::create_dir_all(&trees).map_err(io_err(&trees))?;
+    let repo = trees.join(&name);
+    let _lock = process::lock_file(&work.locks(), &format!("tree-{name}"))
+        .await
+        .map_err(io_err(&work.locks()))?;
+
+    if !repo.join(".git").is_dir() {
+        let staging = trees.join(format!(".import-{name}"));
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging).map_err(io_err(&staging))?;
+        }
+        std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
+        let log = trees.join(format!("{name}.import.log"));
+        let import = |source| TreeError::Import {
+            tarball: tarball.to_path_buf(),
+            source,
+        };
+        let mut tar = Command::new("tar");
+        tar.arg("-xf").arg(tarball).arg("-C").arg(&staging).arg("--strip-components=1");
+        process::run_logged(&mut tar, &log, "tar").await.map_err(import)?;
+        for args in [
+            vec!["init", "-q"],
+            vec!["config", "gc.auto", "0"],
+            vec!["add", "-A"],
+        ] {
+            process::run_logged(git(&staging).args(&args), &log, &format!("git {}", args[0]))
+                .await
+                .map_err(import)?;
+        }
+        let message = format!("Import {}", tarball.display());
+        process::run_logged(
+            git(&staging).args(["commit", "-q", "--no-verify", "-m", &message]),
+            &log,
+            "git commit",
+        )
+        .await
+        .map_err(import)?;
+        std::fs::rename(&staging, &repo).map_err(io_err(&repo))?;
+    }
+    open(&repo, &name).await
+}
+
+/// Describes an existing repository.
+pub async fn open(repo: &Path, name: &str) -> Result<SourceTree, TreeError> {
+    let out = git(repo)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .await
+        .map_err(io_err(repo))?;
+    let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let makefile = std::fs::read_to_string(repo.join("Makefile")).map_err(io_err(repo))?;
+    Ok(SourceTree {
+        name: name.to_string(),
+        path: repo.to_path_buf(),
+        commit,
+        version: makefile_version(&makefile).unwrap_or_else(|| "unknown".into()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_versions() {
+        assert_eq!(tree_name(Path::new("/usr/src/linux-source-6.12.tar.xz")), "linux-source-6.12");
+        let mk = "# SPDX\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 95\nEXTRAVERSION =\nNAME = Baby Opossum Posse\n";
+        assert_eq!(makefile_version(mk).as_deref(), Some("6.12.95"));
+    }
+
+    #[tokio::test]
+    async fn import_is_reproducible_and_idempotent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src/linux-tiny");
+        std::fs::create_dir_all(src.join("mm")).unwrap();
+        std::fs::write(src.join("Makefile"), "VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 2\nEXTRAVERSION = -rc3\n").unwrap();
+        std::fs::write(src.join("mm/vmscan.c"), "int x;\n").unwrap();
+        let tarball = tmp.path().join("linux-tiny.tar.xz");
+        let st = std::process::Command::new("tar")
+            .arg("-cJf").arg(&tarball).arg("-C").arg(tmp.path().join("src")).arg("linux-tiny")
+            .status().unwrap();
+        assert!(st.success());
+
+        let a = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w1"))).await.unwrap();
+        let b = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w2"))).await.unwrap();
+        assert_eq!(a.commit, b.commit, "same tarball, same commit");
+        assert_eq!(a.commit.len(), 40);
+        assert_eq!(a.version, "6.1.2-rc3");
+        assert!(a.path.join("mm/vmscan.c").is_file());
+        let again = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w1"))).await.unwrap();
+        assert_eq!(again.commit, a.commit);
+    }
+
+    #[tokio::test]
+    async fn missing_tarball_says_how_to_get_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = import_tarball(Path::new("/nonexistent/linux.tar.xz"), &WorkDir::new(tmp.path()))
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("mmci-setup"), "{err}");
+    }
+}

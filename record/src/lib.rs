@@ -1,0 +1,438 @@
+//! The contract between mmci's host (the orchestrator) and its guest PID 1:
+//! the job the guest runs and the records it streams back.
+//!
+//! Records travel as JSON lines over a named virtio-serial port. Each line is
+//! an [`Envelope`]: the format version plus one [`Record`]. The host refuses
+//! records of another major format version instead of guessing at them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the record format. Bump on any change a reader of the previous
+/// version would misread.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Name of the virtio-serial port that carries records (guest side:
+/// `/sys/class/virtio-ports/*/name`).
+pub const RECORD_PORT_NAME: &str = "org.mmci.records";
+
+/// Serial number of the virtio disk used as swap (guest side:
+/// `/sys/block/*/serial`).
+pub const SWAP_DISK_SERIAL: &str = "mmci-swap";
+
+/// Path of the job description inside the initramfs.
+pub const JOB_PATH: &str = "/mmci/job.json";
+
+/// Prefix of job parameters on the kernel command line (`mmci.threads=64`).
+pub const CMDLINE_PREFIX: &str = "mmci.";
+
+/// What the guest runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scenario {
+    /// Say hello and power off: used to probe accelerators and time boots.
+    Probe,
+    /// Scenario A of docs/workloads.md: many threads thrashing an anonymous
+    /// working set in a small memory cgroup over slow swap.
+    MglruIsolation,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 2] = [Scenario::Probe, Scenario::MglruIsolation];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Probe => "probe",
+            Scenario::MglruIsolation => "mglru_isolation",
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The job description the guest reads from [`JOB_PATH`], optionally
+/// overridden by `mmci.<key>=<value>` on the kernel command line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestJob {
+    /// Which scenario to run. Default: mglru_isolation.
+    pub scenario: Scenario,
+    /// Workload threads. Default: 64 (the seed thread's repro v1).
+    pub threads: u32,
+    /// Anonymous working set in MiB, shared by all threads. Default: 48.
+    pub working_set_mb: u64,
+    /// How long the workload runs, in seconds. Default: 20.
+    pub duration_s: u64,
+    /// memory.max of the workload's cgroup in MiB; 0 means no limit. Default: 16.
+    pub memcg_max_mb: u64,
+    /// Use the swap disk. Default: true.
+    pub swap: bool,
+    /// dm-delay latency on the swap disk in ms (reads, writes and flushes);
+    /// 0 puts swap on the disk directly. Default: 50.
+    pub swap_delay_ms: u32,
+    /// MGLRU on (`lru_gen/enabled` = y) or off (n). Default: true.
+    pub mglru: bool,
+    /// How often the sampler reads nr_isolated_* from /proc/vmstat, in ms.
+    /// Default: 10.
+    pub sample_interval_ms: u64,
+    /// Interval between time-series records, in ms. Default: 1000.
+    pub report_interval_ms: u64,
+    /// Per-CPU trace buffer in KiB (`buffer_size_kb`). Default: 4096.
+    pub trace_buffer_kb: u64,
+}
+
+impl Default for GuestJob {
+    fn default() -> Self {
+        GuestJob {
+            scenario: Scenario::MglruIsolation,
+            threads: 64,
+            working_set_mb: 48,
+            duration_s: 20,
+            memcg_max_mb: 16,
+            swap: true,
+            swap_delay_ms: 50,
+            mglru: true,
+            sample_interval_ms: 10,
+            report_interval_ms: 1000,
+            trace_buffer_kb: 4096,
+        }
+    }
+}
+
+/// A job parameter that could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    #[error("unknown guest parameter `mmci.{key}`; known parameters: {}", GuestJob::PARAM_KEYS.join(", "))]
+    UnknownKey { key: String },
+    #[error("guest parameter `mmci.{key}`: `{value}` is not {expected}")]
+    BadValue {
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
+    #[error("guest parameter `{0}` is not of the form key=value")]
+    NotKeyValue(String),
+}
+
+fn parse_num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, ParamError> {
+    value.parse().map_err(|_| ParamError::BadValue {
+        key: key.to_string(),
+        value: value.to_string(),
+        expected: "a non-negative whole number",
+    })
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool, ParamError> {
+    match value {
+        "1" | "y" | "yes" | "true" | "on" => Ok(true),
+        "0" | "n" | "no" | "false" | "off" => Ok(false),
+        _ => Err(ParamError::BadValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            expected: "a boolean (y/n, 1/0, true/false)",
+        }),
+    }
+}
+
+impl GuestJob {
+    /// Every key accepted by [`GuestJob::set`], in the order of the struct.
+    pub const PARAM_KEYS: [&'static str; 11] = [
+        "scenario",
+        "threads",
+        "working_set_mb",
+        "duration_s",
+        "memcg_max_mb",
+        "swap",
+        "swap_delay_ms",
+        "mglru",
+        "sample_interval_ms",
+        "report_interval_ms",
+        "trace_buffer_kb",
+    ];
+
+    /// Sets one parameter from its textual form, as given on the kernel
+    /// command line (`mmci.threads=192`) or by `mmci run --set threads=192`.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
+        match key {
+            "scenario" => {
+                self.scenario = Scenario::ALL
+                    .into_iter()
+                    .find(|s| s.name() == value)
+                    .ok_or_else(|| ParamError::BadValue {
+                        key: key.to_string(),
+                        value: value.to_string(),
+                        expected: "a scenario (probe, mglru_isolation)",
+                    })?
+            }
+            "threads" => self.threads = parse_num(key, value)?,
+            "working_set_mb" => self.working_set_mb = parse_num(key, value)?,
+            "duration_s" => self.duration_s = parse_num(key, value)?,
+            "memcg_max_mb" => self.memcg_max_mb = parse_num(key, value)?,
+            "swap" => self.swap = parse_bool(key, value)?,
+            "swap_delay_ms" => self.swap_delay_ms = parse_num(key, value)?,
+            "mglru" => self.mglru = parse_bool(key, value)?,
+            "sample_interval_ms" => self.sample_interval_ms = parse_num(key, value)?,
+            "report_interval_ms" => self.report_interval_ms = parse_num(key, value)?,
+            "trace_buffer_kb" => self.trace_buffer_kb = parse_num(key, value)?,
+            _ => {
+                return Err(ParamError::UnknownKey {
+                    key: key.to_string(),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets a parameter given as `key=value`.
+    pub fn set_pair(&mut self, pair: &str) -> Result<(), ParamError> {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| ParamError::NotKeyValue(pair.to_string()))?;
+        self.set(key.trim(), value.trim())
+    }
+
+    /// Applies every `mmci.<key>=<value>` word of a kernel command line;
+    /// other words are the kernel's and are left alone.
+    pub fn apply_cmdline(&mut self, cmdline: &str) -> Result<(), ParamError> {
+        for word in cmdline.split_whitespace() {
+            if let Some(pair) = word.strip_prefix(CMDLINE_PREFIX) {
+                self.set_pair(pair)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Before or after the workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Phase {
+    Before,
+    After,
+}
+
+/// One line of /proc/pressure/memory.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PsiLine {
+    pub avg10: f64,
+    pub avg60: f64,
+    pub avg300: f64,
+    pub total_us: u64,
+}
+
+/// /proc/pressure/memory.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Psi {
+    pub some: PsiLine,
+    pub full: PsiLine,
+}
+
+/// Throttling seen through the mm_vmscan_throttled tracepoint, per reason.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThrottleStat {
+    pub count: u64,
+    pub usec_delayed_sum: u64,
+    pub usec_delayed_max: u64,
+}
+
+/// How the workload process ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkloadExit {
+    /// Exit code if it exited.
+    pub code: Option<i32>,
+    /// Signal number if it was killed.
+    pub signal: Option<i32>,
+    /// The memory cgroup's oom_kill count rose while it ran and it died of SIGKILL.
+    pub oom_killed: bool,
+}
+
+/// One record streamed by the guest.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Record {
+    /// First record: guest-init is running and knows its job.
+    Hello {
+        kernel_release: String,
+        arch: String,
+        cpus: u32,
+        mem_total_kb: u64,
+        /// Time since the kernel started, at the moment of this record.
+        uptime_ms: u64,
+        job: GuestJob,
+    },
+    /// A set-up step finished (mounts, dm-delay, swap, cgroup, tracing...).
+    Setup {
+        step: String,
+        detail: String,
+        ms: u64,
+    },
+    /// Counters before or after the workload.
+    Snapshot {
+        phase: Phase,
+        vmstat: BTreeMap<String, u64>,
+        memcg_events: BTreeMap<String, u64>,
+        memcg_stat: BTreeMap<String, u64>,
+        psi_memory: Option<Psi>,
+    },
+    /// One point of the time series (one per report interval).
+    Sample {
+        t_ms: u64,
+        /// Highest nr_isolated_anon seen during the interval.
+        nr_isolated_anon_max: u64,
+        /// Highest nr_isolated_file seen during the interval.
+        nr_isolated_file_max: u64,
+        /// Highest nr_isolated_anon + nr_isolated_file in one reading.
+        nr_isolated_total_max: u64,
+        /// The workload's touch counter at the end of the interval.
+        touches: u64,
+        memcg_current_bytes: u64,
+        mem_free_kb: u64,
+    },
+    /// mm_vmscan_throttled events by reason (e.g. VMSCAN_THROTTLE_ISOLATED).
+    Throttle {
+        by_reason: BTreeMap<String, ThrottleStat>,
+        /// Events the trace buffer dropped (overrun), summed over CPUs.
+        lost_events: u64,
+    },
+    /// The workload's result.
+    Workload {
+        touches: u64,
+        elapsed_ms: u64,
+        exit: WorkloadExit,
+    },
+    /// A set-up or run step failed; the run ends after this.
+    Error { stage: String, message: String },
+    /// Last record: the run is over (ok = no step failed).
+    Done { ok: bool, uptime_ms: u64 },
+}
+
+/// One line on the wire.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Envelope {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub v: u32,
+    #[serde(flatten)]
+    pub record: Record,
+}
+
+impl Envelope {
+    pub fn new(record: Record) -> Self {
+        Envelope {
+            v: FORMAT_VERSION,
+            record,
+        }
+    }
+
+    /// The JSON line for this record, newline included.
+    pub fn to_line(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("records always serialize");
+        line.push('\n');
+        line
+    }
+}
+
+/// A line that is not a record of our format.
+#[derive(Debug, thiserror::Error)]
+pub enum LineError {
+    #[error("record format version {found}, this mmci reads version {FORMAT_VERSION}")]
+    Version { found: u32 },
+    #[error("not a record: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Parses one JSON line into a record, checking its format version.
+pub fn parse_line(line: &str) -> Result<Record, LineError> {
+    #[derive(Deserialize)]
+    struct VersionOnly {
+        v: u32,
+    }
+    let version: VersionOnly = serde_json::from_str(line)?;
+    if version.v != FORMAT_VERSION {
+        return Err(LineError::Version { found: version.v });
+    }
+    let envelope: Envelope = serde_json::from_str(line)?;
+    Ok(envelope.record)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cmdline_overrides_only_mmci_words() {
+        let mut job = GuestJob::default();
+        job.apply_cmdline("console=ttyS0 mmci.threads=192 panic=-1 mmci.mglru=n mmci.scenario=probe")
+            .unwrap();
+        assert_eq!(job.threads, 192);
+        assert!(!job.mglru);
+        assert_eq!(job.scenario, Scenario::Probe);
+        assert_eq!(job.working_set_mb, GuestJob::default().working_set_mb);
+    }
+
+    #[test]
+    fn unknown_key_names_it_and_lists_known_ones() {
+        let err = GuestJob::default().set_pair("thread=4").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("`mmci.thread`"), "{text}");
+        assert!(text.contains("threads, working_set_mb"), "{text}");
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let mut job = GuestJob::default();
+        assert!(matches!(
+            job.set("threads", "-1"),
+            Err(ParamError::BadValue { .. })
+        ));
+        assert!(matches!(
+            job.set("mglru", "maybe"),
+            Err(ParamError::BadValue { .. })
+        ));
+        assert!(matches!(
+            job.set_pair("threads"),
+            Err(ParamError::NotKeyValue(_))
+        ));
+    }
+
+    #[test]
+    fn every_param_key_is_settable() {
+        let sample = |k: &str| match k {
+            "scenario" => "probe",
+            "swap" | "mglru" => "y",
+            _ => "7",
+        };
+        for key in GuestJob::PARAM_KEYS {
+            GuestJob::default().set(key, sample(key)).unwrap();
+        }
+    }
+
+    #[test]
+    fn record_round_trip_and_version_check() {
+        let rec = Record::Done {
+            ok: true,
+            uptime_ms: 1234,
+        };
+        let line = Envelope::new(rec.clone()).to_line();
+        assert_eq!(line, "{\"v\":1,\"type\":\"done\",\"ok\":true,\"uptime_ms\":1234}\n");
+        assert_eq!(parse_line(line.trim_end()).unwrap(), rec);
+        let future = line.replace("\"v\":1", "\"v\":2");
+        assert!(matches!(
+            parse_line(&future),
+            Err(LineError::Version { found: 2 })
+        ));
+        assert!(parse_line("Linux version 6.12").is_err());
+    }
+
+    #[test]
+    fn job_json_rejects_unknown_fields() {
+        let mut json = serde_json::to_value(GuestJob::default()).unwrap();
+        json["bogus"] = serde_json::json!(1);
+        assert!(serde_json::from_value::<GuestJob>(json).is_err());
+    }
+}
