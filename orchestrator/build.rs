@@ -19,7 +19,13 @@ const GUEST_TARGETS: [(&str, &str); 2] = [
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let workspace = manifest_dir.parent().unwrap().to_path_buf();
-    for dir in ["guest-init/src", "guest-init/Cargo.toml", "record/src", "record/Cargo.toml", "Cargo.lock"] {
+    for dir in [
+        "guest-init/src",
+        "guest-init/Cargo.toml",
+        "record/src",
+        "record/Cargo.toml",
+        "Cargo.lock",
+    ] {
         println!("cargo:rerun-if-changed={}", workspace.join(dir).display());
     }
     println!("cargo:rerun-if-env-changed=MMCI_SKIP_GUEST_TARGETS");
@@ -30,7 +36,9 @@ fn main() {
     let mut generated = String::new();
     for (arch, triple) in GUEST_TARGETS {
         let konst = format!("GUEST_INIT_{}", arch.to_uppercase());
-        let usable = installed.as_ref().is_none_or(|list| list.iter().any(|t| t == triple))
+        let usable = installed
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|t| t == triple))
             && !skip.split(',').any(|s| s.trim() == arch);
         let binary = if usable {
             build_guest_init(&workspace, &target_dir, triple)
@@ -76,7 +84,16 @@ fn build_guest_init(workspace: &Path, target_dir: &Path, triple: &str) -> Option
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(workspace)
-        .args(["build", "--locked", "-p", "guest-init", "--profile", "guest", "--target", triple])
+        .args([
+            "build",
+            "--locked",
+            "-p",
+            "guest-init",
+            "--profile",
+            "guest",
+            "--target",
+            triple,
+        ])
         .arg("--target-dir")
         .arg(target_dir);
     // The outer build's settings are not the guest's: a clippy or coverage

@@ -141,7 +141,12 @@ pub fn create_device(name: &str, targets: &[Target], flags: u32) -> io::Result<P
     run(&ctl, "DM_TABLE_LOAD", DM_TABLE_LOAD_CMD, &mut load)?;
     // DM_DEV_SUSPEND without DM_SUSPEND_FLAG resumes: the loaded table goes live.
     let mut resume = ioctl_header(name, DM_IOCTL_SIZE, 0, 0);
-    run(&ctl, "DM_DEV_SUSPEND (resume)", DM_DEV_SUSPEND_CMD, &mut resume)?;
+    run(
+        &ctl,
+        "DM_DEV_SUSPEND (resume)",
+        DM_DEV_SUSPEND_CMD,
+        &mut resume,
+    )?;
 
     // devtmpfs creates the node asynchronously once the disk is added.
     let node = PathBuf::from(format!("/dev/dm-{minor}"));
@@ -185,7 +190,10 @@ mod tests {
     fn header_layout() {
         let buf = ioctl_header("mmci-swap", DM_IOCTL_SIZE, DM_READONLY_FLAG, 0);
         assert_eq!(buf.len(), 312);
-        assert_eq!((u32_at(&buf, 0), u32_at(&buf, 4), u32_at(&buf, 8)), (4, 0, 0));
+        assert_eq!(
+            (u32_at(&buf, 0), u32_at(&buf, 4), u32_at(&buf, 8)),
+            (4, 0, 0)
+        );
         assert_eq!(u32_at(&buf, OFF_DATA_SIZE), 312);
         assert_eq!(u32_at(&buf, OFF_DATA_START), 312);
         assert_eq!(u32_at(&buf, OFF_FLAGS), 1);

@@ -71,8 +71,7 @@ fn fail(stage: &str, message: String) {
 
 fn read_job() -> Result<GuestJob, String> {
     let text = std::fs::read_to_string(JOB_PATH).map_err(|e| format!("{JOB_PATH}: {e}"))?;
-    let mut job: GuestJob =
-        serde_json::from_str(&text).map_err(|e| format!("{JOB_PATH}: {e}"))?;
+    let mut job: GuestJob = serde_json::from_str(&text).map_err(|e| format!("{JOB_PATH}: {e}"))?;
     let cmdline = std::fs::read_to_string("/proc/cmdline").unwrap_or_default();
     job.apply_cmdline(&cmdline)
         .map_err(|e| format!("kernel command line: {e}"))?;

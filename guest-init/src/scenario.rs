@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mmci_record::{
-    GuestJob, Phase, Record, Scenario, WorkloadExit, SWAP_DISK_SERIAL,
-};
+use mmci_record::{GuestJob, Phase, Record, Scenario, WorkloadExit, SWAP_DISK_SERIAL};
 
 use crate::port::RecordPort;
 use crate::{cgroup, dm, procfs, sampler, swap, sys, trace, workload};
@@ -133,7 +131,10 @@ fn setup_swap(job: &GuestJob) -> Result<(PathBuf, String), StepError> {
         );
         (node, how)
     } else {
-        (PathBuf::from(format!("/dev/{name}")), format!("/dev/{name}, no delay"))
+        (
+            PathBuf::from(format!("/dev/{name}")),
+            format!("/dev/{name}, no delay"),
+        )
     };
     swap::mkswap_and_swapon(&device, bytes).stage("swapon")?;
     Ok((device, format!("{how}, {} MiB", bytes >> 20)))
@@ -174,7 +175,10 @@ fn mglru_isolation(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepErr
     let reader = setup_step(port, "trace", || {
         trace::enable(&["vmscan/mm_vmscan_throttled"], job.trace_buffer_kb).stage("trace")?;
         let reader = trace::ThrottleReader::start().stage("trace")?;
-        Ok((reader, format!("mm_vmscan_throttled, {} KiB/cpu", job.trace_buffer_kb)))
+        Ok((
+            reader,
+            format!("mm_vmscan_throttled, {} KiB/cpu", job.trace_buffer_kb),
+        ))
     })?;
 
     let before = snapshot(Phase::Before, &cg);

@@ -68,7 +68,10 @@ mod tests {
         assert_eq!(&page[1036..1052], &[7; 16]);
         assert_eq!(&page[1052..1061], b"mmci-swap");
         assert_eq!(&page[4086..], b"SWAPSPACE2");
-        assert!(page[..1024].iter().all(|b| *b == 0), "boot block stays empty");
+        assert!(
+            page[..1024].iter().all(|b| *b == 0),
+            "boot block stays empty"
+        );
     }
 
     #[test]
@@ -84,9 +87,6 @@ mod tests {
         // Written with util-linux mkswap on a 1 MiB file (4 KiB pages) and
         // dumped with `od -An -tx1 -j1024 -N12`: 01 00 00 00 ff 00 00 00 00 00 00 00.
         let page = swap_header(1 << 20, 4096, [0; 16], "");
-        assert_eq!(
-            &page[1024..1036],
-            &[1, 0, 0, 0, 0xff, 0, 0, 0, 0, 0, 0, 0]
-        );
+        assert_eq!(&page[1024..1036], &[1, 0, 0, 0, 0xff, 0, 0, 0, 0, 0, 0, 0]);
     }
 }

@@ -118,7 +118,9 @@ impl ThrottleReader {
                             pending.extend_from_slice(&buf[..n]);
                             while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
                                 let line: Vec<u8> = pending.drain(..=pos).collect();
-                                if let Some(ev) = parse_throttle_line(&String::from_utf8_lossy(&line)) {
+                                if let Some(ev) =
+                                    parse_throttle_line(&String::from_utf8_lossy(&line))
+                                {
                                     account(&mut totals, ev);
                                 }
                             }
@@ -162,7 +164,10 @@ mod tests {
                 usec_delayed: 4000
             })
         );
-        assert_eq!(parse_throttle_line("  <idle>-0 [000] 1.0: sched_switch: x=1"), None);
+        assert_eq!(
+            parse_throttle_line("  <idle>-0 [000] 1.0: sched_switch: x=1"),
+            None
+        );
     }
 
     #[test]

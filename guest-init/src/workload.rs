@@ -141,8 +141,11 @@ pub fn main(args: &[String]) -> i32 {
         }
     };
     let stop = Arc::new(AtomicBool::new(false));
-    let counters: Arc<Vec<PaddedCounter>> =
-        Arc::new((0..args.threads).map(|_| PaddedCounter::default()).collect());
+    let counters: Arc<Vec<PaddedCounter>> = Arc::new(
+        (0..args.threads)
+            .map(|_| PaddedCounter::default())
+            .collect(),
+    );
 
     let mut handles = Vec::new();
     for t in 0..args.threads as usize {

@@ -14,6 +14,9 @@ use crate::results::KernelInfo;
 use crate::run::{self, RunConfig};
 use crate::vm::Accel;
 
+/// How long the KVM probe guest may take to say hello and power off.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// What the user asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum AccelRequest {
@@ -90,7 +93,9 @@ pub async fn choose(
             ..GuestJob::default()
         },
         extra_cmdline: vec![],
-        timeout: Duration::from_secs(30),
+        // A working KVM reaches PID 1 in about a second; a broken nested one
+        // may hang silently rather than fail, so do not wait long.
+        timeout: PROBE_TIMEOUT,
         retries: 0,
     };
     let result = run::run_guest(&cfg, &probe_dir, scratch).await;
@@ -124,8 +129,18 @@ mod tests {
 
     #[test]
     fn explicit_requests_and_foreign_arches_need_no_probe() {
-        assert_eq!(static_choice(AccelRequest::Tcg, Arch::X86_64).unwrap().accel, Accel::Tcg);
-        assert_eq!(static_choice(AccelRequest::Kvm, Arch::X86_64).unwrap().accel, Accel::Kvm);
+        assert_eq!(
+            static_choice(AccelRequest::Tcg, Arch::X86_64)
+                .unwrap()
+                .accel,
+            Accel::Tcg
+        );
+        assert_eq!(
+            static_choice(AccelRequest::Kvm, Arch::X86_64)
+                .unwrap()
+                .accel,
+            Accel::Kvm
+        );
         if cfg!(target_arch = "x86_64") {
             let c = static_choice(AccelRequest::Auto, Arch::Arm64).unwrap();
             assert_eq!(c.accel, Accel::Tcg);

@@ -63,7 +63,9 @@ impl AppError {
         match self {
             AppError::BadParam { .. } | AppError::ResultsDir { .. } => exit::USAGE,
             AppError::MissingQemu(_) | AppError::MissingGuestInit { .. } => exit::ENVIRONMENT,
-            AppError::Kernel(KernelError::MissingImage(_) | KernelError::Fragment { .. }) => exit::USAGE,
+            AppError::Kernel(KernelError::MissingImage(_) | KernelError::Fragment { .. }) => {
+                exit::USAGE
+            }
             AppError::Kernel(KernelError::Tree(TreeError::MissingTarball(_))) => exit::ENVIRONMENT,
             AppError::Kernel(KernelError::Build(BuildError::MissingTool(_))) => exit::ENVIRONMENT,
             AppError::Kernel(_) => exit::BUILD,

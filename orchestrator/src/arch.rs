@@ -3,7 +3,9 @@
 use std::fmt;
 use std::str::FromStr;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Arch {
     X86_64,
@@ -39,9 +41,10 @@ impl Arch {
     }
 
     /// make target producing the boot image, and where it lands in O=.
+    /// x86_64 boots vmlinux through its PVH entry point: no decompression.
     pub fn image_target(self) -> (&'static str, &'static str) {
         match self {
-            Arch::X86_64 => ("bzImage", "arch/x86/boot/bzImage"),
+            Arch::X86_64 => ("vmlinux", "vmlinux"),
             Arch::Arm64 => ("Image", "arch/arm64/boot/Image"),
         }
     }

@@ -36,7 +36,11 @@ pub fn median(values: &[f64]) -> Option<f64> {
     let mut v = values.to_vec();
     v.sort_by(|a, b| a.total_cmp(b));
     let mid = v.len() / 2;
-    Some(if v.len() % 2 == 0 { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] })
+    Some(if v.len().is_multiple_of(2) {
+        (v[mid - 1] + v[mid]) / 2.0
+    } else {
+        v[mid]
+    })
 }
 
 /// Boots `runs` probe guests one after the other and times them.
@@ -62,9 +66,11 @@ pub async fn boot(
     for _ in 0..50 {
         let t = Instant::now();
         let archive = image::initramfs(guest_init, &job);
-        std::fs::write(scratch.join("bench-initrd.cpio"), &archive).map_err(|source| RunError::Io {
-            path: scratch.to_path_buf(),
-            source,
+        std::fs::write(scratch.join("bench-initrd.cpio"), &archive).map_err(|source| {
+            RunError::Io {
+                path: scratch.to_path_buf(),
+                source,
+            }
         })?;
         bench.initramfs_ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
@@ -89,7 +95,9 @@ pub async fn boot(
         let r = run::run_guest(&cfg, &out_dir.join(&cfg.id), scratch).await?;
         let wall_ms = t.elapsed().as_secs_f64() * 1000.0;
         if !run::is_completed(&r) {
-            bench.failures.push(format!("{}: {}", cfg.id, r.classification.reason));
+            bench
+                .failures
+                .push(format!("{}: {}", cfg.id, r.classification.reason));
             continue;
         }
         if let Some(ms) = r.timing.first_record_ms {
@@ -142,11 +150,22 @@ pub fn render(b: &BootBench, accel: &AccelChoice) -> String {
         "  guest-init binary              {:>9} KiB   target <= {} KiB  {}\n",
         b.guest_init_bytes / 1024,
         TARGET_GUEST_INIT_BYTES / 1024,
-        if b.guest_init_bytes <= TARGET_GUEST_INIT_BYTES { "ok" } else { "MISSED" }
+        if b.guest_init_bytes <= TARGET_GUEST_INIT_BYTES {
+            "ok"
+        } else {
+            "MISSED"
+        }
     ));
     if !b.first_record_ms.is_empty() {
-        let list: Vec<String> = b.first_record_ms.iter().map(|v| format!("{v:.0}")).collect();
-        out.push_str(&format!("  first record per run (ms): {}\n", list.join(" ")));
+        let list: Vec<String> = b
+            .first_record_ms
+            .iter()
+            .map(|v| format!("{v:.0}"))
+            .collect();
+        out.push_str(&format!(
+            "  first record per run (ms): {}\n",
+            list.join(" ")
+        ));
     }
     for f in &b.failures {
         out.push_str(&format!("  failed: {f}\n"));

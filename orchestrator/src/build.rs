@@ -18,7 +18,8 @@ use crate::tree::SourceTree;
 /// The fragments shipped in kernels/, embedded so that the default run works
 /// from any directory.
 pub const MM_FRAGMENT: (&str, &str) = ("mm.config", include_str!("../../kernels/mm.config"));
-pub const X86_64_FRAGMENT: (&str, &str) = ("x86_64.config", include_str!("../../kernels/x86_64.config"));
+pub const X86_64_FRAGMENT: (&str, &str) =
+    ("x86_64.config", include_str!("../../kernels/x86_64.config"));
 
 /// A config fragment: a name for messages and its text.
 #[derive(Clone, Debug)]
@@ -137,7 +138,10 @@ pub async fn compiler_version(compiler: &str) -> Result<String, BuildError> {
 
 /// The make command line for a step, with reproducible-build variables.
 pub fn make_args(arch: Arch, out_dir: &Path, jobs: Option<usize>, targets: &[&str]) -> Vec<String> {
-    let mut args = vec![format!("ARCH={}", arch.kernel_arch()), format!("O={}", out_dir.display())];
+    let mut args = vec![
+        format!("ARCH={}", arch.kernel_arch()),
+        format!("O={}", out_dir.display()),
+    ];
     if let Some(prefix) = arch.cross_compile() {
         args.push(format!("CROSS_COMPILE={prefix}"));
     }
@@ -159,7 +163,11 @@ fn make(tree: &SourceTree, args: Vec<String>) -> Command {
 }
 
 /// Builds (or finds in the cache) a kernel of `tree` for `req`.
-pub async fn build_kernel(tree: &SourceTree, req: &BuildRequest, work: &WorkDir) -> Result<KernelBuild, BuildError> {
+pub async fn build_kernel(
+    tree: &SourceTree,
+    req: &BuildRequest,
+    work: &WorkDir,
+) -> Result<KernelBuild, BuildError> {
     let compiler = compiler_version(&req.arch.compiler()).await?;
     let key = cache_key(&tree.commit, req.arch, &compiler, &req.fragments);
     let dir = work.builds().join(format!("{}-{}", req.arch, &key[..16]));
@@ -178,7 +186,12 @@ pub async fn build_kernel(tree: &SourceTree, req: &BuildRequest, work: &WorkDir)
 
     // 1. tinyconfig, 2. merge our fragments (-m: merge only), 3. olddefconfig
     //    resolves dependencies, 4. check that every request survived.
-    process::run_logged(&mut make(tree, make_args(req.arch, &dir, None, &["tinyconfig"])), &log, "make tinyconfig").await?;
+    process::run_logged(
+        &mut make(tree, make_args(req.arch, &dir, None, &["tinyconfig"])),
+        &log,
+        "make tinyconfig",
+    )
+    .await?;
     let frag_dir = dir.join("fragments");
     std::fs::create_dir_all(&frag_dir).map_err(io_err(&frag_dir))?;
     let mut frag_paths = Vec::new();
@@ -199,7 +212,12 @@ pub async fn build_kernel(tree: &SourceTree, req: &BuildRequest, work: &WorkDir)
         .arg(dir.join(".config"))
         .args(&frag_paths);
     process::run_logged(&mut merge, &log, "merge_config.sh").await?;
-    process::run_logged(&mut make(tree, make_args(req.arch, &dir, None, &["olddefconfig"])), &log, "make olddefconfig").await?;
+    process::run_logged(
+        &mut make(tree, make_args(req.arch, &dir, None, &["olddefconfig"])),
+        &log,
+        "make olddefconfig",
+    )
+    .await?;
     let config_path = dir.join(".config");
     let config = std::fs::read_to_string(&config_path).map_err(io_err(&config_path))?;
     let mismatches = kconfig::check(&kconfig::parse_config(&config), &requests);
@@ -214,10 +232,13 @@ pub async fn build_kernel(tree: &SourceTree, req: &BuildRequest, work: &WorkDir)
         &format!("make {target}"),
     )
     .await?;
-    let out = make(tree, make_args(req.arch, &dir, None, &["-s", "kernelrelease"]))
-        .output()
-        .await
-        .map_err(io_err(&dir))?;
+    let out = make(
+        tree,
+        make_args(req.arch, &dir, None, &["-s", "kernelrelease"]),
+    )
+    .output()
+    .await
+    .map_err(io_err(&dir))?;
     let build = KernelBuild {
         arch: req.arch,
         key,
@@ -231,7 +252,11 @@ pub async fn build_kernel(tree: &SourceTree, req: &BuildRequest, work: &WorkDir)
     };
     let stamp = dir.join(STAMP);
     let tmp = dir.join(format!("{STAMP}.tmp"));
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&build).expect("serializable")).map_err(io_err(&tmp))?;
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec_pretty(&build).expect("serializable"),
+    )
+    .map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, &stamp).map_err(io_err(&stamp))?;
     Ok(build)
 }
@@ -256,7 +281,10 @@ mod tests {
     #[test]
     fn key_changes_with_each_input() {
         let base = cache_key("abc", Arch::X86_64, "gcc 12", &[frag("CONFIG_A=y\n")]);
-        assert_eq!(base, cache_key("abc", Arch::X86_64, "gcc 12", &[frag("CONFIG_A=y\n")]));
+        assert_eq!(
+            base,
+            cache_key("abc", Arch::X86_64, "gcc 12", &[frag("CONFIG_A=y\n")])
+        );
         for other in [
             cache_key("abd", Arch::X86_64, "gcc 12", &[frag("CONFIG_A=y\n")]),
             cache_key("abc", Arch::Arm64, "gcc 12", &[frag("CONFIG_A=y\n")]),
@@ -275,7 +303,12 @@ mod tests {
         );
         assert_eq!(
             make_args(Arch::Arm64, Path::new("/w/b"), None, &["tinyconfig"]),
-            ["ARCH=arm64", "O=/w/b", "CROSS_COMPILE=aarch64-linux-gnu-", "tinyconfig"]
+            [
+                "ARCH=arm64",
+                "O=/w/b",
+                "CROSS_COMPILE=aarch64-linux-gnu-",
+                "tinyconfig"
+            ]
         );
     }
 
@@ -286,7 +319,11 @@ mod tests {
             .iter()
             .flat_map(|f| kconfig::parse_fragment(&f.text, &f.name))
             .collect();
-        assert!(requests.iter().any(|r| r.name == "CONFIG_VM_EVENT_COUNTERS" && r.value == "y"));
-        assert!(requests.iter().any(|r| r.name == "CONFIG_SERIAL_8250_CONSOLE"));
+        assert!(requests
+            .iter()
+            .any(|r| r.name == "CONFIG_VM_EVENT_COUNTERS" && r.value == "y"));
+        assert!(requests
+            .iter()
+            .any(|r| r.name == "CONFIG_SERIAL_8250_CONSOLE"));
     }
 }

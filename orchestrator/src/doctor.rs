@@ -53,7 +53,8 @@ pub fn checks() -> Vec<Check> {
     ];
     out.push(Check {
         what: "libelf/libssl headers".into(),
-        ok: Path::new("/usr/include/gelf.h").exists() && Path::new("/usr/include/openssl/ssl.h").exists(),
+        ok: Path::new("/usr/include/gelf.h").exists()
+            && Path::new("/usr/include/openssl/ssl.h").exists(),
         required: true,
         detail: "libelf-dev, libssl-dev (kernel build)".into(),
     });
@@ -70,7 +71,10 @@ pub fn checks() -> Vec<Check> {
             ok: present,
             required: arch == Arch::X86_64,
             detail: if present {
-                format!("embedded, {} KiB", guest_bin::guest_init(arch).map_or(0, |b| b.len() / 1024))
+                format!(
+                    "embedded, {} KiB",
+                    guest_bin::guest_init(arch).map_or(0, |b| b.len() / 1024)
+                )
             } else {
                 format!(
                     "not embedded: `rustup target add {}` then rebuild mmci",
@@ -115,8 +119,18 @@ mod tests {
     #[test]
     fn missing_required_tool_fails_the_report() {
         let checks = vec![
-            Check { what: "make".into(), ok: true, required: true, detail: "/usr/bin/make".into() },
-            Check { what: "ccache".into(), ok: false, required: false, detail: "missing".into() },
+            Check {
+                what: "make".into(),
+                ok: true,
+                required: true,
+                detail: "/usr/bin/make".into(),
+            },
+            Check {
+                what: "ccache".into(),
+                ok: false,
+                required: false,
+                detail: "missing".into(),
+            },
         ];
         let (text, ok) = render(&checks, "tcg");
         assert!(ok);

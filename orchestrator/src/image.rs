@@ -16,7 +16,7 @@ pub struct CpioWriter {
 }
 
 fn pad4(out: &mut Vec<u8>) {
-    while out.len() % 4 != 0 {
+    while !out.len().is_multiple_of(4) {
         out.push(0);
     }
 }
@@ -106,7 +106,11 @@ mod tests {
         let out = w.finish();
         // Header: magic + 13 fields of 8 hex digits = 110 bytes.
         assert_eq!(&out[..6], b"070701");
-        let field = |i: usize| std::str::from_utf8(&out[6 + i * 8..14 + i * 8]).unwrap().to_string();
+        let field = |i: usize| {
+            std::str::from_utf8(&out[6 + i * 8..14 + i * 8])
+                .unwrap()
+                .to_string()
+        };
         assert_eq!(field(1), "000081ED", "regular file 0755");
         assert_eq!(field(6), "00000005", "filesize");
         assert_eq!(field(11), "00000005", "namesize includes the NUL");
@@ -115,20 +119,26 @@ mod tests {
         assert_eq!(&out[116..121], b"hello");
         assert_eq!(out[121..124], [0, 0, 0]);
         assert_eq!(&out[124..130], b"070701");
-        assert_eq!(out.len() % 4, 0);
+        assert!(out.len().is_multiple_of(4));
         assert!(out.windows(10).any(|w| w == b"TRAILER!!!"));
     }
 
     #[test]
     fn cpio_tool_lists_and_extracts_it() {
         // Checked against GNU cpio when it is installed (it is not required).
-        if std::process::Command::new("cpio").arg("--version").output().is_err() {
+        if std::process::Command::new("cpio")
+            .arg("--version")
+            .output()
+            .is_err()
+        {
             return;
         }
         let tmp = tempfile::tempdir().unwrap();
         let archive = tmp.path().join("initrd.cpio");
-        let mut job = GuestJob::default();
-        job.threads = 3;
+        let job = GuestJob {
+            threads: 3,
+            ..GuestJob::default()
+        };
         std::fs::write(&archive, initramfs(b"\x7fELF-not-really", &job)).unwrap();
         let out = std::process::Command::new("sh")
             .arg("-c")
@@ -137,14 +147,19 @@ mod tests {
             .unwrap();
         let list = String::from_utf8_lossy(&out.stdout);
         for name in ["dev/console", "mmci/job.json", "init"] {
-            assert!(list.lines().any(|l| l == name), "{name} missing from {list}");
+            assert!(
+                list.lines().any(|l| l == name),
+                "{name} missing from {list}"
+            );
         }
     }
 
     #[test]
     fn initramfs_carries_the_job() {
-        let mut job = GuestJob::default();
-        job.threads = 192;
+        let job = GuestJob {
+            threads: 192,
+            ..GuestJob::default()
+        };
         let archive = initramfs(b"binary", &job);
         let text = String::from_utf8_lossy(&archive);
         assert!(text.contains("mmci/job.json"));

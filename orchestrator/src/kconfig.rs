@@ -65,8 +65,16 @@ impl std::fmt::Display for Mismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let r = &self.request;
         match &self.found {
-            Some(v) => write!(f, "{}={} requested at {}, final .config has {v}", r.name, r.value, r.origin),
-            None => write!(f, "{}={} requested at {}, not set in the final .config (a dependency is missing)", r.name, r.value, r.origin),
+            Some(v) => write!(
+                f,
+                "{}={} requested at {}, final .config has {v}",
+                r.name, r.value, r.origin
+            ),
+            None => write!(
+                f,
+                "{}={} requested at {}, not set in the final .config (a dependency is missing)",
+                r.name, r.value, r.origin
+            ),
         }
     }
 }

@@ -49,7 +49,11 @@ impl KernelSource {
 }
 
 /// Resolves `source` to a bootable image, building it if needed.
-pub async fn prepare(source: &KernelSource, arch: Arch, work: &WorkDir) -> Result<KernelInfo, KernelError> {
+pub async fn prepare(
+    source: &KernelSource,
+    arch: Arch,
+    work: &WorkDir,
+) -> Result<KernelInfo, KernelError> {
     if let Some(image) = &source.image {
         if !image.is_file() {
             return Err(KernelError::MissingImage(image.clone()));

@@ -13,7 +13,11 @@ use mmci::paths::WorkDir;
 use mmci::{bench, doctor, report};
 
 #[derive(Parser)]
-#[command(name = "mmci", version, about = "Kernel CI for Linux memory-management patches")]
+#[command(
+    name = "mmci",
+    version,
+    about = "Kernel CI for Linux memory-management patches"
+)]
 struct Cli {
     /// Cache directory for kernel trees and builds [default: $MMCI_WORK_DIR or ~/.cache/mmci]
     #[arg(long, global = true)]
@@ -140,6 +144,7 @@ fn init_logging(verbose: u8) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false)
         .init();
 }
@@ -172,7 +177,12 @@ fn utc_stamp() -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}{m:02}{d:02}-{:02}{:02}{:02}", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 async fn real_main(cli: Cli) -> Result<i32, AppError> {
@@ -224,12 +234,21 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 let k = KernelSource::bundled();
                 let info = kernel::prepare(&k, Arch::X86_64, &work).await?;
                 let guest = mmci::guest_bin::guest_init(Arch::X86_64).unwrap_or_default();
-                let c = accel::choose(AccelRequest::Auto, Arch::X86_64, &info, guest, &work.scratch()).await;
+                let c = accel::choose(
+                    AccelRequest::Auto,
+                    Arch::X86_64,
+                    &info,
+                    guest,
+                    &work.scratch(),
+                )
+                .await;
                 format!("{} ({})", c.accel, c.note)
             } else {
                 match accel::static_choice(AccelRequest::Auto, Arch::X86_64) {
                     Some(c) => format!("{} ({})", c.accel, c.note),
-                    None => "kvm device present; `mmci doctor --probe` boots a guest to test it".into(),
+                    None => {
+                        "kvm device present; `mmci doctor --probe` boots a guest to test it".into()
+                    }
                 }
             };
             let (text, ok) = doctor::render(&checks, &accel_line);
@@ -238,7 +257,12 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             Ok(if ok { exit::OK } else { exit::ENVIRONMENT })
         }
         Command::Bench {
-            command: BenchCommand::Boot { kernel: k, runs, accel },
+            command:
+                BenchCommand::Boot {
+                    kernel: k,
+                    runs,
+                    accel,
+                },
         } => {
             let opts = RunOptions {
                 work: work.clone(),
@@ -256,12 +280,24 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             let (_, guest_init) = app::preflight(&opts)?;
             let info = kernel::prepare(&opts.kernel, k.arch, &work).await?;
             let choice = accel::choose(accel, k.arch, &info, guest_init, &work.scratch()).await;
-            let b = bench::boot(runs, k.arch, &info, guest_init, &choice, &opts.results, &work.scratch())
-                .await
-                .map_err(AppError::Run)?;
+            let b = bench::boot(
+                runs,
+                k.arch,
+                &info,
+                guest_init,
+                &choice,
+                &opts.results,
+                &work.scratch(),
+            )
+            .await
+            .map_err(AppError::Run)?;
             print!("{}", bench::render(&b, &choice));
             let _ = std::fs::remove_dir_all(&opts.results);
-            Ok(if b.failures.is_empty() { exit::OK } else { exit::RUN_FAILED })
+            Ok(if b.failures.is_empty() {
+                exit::OK
+            } else {
+                exit::RUN_FAILED
+            })
         }
     }
 }

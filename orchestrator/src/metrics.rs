@@ -182,24 +182,55 @@ mod tests {
         let mut throttle = BTreeMap::new();
         throttle.insert(
             THROTTLE_ISOLATED.to_string(),
-            ThrottleStat { count: 35, usec_delayed_sum: 700, usec_delayed_max: 40 },
+            ThrottleStat {
+                count: 35,
+                usec_delayed_sum: 700,
+                usec_delayed_max: 40,
+            },
         );
         let records = vec![
-            snap(Phase::Before, &[("pswpout", 10), ("oom_kill", 0)], &[("oom", 0)], &[("pgscan", 100), ("pgsteal", 50)]),
+            snap(
+                Phase::Before,
+                &[("pswpout", 10), ("oom_kill", 0)],
+                &[("oom", 0)],
+                &[("pgscan", 100), ("pgsteal", 50)],
+            ),
             sample(3, 1),
             sample(7, 0),
-            snap(Phase::After, &[("pswpout", 110), ("pswpin", 40), ("oom_kill", 1)], &[("oom", 2), ("oom_kill", 1)], &[("pgscan", 1100), ("pgsteal", 300)]),
-            Record::Throttle { by_reason: throttle, lost_events: 0 },
+            snap(
+                Phase::After,
+                &[("pswpout", 110), ("pswpin", 40), ("oom_kill", 1)],
+                &[("oom", 2), ("oom_kill", 1)],
+                &[("pgscan", 1100), ("pgsteal", 300)],
+            ),
+            Record::Throttle {
+                by_reason: throttle,
+                lost_events: 0,
+            },
             Record::Workload {
                 touches: 5000,
                 elapsed_ms: 2000,
-                exit: WorkloadExit { code: None, signal: Some(9), oom_killed: true },
+                exit: WorkloadExit {
+                    code: None,
+                    signal: Some(9),
+                    oom_killed: true,
+                },
             },
         ];
         let m = mglru_metrics(&records).unwrap();
         assert_eq!((m.pswpout, m.pswpin), (100, 40));
-        assert_eq!((m.oom_kills, m.memcg_oom_events, m.vmstat_oom_kills), (1, 2, 1));
-        assert_eq!((m.nr_isolated_peak, m.nr_isolated_anon_peak, m.nr_isolated_file_peak), (7, 7, 1));
+        assert_eq!(
+            (m.oom_kills, m.memcg_oom_events, m.vmstat_oom_kills),
+            (1, 2, 1)
+        );
+        assert_eq!(
+            (
+                m.nr_isolated_peak,
+                m.nr_isolated_anon_peak,
+                m.nr_isolated_file_peak
+            ),
+            (7, 7, 1)
+        );
         assert_eq!((m.pgscan, m.pgsteal), (1000, 250));
         assert_eq!(m.scan_efficiency, Some(0.25));
         assert_eq!(m.throttle_count(THROTTLE_ISOLATED), 35);
@@ -210,12 +241,29 @@ mod tests {
     #[test]
     fn vmstat_fallback_and_no_scanning() {
         let records = vec![
-            snap(Phase::Before, &[("pgscan_anon", 10), ("pgsteal_anon", 5)], &[], &[]),
-            snap(Phase::After, &[("pgscan_anon", 30), ("pgscan_file", 20), ("pgsteal_anon", 15)], &[], &[]),
+            snap(
+                Phase::Before,
+                &[("pgscan_anon", 10), ("pgsteal_anon", 5)],
+                &[],
+                &[],
+            ),
+            snap(
+                Phase::After,
+                &[
+                    ("pgscan_anon", 30),
+                    ("pgscan_file", 20),
+                    ("pgsteal_anon", 15),
+                ],
+                &[],
+                &[],
+            ),
         ];
         let m = mglru_metrics(&records).unwrap();
         assert_eq!((m.pgscan, m.pgsteal), (40, 10));
-        let idle = vec![snap(Phase::Before, &[], &[], &[]), snap(Phase::After, &[], &[], &[])];
+        let idle = vec![
+            snap(Phase::Before, &[], &[], &[]),
+            snap(Phase::After, &[], &[], &[]),
+        ];
         assert_eq!(mglru_metrics(&idle).unwrap().scan_efficiency, None);
         assert!(mglru_metrics(&idle[..1]).is_none());
     }

@@ -86,10 +86,22 @@ pub fn classify(run: &VmRun) -> Classification {
         return result(Outcome::InfraFailure, format!("QEMU: {line}"), None);
     }
     if !run.connected && !run.timed_out {
-        let first = run.qemu_stderr.lines().next().unwrap_or("no message").to_string();
-        return result(Outcome::InfraFailure, format!("QEMU exited before starting the guest: {first}"), None);
+        let first = run
+            .qemu_stderr
+            .lines()
+            .next()
+            .unwrap_or("no message")
+            .to_string();
+        return result(
+            Outcome::InfraFailure,
+            format!("QEMU exited before starting the guest: {first}"),
+            None,
+        );
     }
-    let hello = run.records.iter().any(|r| matches!(r.record, Record::Hello { .. }));
+    let hello = run
+        .records
+        .iter()
+        .any(|r| matches!(r.record, Record::Hello { .. }));
     let done = run.records.iter().find_map(|r| match &r.record {
         Record::Done { ok, .. } => Some(*ok),
         _ => None,
@@ -183,7 +195,10 @@ mod tests {
         let console = "Run /init as init process\nFailed to execute /init (error -8)\nKernel panic - not syncing: No working init found.\nCPU: 0 PID: 1\n";
         let c = classify(&run(vec![], console, false));
         assert_eq!(c.outcome, Outcome::BootFailure);
-        assert_eq!(c.reason, "Kernel panic - not syncing: No working init found.");
+        assert_eq!(
+            c.reason,
+            "Kernel panic - not syncing: No working init found."
+        );
         assert!(c.crash_report.unwrap().contains("CPU: 0 PID: 1"));
         let c = classify(&run(vec![], "", true));
         assert_eq!(c.outcome, Outcome::BootFailure);
@@ -199,8 +214,14 @@ mod tests {
 
     #[test]
     fn silence_after_pid1_is_a_hang_or_a_crash() {
-        assert_eq!(classify(&run(vec![hello()], "", true)).outcome, Outcome::Hang);
-        assert_eq!(classify(&run(vec![hello()], "", false)).outcome, Outcome::KernelCrash);
+        assert_eq!(
+            classify(&run(vec![hello()], "", true)).outcome,
+            Outcome::Hang
+        );
+        assert_eq!(
+            classify(&run(vec![hello()], "", false)).outcome,
+            Outcome::KernelCrash
+        );
     }
 
     #[test]

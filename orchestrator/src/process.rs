@@ -54,7 +54,9 @@ impl GroupChild {
     pub fn spawn(cmd: &mut Command) -> io::Result<GroupChild> {
         cmd.process_group(0).kill_on_drop(true);
         let child = cmd.spawn()?;
-        let pgid = child.id().ok_or_else(|| io::Error::other("child exited at once"))? as i32;
+        let pgid = child
+            .id()
+            .ok_or_else(|| io::Error::other("child exited at once"))? as i32;
         live_groups().insert(pgid);
         Ok(GroupChild {
             child,
@@ -79,7 +81,11 @@ impl GroupChild {
     }
 
     /// Waits up to `timeout`; then SIGTERM to the group, `grace`, SIGKILL.
-    pub async fn wait_timeout(&mut self, timeout: Duration, grace: Duration) -> io::Result<Finished> {
+    pub async fn wait_timeout(
+        &mut self,
+        timeout: Duration,
+        grace: Duration,
+    ) -> io::Result<Finished> {
         if let Ok(status) = tokio::time::timeout(timeout, self.child.wait()).await {
             let status = status?;
             self.reap_group();
@@ -164,7 +170,9 @@ pub async fn run_logged(cmd: &mut Command, log: &Path, what: &str) -> Result<(),
         let _ = writeln!(header, "==> {what}");
     }
     let stderr = file.try_clone().map_err(spawn_err)?;
-    cmd.stdout(file).stderr(stderr).stdin(std::process::Stdio::null());
+    cmd.stdout(file)
+        .stderr(stderr)
+        .stdin(std::process::Stdio::null());
     let mut child = GroupChild::spawn(cmd).map_err(spawn_err)?;
     let status = child.wait().await.map_err(spawn_err)?;
     if !status.success() {
@@ -200,7 +208,9 @@ mod tests {
     fn alive(pid: i32) -> bool {
         std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .map(|s| {
-                let state = s.rsplit_once(')').map(|(_, r)| r.trim_start().chars().next());
+                let state = s
+                    .rsplit_once(')')
+                    .map(|(_, r)| r.trim_start().chars().next());
                 !matches!(state, Some(Some('Z')) | Some(Some('X')))
             })
             .unwrap_or(false)

@@ -22,7 +22,11 @@ pub fn header(r: &RunResult) -> String {
         r.classification.outcome.name(),
         r.classification.reason
     );
-    let commit = r.kernel.tree_commit.as_deref().map(|c| &c[..c.len().min(12)]);
+    let commit = r
+        .kernel
+        .tree_commit
+        .as_deref()
+        .map(|c| &c[..c.len().min(12)]);
     out.push_str(&format!(
         "kernel:  {}{}\n",
         r.kernel.release,
@@ -35,7 +39,10 @@ pub fn header(r: &RunResult) -> String {
     let swap = if !job.swap || r.swap_mb == 0 {
         "no swap".to_string()
     } else if job.swap_delay_ms > 0 {
-        format!("swap {} MiB on dm-delay {} ms", r.swap_mb, job.swap_delay_ms)
+        format!(
+            "swap {} MiB on dm-delay {} ms",
+            r.swap_mb, job.swap_delay_ms
+        )
     } else {
         format!("swap {} MiB, no delay", r.swap_mb)
     };
@@ -70,31 +77,59 @@ pub fn mglru_rows(m: &MglruMetrics) -> Vec<(String, String)> {
             format!(
                 "{}{}",
                 m.oom_kills,
-                if m.workload_oom_killed { " (workload killed)" } else { "" }
+                if m.workload_oom_killed {
+                    " (workload killed)"
+                } else {
+                    ""
+                }
             ),
         ),
-        ("memcg oom events".to_string(), m.memcg_oom_events.to_string()),
-        ("memcg max events".to_string(), m.memcg_max_events.to_string()),
+        (
+            "memcg oom events".to_string(),
+            m.memcg_oom_events.to_string(),
+        ),
+        (
+            "memcg max events".to_string(),
+            m.memcg_max_events.to_string(),
+        ),
     ];
     // The isolation throttle is the series' headline: always shown, even at 0.
-    let isolated = m.throttle.get(THROTTLE_ISOLATED).cloned().unwrap_or_default();
+    let isolated = m
+        .throttle
+        .get(THROTTLE_ISOLATED)
+        .cloned()
+        .unwrap_or_default();
     rows.push((
         format!("mm_vmscan_throttled {THROTTLE_ISOLATED}"),
-        format!("{} (delayed {})", isolated.count, ms(isolated.usec_delayed_sum)),
+        format!(
+            "{} (delayed {})",
+            isolated.count,
+            ms(isolated.usec_delayed_sum)
+        ),
     ));
-    for (reason, t) in m.throttle.iter().filter(|(r, _)| r.as_str() != THROTTLE_ISOLATED) {
+    for (reason, t) in m
+        .throttle
+        .iter()
+        .filter(|(r, _)| r.as_str() != THROTTLE_ISOLATED)
+    {
         rows.push((
             format!("mm_vmscan_throttled {reason}"),
             format!("{} (delayed {})", t.count, ms(t.usec_delayed_sum)),
         ));
     }
     if m.throttle_lost_events > 0 {
-        rows.push(("trace events lost".into(), m.throttle_lost_events.to_string()));
+        rows.push((
+            "trace events lost".into(),
+            m.throttle_lost_events.to_string(),
+        ));
     }
     rows.extend([
         (
             "nr_isolated peak (anon+file)".to_string(),
-            format!("{} (anon {}, file {})", m.nr_isolated_peak, m.nr_isolated_anon_peak, m.nr_isolated_file_peak),
+            format!(
+                "{} (anon {}, file {})",
+                m.nr_isolated_peak, m.nr_isolated_anon_peak, m.nr_isolated_file_peak
+            ),
         ),
         (
             "touches".to_string(),
@@ -107,11 +142,17 @@ pub fn mglru_rows(m: &MglruMetrics) -> Vec<(String, String)> {
                 None => "- (nothing scanned)".to_string(),
             },
         ),
-        ("pswpin / pswpout".to_string(), format!("{} / {}", m.pswpin, m.pswpout)),
+        (
+            "pswpin / pswpout".to_string(),
+            format!("{} / {}", m.pswpin, m.pswpout),
+        ),
         ("pgmajfault".to_string(), m.pgmajfault.to_string()),
         (
             "workingset_refault anon / file".to_string(),
-            format!("{} / {}", m.workingset_refault_anon, m.workingset_refault_file),
+            format!(
+                "{} / {}",
+                m.workingset_refault_anon, m.workingset_refault_file
+            ),
         ),
         (
             "PSI memory some / full".to_string(),

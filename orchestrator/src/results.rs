@@ -86,7 +86,10 @@ pub fn prepare_dir(dir: &Path) -> std::io::Result<()> {
 
 pub fn write_run(dir: &Path, result: &RunResult) -> std::io::Result<PathBuf> {
     let path = dir.join("run.json");
-    write_atomic(&path, &serde_json::to_vec_pretty(result).expect("serializable"))?;
+    write_atomic(
+        &path,
+        &serde_json::to_vec_pretty(result).expect("serializable"),
+    )?;
     Ok(path)
 }
 
@@ -106,7 +109,10 @@ mod tests {
         write_atomic(&p, b"one").unwrap();
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
-        let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names.len(), 1);
     }
 

@@ -79,7 +79,11 @@ fn exit_text(run: &VmRun) -> Option<String> {
 
 /// Runs one guest (retrying infra failures) and writes its results to
 /// `out_dir`: run.json, records.jsonl, console.log, qemu-stderr.log.
-pub async fn run_guest(cfg: &RunConfig, out_dir: &Path, scratch: &Path) -> Result<RunResult, RunError> {
+pub async fn run_guest(
+    cfg: &RunConfig,
+    out_dir: &Path,
+    scratch: &Path,
+) -> Result<RunResult, RunError> {
     let started_unix = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -141,14 +145,19 @@ pub async fn run_guest(cfg: &RunConfig, out_dir: &Path, scratch: &Path) -> Resul
     }
 }
 
-async fn attempt(cfg: &RunConfig, out_dir: &Path, scratch_root: &Path) -> Result<(VmRun, Timing), RunError> {
+async fn attempt(
+    cfg: &RunConfig,
+    out_dir: &Path,
+    scratch_root: &Path,
+) -> Result<(VmRun, Timing), RunError> {
     let t0 = Instant::now();
     let scratch = scratch_root.join(format!("{}-{}", cfg.id, std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(io_err(&scratch))?;
 
     let t_image = Instant::now();
     let initrd = scratch.join("initrd.cpio");
-    std::fs::write(&initrd, image::initramfs(&cfg.guest_init, &cfg.job)).map_err(io_err(&initrd))?;
+    std::fs::write(&initrd, image::initramfs(&cfg.guest_init, &cfg.job))
+        .map_err(io_err(&initrd))?;
     let initramfs_ms = t_image.elapsed().as_secs_f64() * 1000.0;
 
     let mut disks = Vec::new();
@@ -176,7 +185,10 @@ async fn attempt(cfg: &RunConfig, out_dir: &Path, scratch_root: &Path) -> Result
     // The scratch disks can be large: never keep them, whatever happened.
     let _ = std::fs::remove_dir_all(&scratch);
     let run = result?;
-    let _ = std::fs::rename(out_dir.join("console.qemu-stderr"), out_dir.join("qemu-stderr.log"));
+    let _ = std::fs::rename(
+        out_dir.join("console.qemu-stderr"),
+        out_dir.join("qemu-stderr.log"),
+    );
     let total_ms = t0.elapsed().as_secs_f64() * 1000.0;
     let qemu_ms = run.lifetime.as_secs_f64() * 1000.0;
     let timing = Timing {

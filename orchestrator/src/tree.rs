@@ -114,17 +114,26 @@ pub async fn import_tarball(tarball: &Path, work: &WorkDir) -> Result<SourceTree
         }
         std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
         let log = trees.join(format!("{name}.import.log"));
+        let _ = std::fs::remove_file(&log);
         let import = |source| TreeError::Import {
             tarball: tarball.to_path_buf(),
             source,
         };
         let mut tar = Command::new("tar");
-        tar.arg("-xf").arg(tarball).arg("-C").arg(&staging).arg("--strip-components=1");
-        process::run_logged(&mut tar, &log, "tar").await.map_err(import)?;
+        tar.arg("-xf")
+            .arg(tarball)
+            .arg("-C")
+            .arg(&staging)
+            .arg("--strip-components=1");
+        process::run_logged(&mut tar, &log, "tar")
+            .await
+            .map_err(import)?;
+        // --force: Debian's packaging adds "/*" to the top-level .gitignore,
+        // and a clean release tarball holds nothing that should be left out.
         for args in [
             vec!["init", "-q"],
             vec!["config", "gc.auto", "0"],
-            vec!["add", "-A"],
+            vec!["add", "-A", "--force"],
         ] {
             process::run_logged(git(&staging).args(&args), &log, &format!("git {}", args[0]))
                 .await
@@ -166,7 +175,10 @@ mod tests {
 
     #[test]
     fn names_and_versions() {
-        assert_eq!(tree_name(Path::new("/usr/src/linux-source-6.12.tar.xz")), "linux-source-6.12");
+        assert_eq!(
+            tree_name(Path::new("/usr/src/linux-source-6.12.tar.xz")),
+            "linux-source-6.12"
+        );
         let mk = "# SPDX\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 95\nEXTRAVERSION =\nNAME = Baby Opossum Posse\n";
         assert_eq!(makefile_version(mk).as_deref(), Some("6.12.95"));
     }
@@ -176,30 +188,48 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let src = tmp.path().join("src/linux-tiny");
         std::fs::create_dir_all(src.join("mm")).unwrap();
-        std::fs::write(src.join("Makefile"), "VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 2\nEXTRAVERSION = -rc3\n").unwrap();
+        std::fs::write(
+            src.join("Makefile"),
+            "VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 2\nEXTRAVERSION = -rc3\n",
+        )
+        .unwrap();
         std::fs::write(src.join("mm/vmscan.c"), "int x;\n").unwrap();
         let tarball = tmp.path().join("linux-tiny.tar.xz");
         let st = std::process::Command::new("tar")
-            .arg("-cJf").arg(&tarball).arg("-C").arg(tmp.path().join("src")).arg("linux-tiny")
-            .status().unwrap();
+            .arg("-cJf")
+            .arg(&tarball)
+            .arg("-C")
+            .arg(tmp.path().join("src"))
+            .arg("linux-tiny")
+            .status()
+            .unwrap();
         assert!(st.success());
 
-        let a = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w1"))).await.unwrap();
-        let b = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w2"))).await.unwrap();
+        let a = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w1")))
+            .await
+            .unwrap();
+        let b = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w2")))
+            .await
+            .unwrap();
         assert_eq!(a.commit, b.commit, "same tarball, same commit");
         assert_eq!(a.commit.len(), 40);
         assert_eq!(a.version, "6.1.2-rc3");
         assert!(a.path.join("mm/vmscan.c").is_file());
-        let again = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w1"))).await.unwrap();
+        let again = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w1")))
+            .await
+            .unwrap();
         assert_eq!(again.commit, a.commit);
     }
 
     #[tokio::test]
     async fn missing_tarball_says_how_to_get_it() {
         let tmp = tempfile::tempdir().unwrap();
-        let err = import_tarball(Path::new("/nonexistent/linux.tar.xz"), &WorkDir::new(tmp.path()))
-            .await
-            .unwrap_err();
+        let err = import_tarball(
+            Path::new("/nonexistent/linux.tar.xz"),
+            &WorkDir::new(tmp.path()),
+        )
+        .await
+        .unwrap_err();
         assert!(err.to_string().contains("mmci-setup"), "{err}");
     }
 }

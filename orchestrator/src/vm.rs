@@ -79,7 +79,13 @@ pub fn kernel_cmdline(arch: Arch, extra: &[String]) -> String {
 pub fn qemu_args(spec: &VmSpec) -> Vec<String> {
     let mut a: Vec<String> = Vec::new();
     let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
-    push(&["-nodefaults", "-no-user-config", "-display", "none", "-no-reboot"]);
+    push(&[
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-no-reboot",
+    ]);
     match spec.arch {
         Arch::X86_64 => push(&["-machine", "pc"]),
         Arch::Arm64 => push(&["-machine", "virt"]),
@@ -95,15 +101,32 @@ pub fn qemu_args(spec: &VmSpec) -> Vec<String> {
     push(&["-nic", "none"]);
     let kernel = spec.kernel.display().to_string();
     let initrd = spec.initrd.display().to_string();
-    push(&["-kernel", &kernel, "-initrd", &initrd, "-append", &spec.cmdline]);
+    push(&[
+        "-kernel",
+        &kernel,
+        "-initrd",
+        &initrd,
+        "-append",
+        &spec.cmdline,
+    ]);
     let serial = format!("file:{}", spec.console_log.display());
     push(&["-serial", &serial]);
     let chardev = format!("socket,id=records,path={}", spec.record_socket.display());
     let port = format!("virtserialport,bus=vser0.0,chardev=records,name={RECORD_PORT_NAME}");
-    push(&["-device", "virtio-serial-pci,id=vser0", "-chardev", &chardev, "-device", &port]);
+    push(&[
+        "-device",
+        "virtio-serial-pci,id=vser0",
+        "-chardev",
+        &chardev,
+        "-device",
+        &port,
+    ]);
     for (i, disk) in spec.disks.iter().enumerate() {
         // cache=unsafe: the disk is scratch swap; host durability buys nothing.
-        let drive = format!("file={},format=raw,if=none,id=disk{i},cache=unsafe,aio=threads", disk.path.display());
+        let drive = format!(
+            "file={},format=raw,if=none,id=disk{i},cache=unsafe,aio=threads",
+            disk.path.display()
+        );
         let dev = format!("virtio-blk-pci,drive=disk{i},serial={}", disk.serial);
         push(&["-drive", &drive, "-device", &dev]);
     }
@@ -153,7 +176,8 @@ pub enum VmError {
 }
 
 /// QEMU's words for an accelerator that cannot run the guest.
-const ACCEL_FAILURE_MARKERS: [&str; 3] = ["KVM internal error", "kvm run failed", "failed to set MSR"];
+const ACCEL_FAILURE_MARKERS: [&str; 3] =
+    ["KVM internal error", "kvm run failed", "failed to set MSR"];
 
 pub fn accel_failure(stderr: &str) -> Option<&str> {
     stderr
@@ -261,7 +285,8 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
         let _ = child.wait().await;
     }
     run.lifetime = start.elapsed();
-    run.console = String::from_utf8_lossy(&std::fs::read(&spec.console_log).unwrap_or_default()).into_owned();
+    run.console =
+        String::from_utf8_lossy(&std::fs::read(&spec.console_log).unwrap_or_default()).into_owned();
     run.qemu_stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
     run.accel_failed |= accel_failure(&run.qemu_stderr).is_some();
     let _ = std::fs::remove_file(&spec.record_socket);
@@ -324,7 +349,9 @@ mod tests {
             assert!(args.iter().any(|a| a == flag), "{flag}");
         }
         assert_eq!(value_after(&args, "-nic"), ["none"]);
-        assert!(!args.iter().any(|a| a.contains("netdev") || a.contains("e1000")));
+        assert!(!args
+            .iter()
+            .any(|a| a.contains("netdev") || a.contains("e1000")));
     }
 
     #[test]
@@ -364,7 +391,13 @@ mod tests {
     #[test]
     fn accel_failure_is_recognised() {
         let stderr = "KVM internal error. Suberror: 1\nextra data[0]: 0x0000000000000000\nemulation failure\n";
-        assert_eq!(accel_failure(stderr), Some("KVM internal error. Suberror: 1"));
-        assert_eq!(accel_failure("qemu-system-x86_64: terminating on signal 15\n"), None);
+        assert_eq!(
+            accel_failure(stderr),
+            Some("KVM internal error. Suberror: 1")
+        );
+        assert_eq!(
+            accel_failure("qemu-system-x86_64: terminating on signal 15\n"),
+            None
+        );
     }
 }

@@ -367,8 +367,10 @@ mod tests {
     #[test]
     fn cmdline_overrides_only_mmci_words() {
         let mut job = GuestJob::default();
-        job.apply_cmdline("console=ttyS0 mmci.threads=192 panic=-1 mmci.mglru=n mmci.scenario=probe")
-            .unwrap();
+        job.apply_cmdline(
+            "console=ttyS0 mmci.threads=192 panic=-1 mmci.mglru=n mmci.scenario=probe",
+        )
+        .unwrap();
         assert_eq!(job.threads, 192);
         assert!(!job.mglru);
         assert_eq!(job.scenario, Scenario::Probe);
@@ -419,7 +421,10 @@ mod tests {
             uptime_ms: 1234,
         };
         let line = Envelope::new(rec.clone()).to_line();
-        assert_eq!(line, "{\"v\":1,\"type\":\"done\",\"ok\":true,\"uptime_ms\":1234}\n");
+        assert_eq!(
+            line,
+            "{\"v\":1,\"type\":\"done\",\"ok\":true,\"uptime_ms\":1234}\n"
+        );
         assert_eq!(parse_line(line.trim_end()).unwrap(), rec);
         let future = line.replace("\"v\":1", "\"v\":2");
         assert!(matches!(

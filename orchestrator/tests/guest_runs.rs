@@ -1,0 +1,300 @@
+//! Real guests: the bundled kernel (built once, cached in the work dir) under
+//! real QEMU with the real guest-init. Guests run one at a time so that their
+//! timing does not depend on how many other tests share the two cores.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use mmci::accel::{self, AccelChoice, AccelRequest};
+use mmci::arch::Arch;
+use mmci::guest_bin;
+use mmci::kernel::{self, KernelSource};
+use mmci::outcome::Outcome;
+use mmci::paths::WorkDir;
+use mmci::results::{KernelInfo, RunResult};
+use mmci::run::{self, RunConfig};
+use mmci_record::{GuestJob, Record};
+use tokio::sync::{Mutex, OnceCell};
+
+static KERNEL: OnceCell<(KernelInfo, AccelChoice)> = OnceCell::const_new();
+static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+
+async fn kernel_and_accel() -> &'static (KernelInfo, AccelChoice) {
+    KERNEL
+        .get_or_init(|| async {
+            let work = WorkDir::resolve(None);
+            let info = kernel::prepare(&KernelSource::bundled(), Arch::X86_64, &work)
+                .await
+                .expect("the bundled kernel builds (run ./mmci-setup first)");
+            let choice = accel::choose(
+                AccelRequest::Auto,
+                Arch::X86_64,
+                &info,
+                guest_init(),
+                &work.scratch(),
+            )
+            .await;
+            (info, choice)
+        })
+        .await
+}
+
+fn guest_init() -> &'static [u8] {
+    guest_bin::guest_init(Arch::X86_64).expect("guest-init for x86_64 is embedded")
+}
+
+async fn config(id: &str, job: GuestJob, timeout: Duration) -> RunConfig {
+    let (kernel, accel) = kernel_and_accel().await;
+    RunConfig {
+        id: id.into(),
+        arch: Arch::X86_64,
+        accel: accel.accel,
+        accel_note: accel.note.clone(),
+        vcpus: 2,
+        memory_mb: 512,
+        swap_mb: if job.swap { 128 } else { 0 },
+        kernel: kernel.clone(),
+        guest_init: guest_init().to_vec(),
+        job,
+        extra_cmdline: vec![],
+        timeout,
+        retries: 1,
+    }
+}
+
+async fn run(cfg: &RunConfig, dir: &Path) -> RunResult {
+    let _one = ONE_GUEST_AT_A_TIME.lock().await;
+    run::run_guest(cfg, &dir.join(&cfg.id), &dir.join("scratch"))
+        .await
+        .unwrap()
+}
+
+fn records(dir: &Path) -> Vec<Record> {
+    std::fs::read_to_string(dir.join("records.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|mut v| {
+            v.as_object_mut().unwrap().remove("at_ms");
+            v.as_object_mut().unwrap().insert("v".into(), 1.into());
+            mmci_record::parse_line(&v.to_string()).unwrap()
+        })
+        .collect()
+}
+
+/// QEMU processes whose command line mentions `needle`.
+fn qemu_processes_mentioning(needle: &str) -> Vec<PathBuf> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd);
+            cmd.contains("qemu-system") && cmd.contains(needle)
+        })
+        .map(|e| e.path())
+        .collect()
+}
+
+#[tokio::test]
+async fn completed_run_reports_scenario_a_metrics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = GuestJob {
+        threads: 8,
+        working_set_mb: 32,
+        duration_s: 5,
+        swap_delay_ms: 10,
+        ..GuestJob::default()
+    };
+    let cfg = config("completed", job, Duration::from_secs(180)).await;
+    let r = run(&cfg, tmp.path()).await;
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::Completed,
+        "{:?}",
+        r.classification
+    );
+    assert_eq!(r.accel, kernel_and_accel().await.1.accel);
+    assert!(r.kernel.release.starts_with("6.12"), "{}", r.kernel.release);
+    let m = r.metrics.as_ref().expect("metrics");
+    // 32 MiB of anon in a 16 MiB cgroup: it must have swapped and hit memory.max.
+    assert!(m.touches > 0, "{m:?}");
+    assert!(m.pswpout > 0, "{m:?}");
+    assert!(m.memcg_max_events > 0, "{m:?}");
+    assert!(m.pgscan > 0 && m.scan_efficiency.is_some(), "{m:?}");
+    assert_eq!(m.oom_kills, 0, "{m:?}");
+    let recs = records(&tmp.path().join("completed"));
+    let steps: Vec<String> = recs
+        .iter()
+        .filter_map(|r| match r {
+            Record::Setup { step, detail, .. } => Some(format!("{step}: {detail}")),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        steps
+            .iter()
+            .any(|s| s.starts_with("swap: dm-delay /dev/dm-0")),
+        "{steps:?}"
+    );
+    assert!(
+        steps.iter().any(|s| s.starts_with("mglru: enabled=0x0007")),
+        "{steps:?}"
+    );
+    assert!(recs.iter().any(|r| matches!(r, Record::Sample { .. })));
+    assert!(matches!(recs.last(), Some(Record::Done { ok: true, .. })));
+    // The run's files are all there, and run.json reads back.
+    let dir = tmp.path().join("completed");
+    for f in [
+        "run.json",
+        "records.jsonl",
+        "console.log",
+        "qemu-stderr.log",
+    ] {
+        assert!(dir.join(f).is_file(), "{f}");
+    }
+    assert_eq!(mmci::results::read_run(&dir).unwrap(), r);
+    assert!(
+        !tmp.path().join("scratch").read_dir().unwrap().any(|_| true),
+        "scratch cleaned"
+    );
+}
+
+#[tokio::test]
+async fn oom_killed_workload_still_reports() {
+    let tmp = tempfile::tempdir().unwrap();
+    // No swap: 64 MiB of anon cannot fit a 16 MiB cgroup.
+    let job = GuestJob {
+        threads: 4,
+        working_set_mb: 64,
+        duration_s: 20,
+        swap: false,
+        ..GuestJob::default()
+    };
+    let cfg = config("oom", job, Duration::from_secs(180)).await;
+    let r = run(&cfg, tmp.path()).await;
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::Completed,
+        "{:?}",
+        r.classification
+    );
+    let m = r.metrics.as_ref().expect("metrics");
+    assert!(m.oom_kills > 0, "{m:?}");
+    assert!(m.memcg_oom_events > 0, "{m:?}");
+    assert!(m.workload_oom_killed, "{m:?}");
+    let recs = records(&tmp.path().join("oom"));
+    let exit = recs.iter().find_map(|r| match r {
+        Record::Workload { exit, .. } => Some(exit.clone()),
+        _ => None,
+    });
+    assert_eq!(exit.unwrap().signal, Some(9));
+}
+
+#[tokio::test]
+async fn kernel_that_cannot_boot_is_a_boot_failure() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config("no-boot", GuestJob::default(), Duration::from_secs(120)).await;
+    // An /init the kernel cannot execute: it panics with "No working init found".
+    cfg.guest_init = b"#!/nonexistent/interpreter\n".to_vec();
+    let start = Instant::now();
+    let r = run(&cfg, tmp.path()).await;
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::BootFailure,
+        "{:?}",
+        r.classification
+    );
+    assert!(!r.timed_out, "recognised at once, not at the timeout");
+    assert!(start.elapsed() < Duration::from_secs(60));
+    assert!(
+        r.classification.reason.contains("No working init found"),
+        "{}",
+        r.classification.reason
+    );
+    assert!(r.classification.crash_report.is_some());
+    assert!(r.metrics.is_none());
+}
+
+#[tokio::test]
+async fn hung_guest_is_killed_at_its_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A workload far longer than the timeout: from the host, a hang.
+    let job = GuestJob {
+        threads: 2,
+        working_set_mb: 8,
+        duration_s: 600,
+        swap: false,
+        ..GuestJob::default()
+    };
+    let cfg = config("hang", job, Duration::from_secs(20)).await;
+    let start = Instant::now();
+    let r = run(&cfg, tmp.path()).await;
+    let took = start.elapsed();
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::Hang,
+        "{:?}",
+        r.classification
+    );
+    assert!(r.timed_out);
+    assert!(
+        took >= Duration::from_secs(20) && took < Duration::from_secs(40),
+        "{took:?}"
+    );
+    let needle = tmp.path().to_string_lossy().into_owned();
+    assert!(
+        qemu_processes_mentioning(&needle).is_empty(),
+        "QEMU left behind"
+    );
+}
+
+#[tokio::test]
+async fn ctrl_c_leaves_no_qemu_behind() {
+    let (kernel, _) = kernel_and_accel().await;
+    let _one = ONE_GUEST_AT_A_TIME.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .args([
+            "run",
+            "--accel",
+            "tcg",
+            "--set",
+            "duration_s=600",
+            "--set",
+            "swap=n",
+            "--kernel",
+        ])
+        .arg(&kernel.image)
+        .arg("--results")
+        .arg(&results)
+        .env("MMCI_WORK_DIR", tmp.path().join("work"))
+        .spawn()
+        .unwrap();
+    let needle = results.to_string_lossy().into_owned();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while qemu_processes_mentioning(&needle).is_empty() {
+        assert!(Instant::now() < deadline, "QEMU never started");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // SAFETY: sending SIGINT to our own child.
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("mmci exits after Ctrl-C")
+        .unwrap();
+    assert_eq!(status.code(), Some(mmci::app::exit::INTERRUPTED));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        qemu_processes_mentioning(&needle).is_empty(),
+        "QEMU left behind after Ctrl-C"
+    );
+}
