@@ -72,7 +72,19 @@ pub fn find_crash(console: &str) -> Option<(String, String)> {
         .iter()
         .position(|l| CRASH_MARKERS.iter().any(|m| l.contains(m)))?;
     let report = lines[first..lines.len().min(first + 60)].join("\n");
-    Some((lines[first].trim().to_string(), report))
+    Some((strip_timestamp(lines[first]).to_string(), report))
+}
+
+/// A console line without its printk timestamp ("[    1.807686] ").
+pub fn strip_timestamp(line: &str) -> &str {
+    let trimmed = line.trim();
+    match trimmed
+        .strip_prefix('[')
+        .and_then(|rest| rest.split_once(']'))
+    {
+        Some((stamp, rest)) if stamp.trim().parse::<f64>().is_ok() => rest.trim(),
+        _ => trimmed,
+    }
 }
 
 pub fn classify(run: &VmRun) -> Classification {
@@ -110,6 +122,12 @@ pub fn classify(run: &VmRun) -> Classification {
     if !hello {
         let reason = match (&crash, run.timed_out) {
             (Some((line, _)), _) => line.clone(),
+            (None, true) if run.console.trim().is_empty() => {
+                "no console output before the timeout: the kernel never started".to_string()
+            }
+            (None, false) if run.console.trim().is_empty() => {
+                "the guest reset before the kernel printed anything".to_string()
+            }
             (None, true) => "no record from the guest before the timeout".to_string(),
             (None, false) => "the guest ended without a record from PID 1".to_string(),
         };
@@ -202,6 +220,28 @@ mod tests {
         assert!(c.crash_report.unwrap().contains("CPU: 0 PID: 1"));
         let c = classify(&run(vec![], "", true));
         assert_eq!(c.outcome, Outcome::BootFailure);
+        assert!(
+            c.reason.starts_with("no console output before the timeout"),
+            "{}",
+            c.reason
+        );
+        let c = classify(&run(vec![], "", false));
+        assert_eq!(
+            c.reason,
+            "the guest reset before the kernel printed anything"
+        );
+        let c = classify(&run(vec![], "Linux version 6.12\n", true));
+        assert_eq!(c.reason, "no record from the guest before the timeout");
+    }
+
+    #[test]
+    fn timestamps_are_not_part_of_the_reason() {
+        assert_eq!(
+            strip_timestamp("[    1.807686] Kernel panic - not syncing: x"),
+            "Kernel panic - not syncing: x"
+        );
+        assert_eq!(strip_timestamp("[ok] fine"), "[ok] fine");
+        assert_eq!(strip_timestamp("  plain  "), "plain");
     }
 
     #[test]

@@ -64,9 +64,26 @@ async fn config(id: &str, job: GuestJob, timeout: Duration) -> RunConfig {
 
 async fn run(cfg: &RunConfig, dir: &Path) -> RunResult {
     let _one = ONE_GUEST_AT_A_TIME.lock().await;
-    run::run_guest(cfg, &dir.join(&cfg.id), &dir.join("scratch"))
+    let result = run::run_guest(cfg, &dir.join(&cfg.id), &dir.join("scratch"))
         .await
-        .unwrap()
+        .unwrap();
+    keep_for_inspection(&dir.join(&cfg.id));
+    result
+}
+
+/// With MMCI_KEEP_TEST_RESULTS=DIR, a copy of each run's files lands in
+/// DIR/<run id> (the boot-failure fixture of report_snapshots.rs was made
+/// this way).
+fn keep_for_inspection(run_dir: &Path) {
+    let Some(keep) = std::env::var_os("MMCI_KEEP_TEST_RESULTS") else {
+        return;
+    };
+    let dest = PathBuf::from(keep).join(run_dir.file_name().unwrap());
+    std::fs::create_dir_all(&dest).unwrap();
+    for entry in std::fs::read_dir(run_dir).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dest.join(entry.file_name())).unwrap();
+    }
 }
 
 fn records(dir: &Path) -> Vec<Record> {
