@@ -28,12 +28,18 @@ pub mod exit {
     pub const BUILD: i32 = 4;
     /// QEMU or the accelerator failed, also after retries.
     pub const INFRA: i32 = 5;
+    /// A series could not be fetched (lore, GitHub).
+    pub const FETCH: i32 = 7;
+    /// The patch series does not apply to its base.
+    pub const DOES_NOT_APPLY: i32 = 6;
     /// Interrupted (Ctrl-C).
     pub const INTERRUPTED: i32 = 130;
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
+    #[error("{0}")]
+    BadOption(String),
     #[error("--set {given}: {source}")]
     BadParam {
         given: String,
@@ -61,7 +67,9 @@ impl AppError {
         use crate::build::BuildError;
         use crate::tree::TreeError;
         match self {
-            AppError::BadParam { .. } | AppError::ResultsDir { .. } => exit::USAGE,
+            AppError::BadOption(_) | AppError::BadParam { .. } | AppError::ResultsDir { .. } => {
+                exit::USAGE
+            }
             AppError::MissingQemu(_) | AppError::MissingGuestInit { .. } => exit::ENVIRONMENT,
             AppError::Kernel(KernelError::MissingImage(_) | KernelError::Fragment { .. }) => {
                 exit::USAGE

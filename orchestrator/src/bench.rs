@@ -184,3 +184,170 @@ mod tests {
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
     }
 }
+
+/// Figures of `mmci bench build`, in seconds.
+#[derive(Clone, Debug, Default)]
+pub struct BuildBench {
+    pub plain_make: f64,
+    pub cold: f64,
+    pub cache_hit: f64,
+    pub patched: f64,
+    pub patched_title: String,
+    pub sandboxed: bool,
+    pub ccache: bool,
+}
+
+/// Cold build, cache hit and patched rebuild side by side, with plain make
+/// on the same checkout and configuration as the reference. Runs in its own
+/// work dir (sharing only the imported tree), so "cold" is really cold.
+pub async fn build(
+    arch: Arch,
+    main_work: &crate::paths::WorkDir,
+    tarball: &Path,
+    jobs: usize,
+) -> Result<BuildBench, crate::kernel::KernelError> {
+    use crate::build::{self, BuildRequest};
+    use crate::series;
+    use crate::tree;
+
+    let tree = tree::import_tarball(tarball, main_work).await?;
+    let root = main_work.root().join("bench-build");
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).map_err(|e| io(&root, e))?;
+    std::os::unix::fs::symlink(main_work.trees(), root.join("trees")).map_err(|e| io(&root, e))?;
+    let work = crate::paths::WorkDir::new(&root);
+    let req = BuildRequest {
+        arch,
+        fragments: build::default_fragments(arch),
+        jobs,
+    };
+    let mut b = BuildBench::default();
+
+    // Reference: the same steps with plain make, no ccache, no sandbox.
+    let log = root.join("plain.log");
+    let checkout = tree::prepare_checkout(&tree, "plain", &work, &log).await?;
+    let objs = root.join("plain-objs");
+    std::fs::create_dir_all(&objs).map_err(|e| io(&objs, e))?;
+    let frag_paths: Vec<String> = req
+        .fragments
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let p = objs.join(format!("frag{i}.config"));
+            std::fs::write(&p, &f.text).map(|_| p.display().to_string())
+        })
+        .collect::<Result<_, _>>()
+        .map_err(|e| io(&objs, e))?;
+    let t = Instant::now();
+    let make = |targets: &[&str], jobs: Option<usize>| {
+        let mut c = tokio::process::Command::new("make");
+        c.current_dir(&checkout)
+            .args(build::make_args(arch, &objs, jobs, false, targets));
+        c
+    };
+    let step = |e: crate::process::CommandError| {
+        crate::kernel::KernelError::Build(build::BuildError::Step(e))
+    };
+    crate::process::run_logged(&mut make(&["tinyconfig"], None), &log, "make tinyconfig")
+        .await
+        .map_err(step)?;
+    let mut merge = tokio::process::Command::new(checkout.join("scripts/kconfig/merge_config.sh"));
+    merge
+        .current_dir(&checkout)
+        .env("ARCH", arch.kernel_arch())
+        .args(["-m", "-O"])
+        .arg(&objs)
+        .arg(objs.join(".config"))
+        .args(&frag_paths);
+    crate::process::run_logged(&mut merge, &log, "merge_config.sh")
+        .await
+        .map_err(step)?;
+    crate::process::run_logged(
+        &mut make(&["olddefconfig"], None),
+        &log,
+        "make olddefconfig",
+    )
+    .await
+    .map_err(step)?;
+    crate::process::run_logged(
+        &mut make(&[arch.image_target().0], Some(jobs)),
+        &log,
+        "make",
+    )
+    .await
+    .map_err(step)?;
+    b.plain_make = t.elapsed().as_secs_f64();
+    let _ = std::fs::remove_dir_all(&objs);
+
+    let t = Instant::now();
+    let cold = build::build_kernel(&tree, None, &req, &work).await?;
+    b.cold = t.elapsed().as_secs_f64();
+    b.sandboxed = cold.sandboxed;
+    b.ccache = cold.ccache;
+
+    let t = Instant::now();
+    let hit = build::build_kernel(&tree, None, &req, &work).await?;
+    b.cache_hit = t.elapsed().as_secs_f64();
+    debug_assert!(hit.cached);
+
+    // A real one-patch series that touches mm/vmscan.c only: the first patch
+    // of the bundled MGLRU series.
+    let mbox = include_bytes!("../../kernels/series/mglru-isolation-v1.mbox");
+    let mut mails = series::mails_from_mbox(mbox);
+    mails.retain(|m| m.subject.contains(" 1/2]"));
+    let one = series::assemble(&mails, "bundled patch 1/2")?;
+    b.patched_title = one.patches[0].title.clone();
+    let t = Instant::now();
+    build::build_kernel(&tree, Some(&one), &req, &work).await?;
+    b.patched = t.elapsed().as_secs_f64();
+
+    let _ = std::fs::remove_dir_all(&root);
+    let _ = tokio::process::Command::new("git")
+        .arg("-C")
+        .arg(&tree.path)
+        .args(["worktree", "prune"])
+        .status()
+        .await;
+    Ok(b)
+}
+
+fn io(path: &Path, e: std::io::Error) -> crate::kernel::KernelError {
+    crate::kernel::KernelError::Build(crate::build::BuildError::Io {
+        path: path.to_path_buf(),
+        source: e,
+    })
+}
+
+pub fn render_build(b: &BuildBench, arch: Arch) -> String {
+    let mut out = format!(
+        "build benchmark ({arch}, sandboxed: {}, ccache: {})\n",
+        b.sandboxed, b.ccache
+    );
+    out.push_str(&format!(
+        "  plain make (reference)      {:>8.1} s\n",
+        b.plain_make
+    ));
+    out.push_str(&format!(
+        "  mmci cold build             {:>8.1} s   overhead {:+.1}% vs plain make (target <= 3%)  {}\n",
+        b.cold,
+        (b.cold / b.plain_make - 1.0) * 100.0,
+        if b.cold <= b.plain_make * 1.03 { "ok" } else { "MISSED" }
+    ));
+    out.push_str(&format!(
+        "  cache hit                   {:>8.3} s   target <= 1 s  {}\n",
+        b.cache_hit,
+        if b.cache_hit <= 1.0 { "ok" } else { "MISSED" }
+    ));
+    out.push_str(&format!(
+        "  patched rebuild             {:>8.1} s   {:.1}% of cold (target <= 25%)  {}\n    ({})\n",
+        b.patched,
+        b.patched / b.cold * 100.0,
+        if b.patched <= b.cold * 0.25 {
+            "ok"
+        } else {
+            "MISSED"
+        },
+        b.patched_title
+    ));
+    out
+}

@@ -50,6 +50,7 @@ pub fn checks() -> Vec<Check> {
         tool("tar", true, "importing the bundled tree"),
         tool("aarch64-linux-gnu-gcc", false, "arm64 kernel builds"),
         tool("ccache", false, "faster rebuilds"),
+        tool("bwrap", false, "sandboxed builds of posted series"),
     ];
     out.push(Check {
         what: "libelf/libssl headers".into(),

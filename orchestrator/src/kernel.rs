@@ -7,6 +7,7 @@ use crate::arch::Arch;
 use crate::build::{self, BuildError, BuildRequest, Fragment};
 use crate::paths::WorkDir;
 use crate::results::KernelInfo;
+use crate::series::{self, SeriesError, SeriesSource};
 use crate::tree::{self, TreeError};
 
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +23,8 @@ pub enum KernelError {
     #[error(transparent)]
     Tree(#[from] TreeError),
     #[error(transparent)]
+    Series(#[from] SeriesError),
+    #[error(transparent)]
     Build(#[from] BuildError),
 }
 
@@ -34,6 +37,8 @@ pub struct KernelSource {
     pub tarball: PathBuf,
     /// Config fragments replacing the bundled ones.
     pub fragments: Vec<PathBuf>,
+    /// A patch series to apply on the tree before building.
+    pub series: Option<SeriesSource>,
     pub jobs: usize,
 }
 
@@ -43,6 +48,7 @@ impl KernelSource {
             image: None,
             tarball: PathBuf::from(tree::BUNDLED_TARBALL),
             fragments: vec![],
+            series: None,
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }
     }
@@ -64,10 +70,13 @@ pub async fn prepare(
             tree: None,
             tree_commit: None,
             build_key: None,
+            series_hash: None,
+            head_commit: None,
+            build_sandboxed: None,
         });
     }
     let fragments = if source.fragments.is_empty() {
-        build::default_fragments(arch)?
+        build::default_fragments(arch)
     } else {
         source
             .fragments
@@ -80,19 +89,34 @@ pub async fn prepare(
             })
             .collect::<Result<_, _>>()?
     };
+    // Read the series first: a bad series should fail before any build.
+    let series = match &source.series {
+        Some(s) => Some(
+            series::load(
+                s,
+                &series::fetch::Fetcher::default(),
+                &work.root().join("series"),
+            )
+            .await?,
+        ),
+        None => None,
+    };
     let tree = tree::import_tarball(&source.tarball, work).await?;
     let req = BuildRequest {
         arch,
         fragments,
         jobs: source.jobs,
     };
-    let built = build::build_kernel(&tree, &req, work).await?;
+    let built = build::build_kernel(&tree, series.as_ref(), &req, work).await?;
     Ok(KernelInfo {
         image: built.image,
         release: built.release,
         tree: Some(tree.name),
         tree_commit: Some(tree.commit),
         build_key: Some(built.key),
+        series_hash: built.series_hash,
+        head_commit: Some(built.head_commit),
+        build_sandboxed: Some(built.sandboxed),
     })
 }
 

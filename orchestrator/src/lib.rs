@@ -23,5 +23,6 @@ pub mod process;
 pub mod report;
 pub mod results;
 pub mod run;
+pub mod series;
 pub mod tree;
 pub mod vm;

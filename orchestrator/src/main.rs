@@ -10,6 +10,7 @@ use mmci::app::{self, exit, AppError, RunOptions};
 use mmci::arch::Arch;
 use mmci::kernel::{self, KernelSource};
 use mmci::paths::WorkDir;
+use mmci::series::{fetch, SeriesSource};
 use mmci::{bench, doctor, report};
 
 #[derive(Parser)]
@@ -46,18 +47,77 @@ struct KernelArgs {
     /// make -j [default: number of CPUs]
     #[arg(long)]
     jobs: Option<usize>,
+    /// Patch series to apply with `git am -3` before building: an mbox file
+    /// (cover letter and revisions allowed) or a directory of format-patch files.
+    #[arg(long, conflicts_with_all = ["lore", "github_pr"])]
+    series: Option<PathBuf>,
+    /// Patch series from a lore thread: a message-id (or lore URL) of any mail in it.
+    #[arg(long, value_name = "MESSAGE-ID", conflicts_with = "github_pr")]
+    lore: Option<String>,
+    /// public-inbox server for --lore.
+    #[arg(long, default_value = mmci::series::fetch::LORE_URL)]
+    lore_url: String,
+    /// Patch series from a GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
+    #[arg(long, value_name = "OWNER/REPO#N")]
+    github_pr: Option<String>,
+    /// GitHub API base URL for --github-pr (GitHub Enterprise: https://HOST/api/v3).
+    #[arg(long, default_value = mmci::series::fetch::GITHUB_API)]
+    github_api: String,
 }
 
 impl KernelArgs {
-    fn source(&self) -> KernelSource {
+    fn series(&self) -> Result<Option<SeriesSource>, AppError> {
+        let bad = |option: &str, value: &str, why: &str| {
+            AppError::BadOption(format!("{option} {value}: {why}"))
+        };
+        if let Some(path) = &self.series {
+            if !path.exists() {
+                return Err(bad(
+                    "--series",
+                    &path.display().to_string(),
+                    "no such file or directory",
+                ));
+            }
+            return Ok(Some(SeriesSource::from_path(path)));
+        }
+        if let Some(given) = &self.lore {
+            fetch::check_base_url("--lore-url", &self.lore_url)
+                .map_err(|e| AppError::BadOption(e.to_string()))?;
+            let message_id = fetch::normalize_message_id(given)
+                .map_err(|e| bad("--lore", given, &e.to_string()))?;
+            return Ok(Some(SeriesSource::Lore {
+                message_id,
+                base_url: self.lore_url.clone(),
+            }));
+        }
+        if let Some(given) = &self.github_pr {
+            fetch::check_base_url("--github-api", &self.github_api)
+                .map_err(|e| AppError::BadOption(e.to_string()))?;
+            let (repo, number) = given
+                .split_once('#')
+                .and_then(|(r, n)| Some((r.to_string(), n.parse::<u64>().ok()?)))
+                .filter(|(r, _)| r.split('/').count() == 2)
+                .ok_or_else(|| bad("--github-pr", given, "expected OWNER/REPO#NUMBER"))?;
+            return Ok(Some(SeriesSource::GitHub {
+                api: self.github_api.clone(),
+                repo,
+                number,
+                token: std::env::var("GITHUB_TOKEN").ok(),
+            }));
+        }
+        Ok(None)
+    }
+
+    fn source(&self) -> Result<KernelSource, AppError> {
         let mut s = KernelSource::bundled();
         s.image = self.kernel.clone();
         s.tarball = self.tarball.clone();
         s.fragments = self.config_fragments.clone();
+        s.series = self.series()?;
         if let Some(j) = self.jobs {
             s.jobs = j;
         }
-        s
+        Ok(s)
     }
 }
 
@@ -121,6 +181,17 @@ enum KernelCommand {
 
 #[derive(Subcommand)]
 enum BenchCommand {
+    /// Cold kernel build, cache hit and patched rebuild (one patch to
+    /// mm/vmscan.c) side by side, against plain make. Takes two cold builds.
+    Build {
+        #[arg(long, default_value = "x86_64")]
+        arch: Arch,
+        #[arg(long, default_value = mmci::tree::BUNDLED_TARBALL)]
+        tarball: PathBuf,
+        /// make -j [default: number of CPUs]
+        #[arg(long)]
+        jobs: Option<usize>,
+    },
     /// Time from QEMU spawn to the first guest record, host overhead per run,
     /// initramfs build time, guest-init size.
     Boot {
@@ -203,7 +274,7 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 work,
                 results: results.unwrap_or_else(|| PathBuf::from("mmci-results").join(utc_stamp())),
                 arch: kernel.arch,
-                kernel: kernel.source(),
+                kernel: kernel.source()?,
                 vcpus,
                 memory_mb,
                 swap_mb,
@@ -224,7 +295,7 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
         Command::Kernel {
             command: KernelCommand::Build { kernel: k },
         } => {
-            let info = kernel::prepare(&k.source(), k.arch, &work).await?;
+            let info = kernel::prepare(&k.source()?, k.arch, &work).await?;
             println!("{}", info.image.display());
             Ok(exit::OK)
         }
@@ -258,6 +329,20 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
         }
         Command::Bench {
             command:
+                BenchCommand::Build {
+                    arch,
+                    tarball,
+                    jobs,
+                },
+        } => {
+            let jobs =
+                jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+            let b = bench::build(arch, &work, &tarball, jobs).await?;
+            print!("{}", bench::render_build(&b, arch));
+            Ok(exit::OK)
+        }
+        Command::Bench {
+            command:
                 BenchCommand::Boot {
                     kernel: k,
                     runs,
@@ -268,7 +353,7 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 work: work.clone(),
                 results: work.scratch().join("bench-boot"),
                 arch: k.arch,
-                kernel: k.source(),
+                kernel: k.source()?,
                 vcpus: 1,
                 memory_mb: 256,
                 swap_mb: 0,

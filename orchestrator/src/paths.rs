@@ -36,9 +36,26 @@ impl WorkDir {
         self.root.join("trees")
     }
 
-    /// Kernel build directories (O=), one per cache key.
+    /// Built kernels (image, .config, System.map, log), one per cache key.
     pub fn builds(&self) -> PathBuf {
         self.root.join("builds")
+    }
+
+    /// Checkouts (git worktrees) that builds run in: one per tree and arch,
+    /// reused so that switching variants touches only the files that differ.
+    pub fn checkouts(&self) -> PathBuf {
+        self.root.join("checkouts")
+    }
+
+    /// Object directories (make O=), one per checkout and configuration:
+    /// base and patched builds share one, so a patched build is incremental.
+    pub fn objs(&self) -> PathBuf {
+        self.root.join("objs")
+    }
+
+    /// ccache's cache, used when ccache is installed.
+    pub fn ccache(&self) -> PathBuf {
+        self.root.join("ccache")
     }
 
     /// Lock files that serialize imports and builds across mmci processes.

@@ -35,6 +35,19 @@ pub fn header(r: &RunResult) -> String {
             _ => format!(" ({})", r.kernel.image.display()),
         }
     ));
+    if let Some(hash) = &r.kernel.series_hash {
+        let head = r.kernel.head_commit.as_deref().unwrap_or("?");
+        out.push_str(&format!(
+            "series:  {} applied, HEAD {}{}\n",
+            &hash[..hash.len().min(12)],
+            &head[..head.len().min(12)],
+            if r.kernel.build_sandboxed == Some(true) {
+                ", built sandboxed"
+            } else {
+                ""
+            }
+        ));
+    }
     out.push_str(&format!("accel:   {} ({})\n", r.accel, r.accel_note));
     let swap = if !job.swap || r.swap_mb == 0 {
         "no swap".to_string()

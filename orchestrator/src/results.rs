@@ -25,6 +25,15 @@ pub struct KernelInfo {
     pub tree: Option<String>,
     pub tree_commit: Option<String>,
     pub build_key: Option<String>,
+    /// Hash of the series applied on the tree, if any.
+    #[serde(default)]
+    pub series_hash: Option<String>,
+    /// The commit built (the tree's, or HEAD after `git am`).
+    #[serde(default)]
+    pub head_commit: Option<String>,
+    /// The build ran in bubblewrap.
+    #[serde(default)]
+    pub build_sandboxed: Option<bool>,
 }
 
 /// Time spent, for the report and for `mmci bench`.

@@ -169,6 +169,69 @@ pub async fn open(repo: &Path, name: &str) -> Result<SourceTree, TreeError> {
     })
 }
 
+/// A reusable checkout of `tree` for builds, reset to `tree.commit`:
+/// created once as a git worktree, later switched with `git checkout`, which
+/// rewrites only the files that differ (make then rebuilds only those).
+pub async fn prepare_checkout(
+    tree: &SourceTree,
+    slot: &str,
+    work: &WorkDir,
+    log: &Path,
+) -> Result<PathBuf, TreeError> {
+    let dir = work.checkouts();
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let path = dir.join(format!("{}-{slot}", tree.name));
+    let fail = |source| TreeError::Import {
+        tarball: tree.path.clone(),
+        source,
+    };
+    if !path.join(".git").exists() {
+        let _ = std::fs::remove_dir_all(&path);
+        // Forget worktrees whose directories were deleted by hand.
+        process::run_logged(
+            git(&tree.path).args(["worktree", "prune"]),
+            log,
+            "git worktree prune",
+        )
+        .await
+        .map_err(fail)?;
+        process::run_logged(
+            git(&tree.path)
+                .args(["worktree", "add", "-q", "--detach"])
+                .arg(&path)
+                .arg(&tree.commit),
+            log,
+            "git worktree add",
+        )
+        .await
+        .map_err(fail)?;
+        return Ok(path);
+    }
+    // A previous failed `git am` may have left its state behind.
+    let _ = git(&path).args(["am", "--abort"]).output().await;
+    process::run_logged(
+        git(&path).args(["checkout", "-q", "-f", "--detach", &tree.commit]),
+        log,
+        "git checkout",
+    )
+    .await
+    .map_err(fail)?;
+    process::run_logged(git(&path).args(["clean", "-fdxq"]), log, "git clean")
+        .await
+        .map_err(fail)?;
+    Ok(path)
+}
+
+/// The commit at HEAD of a checkout.
+pub async fn head(checkout: &Path) -> Result<String, TreeError> {
+    let out = git(checkout)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .await
+        .map_err(io_err(checkout))?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,306 @@
+//! Fetching series from the network: a lore thread by message-id
+//! (`<lore>/all/<msgid>/t.mbox.gz`) and a GitHub pull request's patches (the
+//! REST API's `application/vnd.github.patch` form, which is an mbox). Base
+//! URLs are configuration; tests point them at loopback servers.
+
+use std::io::Read;
+use std::time::Duration;
+
+/// Default public-inbox instance.
+pub const LORE_URL: &str = "https://lore.kernel.org";
+/// Default GitHub API.
+pub const GITHUB_API: &str = "https://api.github.com";
+
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error(
+        "{url}: unreachable after {attempts} attempts (check the network or the base URL option)"
+    )]
+    Unreachable {
+        url: String,
+        attempts: u32,
+        #[source]
+        source: reqwest::Error,
+    },
+    #[error("{url}: HTTP {status}{hint}")]
+    Status {
+        url: String,
+        status: u16,
+        hint: &'static str,
+    },
+    #[error("{url}: the thread is not valid gzip")]
+    CorruptGzip {
+        url: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error(
+        "`{0}` is not a message-id (expected something like 20261130.1234-1-author@example.org)"
+    )]
+    BadMessageId(String),
+    #[error("{option} {url}: unknown URL scheme `{scheme}` (use http:// or https://)")]
+    Scheme {
+        option: &'static str,
+        url: String,
+        scheme: String,
+    },
+    #[error("building the HTTP client")]
+    Client(#[source] reqwest::Error),
+}
+
+/// How to reach a service, and how hard to try.
+#[derive(Clone, Debug)]
+pub struct Fetcher {
+    pub attempts: u32,
+    /// Wait before the second attempt; doubled for each further one.
+    pub backoff: Duration,
+    pub timeout: Duration,
+}
+
+impl Default for Fetcher {
+    fn default() -> Self {
+        Fetcher {
+            attempts: 3,
+            backoff: Duration::from_millis(500),
+            timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A message-id as given by a user: with or without <>, or a lore URL.
+pub fn normalize_message_id(given: &str) -> Result<String, FetchError> {
+    let mut id = given.trim();
+    if let Some(rest) = id
+        .strip_prefix("https://")
+        .or_else(|| id.strip_prefix("http://"))
+    {
+        // https://lore.kernel.org/<list>/<msgid>/ or .../all/<msgid>/t.mbox.gz
+        let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+        id = parts
+            .iter()
+            .rev()
+            .find(|p| p.contains('@'))
+            .copied()
+            .unwrap_or("");
+    }
+    let id = id.trim_start_matches('<').trim_end_matches('>');
+    let id = percent_decode(id);
+    if !id.contains('@') || id.contains(char::is_whitespace) {
+        return Err(FetchError::BadMessageId(given.to_string()));
+    }
+    Ok(id)
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
+                out.push(v);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Escapes a message-id for a URL path segment as public-inbox expects.
+pub fn escape_message_id(id: &str) -> String {
+    let mut out = String::new();
+    for b in id.bytes() {
+        match b {
+            b'A'..=b'Z'
+            | b'a'..=b'z'
+            | b'0'..=b'9'
+            | b'-'
+            | b'.'
+            | b'_'
+            | b'~'
+            | b'@'
+            | b'+'
+            | b'='
+            | b'!'
+            | b'$'
+            | b'&'
+            | b'\''
+            | b'('
+            | b')'
+            | b'*'
+            | b','
+            | b';'
+            | b':' => out.push(b as char),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Checks a base URL given as `option` before anything is fetched.
+pub fn check_base_url(option: &'static str, url: &str) -> Result<(), FetchError> {
+    let scheme = url.split_once("://").map_or("", |(s, _)| s);
+    if scheme == "http" || scheme == "https" {
+        Ok(())
+    } else {
+        Err(FetchError::Scheme {
+            option,
+            url: url.to_string(),
+            scheme: if scheme.is_empty() {
+                "(none)".into()
+            } else {
+                scheme.to_string()
+            },
+        })
+    }
+}
+
+/// `<base>/all/<msgid>/t.mbox.gz`.
+pub fn lore_thread_url(base: &str, message_id: &str) -> String {
+    format!(
+        "{}/all/{}/t.mbox.gz",
+        base.trim_end_matches('/'),
+        escape_message_id(message_id)
+    )
+}
+
+/// `<api>/repos/<owner>/<repo>/pulls/<n>`.
+pub fn github_pr_url(api: &str, repo: &str, number: u64) -> String {
+    format!("{}/repos/{repo}/pulls/{number}", api.trim_end_matches('/'))
+}
+
+impl Fetcher {
+    fn client(&self) -> Result<reqwest::Client, FetchError> {
+        reqwest::Client::builder()
+            .timeout(self.timeout)
+            .user_agent(concat!("mmci/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(FetchError::Client)
+    }
+
+    /// GET with retries on connection errors and 5xx answers (not on 4xx:
+    /// asking again will not make a missing thread appear).
+    async fn get(&self, url: &str, headers: &[(&str, String)]) -> Result<Vec<u8>, FetchError> {
+        let client = self.client()?;
+        let mut wait = self.backoff;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut req = client.get(url);
+            for (k, v) in headers {
+                req = req.header(*k, v);
+            }
+            let retry_after_error = match req.send().await {
+                Ok(resp) if resp.status().is_success() => match resp.bytes().await {
+                    Ok(b) => return Ok(b.to_vec()),
+                    Err(e) => e,
+                },
+                Ok(resp) if resp.status().is_server_error() && attempt < self.attempts => {
+                    tracing::warn!(%url, status = resp.status().as_u16(), attempt, "server error, retrying");
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                    continue;
+                }
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    return Err(FetchError::Status {
+                        url: url.to_string(),
+                        status,
+                        hint: match status {
+                            404 => " (no such thread or pull request)",
+                            401 | 403 => " (check the token)",
+                            _ => "",
+                        },
+                    });
+                }
+                Err(e) => e,
+            };
+            if attempt >= self.attempts {
+                return Err(FetchError::Unreachable {
+                    url: url.to_string(),
+                    attempts: attempt,
+                    source: retry_after_error,
+                });
+            }
+            tracing::warn!(%url, attempt, error = %retry_after_error, "fetch failed, retrying");
+            tokio::time::sleep(wait).await;
+            wait *= 2;
+        }
+    }
+
+    /// The whole thread of `message_id` as an mbox.
+    pub async fn lore_thread(&self, base: &str, message_id: &str) -> Result<Vec<u8>, FetchError> {
+        let url = lore_thread_url(base, message_id);
+        let gz = self.get(&url, &[]).await?;
+        let mut mbox = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut mbox)
+            .map_err(|source| FetchError::CorruptGzip { url, source })?;
+        Ok(mbox)
+    }
+
+    /// A pull request's commits as format-patch mails (one mbox).
+    pub async fn github_pr(
+        &self,
+        api: &str,
+        repo: &str,
+        number: u64,
+        token: Option<&str>,
+    ) -> Result<Vec<u8>, FetchError> {
+        let url = github_pr_url(api, repo, number);
+        let mut headers = vec![
+            ("Accept", "application/vnd.github.patch".to_string()),
+            ("X-GitHub-Api-Version", "2022-11-28".to_string()),
+        ];
+        if let Some(t) = token {
+            headers.push(("Authorization", format!("Bearer {t}")));
+        }
+        self.get(&url, &headers).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn message_ids_in_their_usual_forms() {
+        let want = "20261130.1-1-a@example.org";
+        for given in [
+            "20261130.1-1-a@example.org",
+            "<20261130.1-1-a@example.org>",
+            "https://lore.kernel.org/linux-mm/20261130.1-1-a@example.org/",
+            "https://lore.kernel.org/all/20261130.1-1-a@example.org/t.mbox.gz",
+        ] {
+            assert_eq!(normalize_message_id(given).unwrap(), want, "{given}");
+        }
+        assert!(normalize_message_id("not a message id").is_err());
+        assert!(normalize_message_id("v2").is_err());
+    }
+
+    #[test]
+    fn only_http_schemes() {
+        assert!(check_base_url("--lore-url", "https://lore.kernel.org").is_ok());
+        let e = check_base_url("--lore-url", "ftp://lore.kernel.org").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--lore-url ftp://lore.kernel.org: unknown URL scheme `ftp` (use http:// or https://)"
+        );
+        assert!(check_base_url("--github-api", "lore.kernel.org").is_err());
+    }
+
+    #[test]
+    fn urls() {
+        assert_eq!(
+            lore_thread_url("https://lore.kernel.org/", "a/b@c"),
+            "https://lore.kernel.org/all/a%2Fb@c/t.mbox.gz"
+        );
+        assert_eq!(
+            github_pr_url("http://127.0.0.1:9/api/v3", "mmci/linux", 7),
+            "http://127.0.0.1:9/api/v3/repos/mmci/linux/pulls/7"
+        );
+    }
+}
