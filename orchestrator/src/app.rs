@@ -75,6 +75,8 @@ impl AppError {
                 exit::USAGE
             }
             AppError::Kernel(KernelError::Tree(TreeError::MissingTarball(_))) => exit::ENVIRONMENT,
+            AppError::Kernel(KernelError::Tree(TreeError::UnknownRef { .. })) => exit::USAGE,
+            AppError::Kernel(KernelError::Tree(TreeError::Fetch { .. })) => exit::FETCH,
             AppError::Kernel(KernelError::Build(BuildError::MissingTool(_))) => exit::ENVIRONMENT,
             AppError::Kernel(_) => exit::BUILD,
             AppError::Run(RunError::Vm(crate::vm::VmError::MissingQemu(_))) => exit::ENVIRONMENT,

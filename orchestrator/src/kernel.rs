@@ -33,8 +33,10 @@ pub enum KernelError {
 pub struct KernelSource {
     /// A prebuilt image; skips the tree and the build.
     pub image: Option<PathBuf>,
-    /// The tarball to import when building.
+    /// The tarball to import when building (the offline default tree).
     pub tarball: PathBuf,
+    /// A tree by URL and ref instead of the tarball.
+    pub tree: Option<tree::TreeSpec>,
     /// Config fragments replacing the bundled ones.
     pub fragments: Vec<PathBuf>,
     /// A patch series to apply on the tree before building.
@@ -47,6 +49,7 @@ impl KernelSource {
         KernelSource {
             image: None,
             tarball: PathBuf::from(tree::BUNDLED_TARBALL),
+            tree: None,
             fragments: vec![],
             series: None,
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
@@ -73,6 +76,7 @@ pub async fn prepare(
             series_hash: None,
             head_commit: None,
             build_sandboxed: None,
+            build_warnings: vec![],
         });
     }
     let fragments = if source.fragments.is_empty() {
@@ -101,13 +105,25 @@ pub async fn prepare(
         ),
         None => None,
     };
-    let tree = tree::import_tarball(&source.tarball, work).await?;
+    let tree = match &source.tree {
+        Some(spec) => tree::fetch_tree(spec, work).await?,
+        None => tree::import_tarball(&source.tarball, work).await?,
+    };
     let req = BuildRequest {
         arch,
         fragments,
         jobs: source.jobs,
     };
     let built = build::build_kernel(&tree, series.as_ref(), &req, work).await?;
+    tracing::info!(
+        key = &built.key[..16],
+        cached = built.cached,
+        seconds = format!("{:.1}", built.build_seconds),
+        sandboxed = built.sandboxed,
+        ccache = built.ccache,
+        warnings = built.warnings.len(),
+        "kernel build"
+    );
     Ok(KernelInfo {
         image: built.image,
         release: built.release,
@@ -117,6 +133,7 @@ pub async fn prepare(
         series_hash: built.series_hash,
         head_commit: Some(built.head_commit),
         build_sandboxed: Some(built.sandboxed),
+        build_warnings: built.warnings,
     })
 }
 

@@ -38,9 +38,15 @@ struct KernelArgs {
     /// Boot this kernel image instead of building the bundled tree.
     #[arg(long)]
     kernel: Option<PathBuf>,
-    /// Kernel tree tarball to import and build.
+    /// Kernel tree tarball to import and build (the offline default).
     #[arg(long, default_value = mmci::tree::BUNDLED_TARBALL)]
     tarball: PathBuf,
+    /// Build a tree from a git URL instead (`mm-stable` = akpm's mm.git), mirrored in the work dir.
+    #[arg(long, value_name = "URL|mm-stable")]
+    tree: Option<String>,
+    /// Branch, tag or commit of --tree [default: mm-stable for mm-stable, else the remote HEAD].
+    #[arg(long = "ref", value_name = "REF", requires = "tree")]
+    git_ref: Option<String>,
     /// Config fragments to merge over tinyconfig, replacing kernels/mm.config + kernels/<arch>.config.
     #[arg(long = "config-fragment")]
     config_fragments: Vec<PathBuf>,
@@ -112,6 +118,10 @@ impl KernelArgs {
         let mut s = KernelSource::bundled();
         s.image = self.kernel.clone();
         s.tarball = self.tarball.clone();
+        s.tree = self
+            .tree
+            .as_deref()
+            .map(|t| mmci::tree::TreeSpec::parse(t, self.git_ref.as_deref()));
         s.fragments = self.config_fragments.clone();
         s.series = self.series()?;
         if let Some(j) = self.jobs {
@@ -196,7 +206,7 @@ enum BenchCommand {
     /// initramfs build time, guest-init size.
     Boot {
         #[command(flatten)]
-        kernel: KernelArgs,
+        kernel: Box<KernelArgs>,
         #[arg(long, default_value_t = 7)]
         runs: usize,
         #[arg(long, value_enum, default_value = "auto")]

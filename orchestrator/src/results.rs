@@ -34,6 +34,9 @@ pub struct KernelInfo {
     /// The build ran in bubblewrap.
     #[serde(default)]
     pub build_sandboxed: Option<bool>,
+    /// Compiler warnings of the build (see build::warnings).
+    #[serde(default)]
+    pub build_warnings: Vec<String>,
 }
 
 /// Time spent, for the report and for `mmci bench`.

@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use sha2::Digest;
 use tokio::process::Command;
 
 use crate::paths::WorkDir;
@@ -13,8 +14,73 @@ use crate::process::{self, CommandError};
 /// Debian's linux-source-6.12 package installs this.
 pub const BUNDLED_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 
+/// The default base of mm patches online: mm-stable of akpm's mm.git.
+pub const MM_GIT_URL: &str = "https://git.kernel.org/pub/scm/linux/kernel/git/akpm/mm.git";
+pub const MM_STABLE_REF: &str = "mm-stable";
+
+/// A tree given by URL and ref (branch, tag or commit).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TreeSpec {
+    pub url: String,
+    pub git_ref: String,
+}
+
+impl TreeSpec {
+    /// `mm-stable` names akpm's tree; anything else is a git URL.
+    pub fn parse(url: &str, git_ref: Option<&str>) -> TreeSpec {
+        if url == MM_STABLE_REF {
+            return TreeSpec {
+                url: MM_GIT_URL.to_string(),
+                git_ref: git_ref.unwrap_or(MM_STABLE_REF).to_string(),
+            };
+        }
+        TreeSpec {
+            url: url.to_string(),
+            git_ref: git_ref.unwrap_or("HEAD").to_string(),
+        }
+    }
+
+    /// The mirror's name: the repository's name and a hash of its URL, so
+    /// two trees called linux.git do not share a mirror.
+    pub fn mirror_name(&self) -> String {
+        let last = self
+            .url
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("tree")
+            .trim_end_matches(".git");
+        let clean: String = last
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let hash = hex::encode(sha2::Sha256::digest(self.url.as_bytes()));
+        format!("{clean}-{}", &hash[..8])
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
+    #[error("fetching {url}")]
+    Fetch {
+        url: String,
+        #[source]
+        source: CommandError,
+    },
+    #[error("preparing the build checkout {path}")]
+    Checkout {
+        path: PathBuf,
+        #[source]
+        source: CommandError,
+    },
+    #[error("ref `{git_ref}` not found in {url} (give a branch, a tag or a commit it has)")]
+    UnknownRef { url: String, git_ref: String },
     #[error("kernel source tarball {0} not found: install it with ./mmci-setup (Debian package linux-source-6.12)")]
     MissingTarball(PathBuf),
     #[error("cannot prepare {path}")]
@@ -169,6 +235,100 @@ pub async fn open(repo: &Path, name: &str) -> Result<SourceTree, TreeError> {
     })
 }
 
+/// Mirrors `spec.url` into the work dir (incrementally: later calls fetch
+/// only what is new) and resolves `spec.git_ref` to a commit.
+pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, TreeError> {
+    let name = spec.mirror_name();
+    let trees = work.trees();
+    std::fs::create_dir_all(&trees).map_err(io_err(&trees))?;
+    let mirror = trees.join(format!("{name}.git"));
+    let _lock = process::lock_file(&work.locks(), &format!("tree-{name}"))
+        .await
+        .map_err(io_err(&work.locks()))?;
+    let log = trees.join(format!("{name}.fetch.log"));
+    let fetch_err = |source| TreeError::Fetch {
+        url: spec.url.clone(),
+        source,
+    };
+    if !mirror.join("HEAD").is_file() {
+        let mut init = Command::new("git");
+        init.args(["init", "-q", "--bare"]).arg(&mirror);
+        process::run_logged(&mut init, &log, "git init --bare")
+            .await
+            .map_err(fetch_err)?;
+        process::run_logged(
+            git(&mirror).args(["config", "gc.auto", "0"]),
+            &log,
+            "git config",
+        )
+        .await
+        .map_err(fetch_err)?;
+    }
+    process::run_logged(
+        git(&mirror).args([
+            "fetch",
+            "--prune",
+            "--force",
+            &spec.url,
+            "+refs/heads/*:refs/heads/*",
+            "+refs/tags/*:refs/tags/*",
+            "+HEAD:refs/remotes/origin/HEAD",
+        ]),
+        &log,
+        "git fetch",
+    )
+    .await
+    .map_err(fetch_err)?;
+    let resolve = |r: String| {
+        let mirror = mirror.clone();
+        async move {
+            let out = git(&mirror)
+                .args(["rev-parse", "--verify", "-q", &format!("{r}^{{commit}}")])
+                .output()
+                .await
+                .ok()?;
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        }
+    };
+    let wanted = if spec.git_ref == "HEAD" {
+        "refs/remotes/origin/HEAD".to_string()
+    } else {
+        spec.git_ref.clone()
+    };
+    let mut commit = resolve(wanted.clone()).await;
+    if commit.is_none()
+        && spec.git_ref.len() >= 7
+        && spec.git_ref.chars().all(|c| c.is_ascii_hexdigit())
+    {
+        // A commit no branch or tag points at: servers let us fetch it by id.
+        let _ = process::run_logged(
+            git(&mirror).args(["fetch", &spec.url, &spec.git_ref]),
+            &log,
+            "git fetch <commit>",
+        )
+        .await;
+        commit = resolve(spec.git_ref.clone()).await;
+    }
+    let commit = commit.ok_or_else(|| TreeError::UnknownRef {
+        url: spec.url.clone(),
+        git_ref: spec.git_ref.clone(),
+    })?;
+    let makefile = git(&mirror)
+        .args(["show", &format!("{commit}:Makefile")])
+        .output()
+        .await
+        .map_err(io_err(&mirror))?;
+    Ok(SourceTree {
+        name,
+        path: mirror,
+        commit,
+        version: makefile_version(&String::from_utf8_lossy(&makefile.stdout))
+            .unwrap_or_else(|| "unknown".into()),
+    })
+}
+
 /// A reusable checkout of `tree` for builds, reset to `tree.commit`:
 /// created once as a git worktree, later switched with `git checkout`, which
 /// rewrites only the files that differ (make then rebuilds only those).
@@ -181,8 +341,8 @@ pub async fn prepare_checkout(
     let dir = work.checkouts();
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
     let path = dir.join(format!("{}-{slot}", tree.name));
-    let fail = |source| TreeError::Import {
-        tarball: tree.path.clone(),
+    let fail = |source| TreeError::Checkout {
+        path: path.clone(),
         source,
     };
     if !path.join(".git").exists() {
@@ -282,6 +442,97 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(again.commit, a.commit);
+    }
+
+    fn sh(dir: &Path, script: &str) {
+        let st = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.org")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.org")
+            .status()
+            .unwrap();
+        assert!(st.success(), "{script}");
+    }
+
+    #[tokio::test]
+    async fn remote_trees_are_mirrored_incrementally_and_refs_resolved() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = tmp.path().join("upstream");
+        std::fs::create_dir_all(&up).unwrap();
+        sh(&up, "git init -q -b mm-stable && printf 'VERSION = 6\\nPATCHLEVEL = 13\\nSUBLEVEL = 0\\nEXTRAVERSION = -rc1\\n' > Makefile && git add Makefile && git commit -qm one && git tag v6.13-rc1 && git checkout -q -b mm-unstable && echo x > f && git add f && git commit -qm two && git checkout -q mm-stable");
+        let url = format!("file://{}", up.display());
+        let work = WorkDir::new(tmp.path().join("work"));
+        let rev = |r: &str| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&up)
+                .args(["rev-parse", r])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+
+        let stable = fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")), &work)
+            .await
+            .unwrap();
+        assert_eq!(stable.commit, rev("mm-stable"));
+        assert_eq!(stable.version, "6.13.0-rc1");
+        let unstable = fetch_tree(&TreeSpec::parse(&url, Some("mm-unstable")), &work)
+            .await
+            .unwrap();
+        assert_eq!(unstable.commit, rev("mm-unstable"));
+        assert_eq!(unstable.path, stable.path, "one mirror per URL");
+        let tag = fetch_tree(&TreeSpec::parse(&url, Some("v6.13-rc1")), &work)
+            .await
+            .unwrap();
+        assert_eq!(tag.commit, rev("mm-stable"));
+        let by_id = fetch_tree(
+            &TreeSpec::parse(&url, Some(&rev("mm-unstable")[..12])),
+            &work,
+        )
+        .await
+        .unwrap();
+        assert_eq!(by_id.commit, rev("mm-unstable"));
+        let head = fetch_tree(&TreeSpec::parse(&url, None), &work)
+            .await
+            .unwrap();
+        assert_eq!(head.commit, rev("mm-stable"));
+
+        // New upstream work arrives with the next fetch.
+        sh(&up, "echo y > g && git add g && git commit -qm three");
+        let again = fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")), &work)
+            .await
+            .unwrap();
+        assert_eq!(again.commit, rev("mm-stable"));
+        assert_ne!(again.commit, stable.commit);
+
+        let err = fetch_tree(&TreeSpec::parse(&url, Some("no-such-branch")), &work)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "ref `no-such-branch` not found in {url} (give a branch, a tag or a commit it has)"
+            )
+        );
+    }
+
+    #[test]
+    fn mm_stable_alias_and_mirror_names() {
+        let s = TreeSpec::parse("mm-stable", None);
+        assert_eq!(
+            (s.url.as_str(), s.git_ref.as_str()),
+            (MM_GIT_URL, "mm-stable")
+        );
+        assert!(s.mirror_name().starts_with("mm-"));
+        let a = TreeSpec::parse("https://example.org/a/linux.git", None).mirror_name();
+        let b = TreeSpec::parse("https://example.org/b/linux.git", None).mirror_name();
+        assert!(a.starts_with("linux-") && b.starts_with("linux-"));
+        assert_ne!(a, b);
     }
 
     #[tokio::test]

@@ -315,3 +315,57 @@ async fn ctrl_c_leaves_no_qemu_behind() {
         "QEMU left behind after Ctrl-C"
     );
 }
+
+#[tokio::test]
+async fn arm64_guest_reports_the_same_records() {
+    let work = WorkDir::resolve(None);
+    let kernel = kernel::prepare(&KernelSource::bundled(), Arch::Arm64, &work)
+        .await
+        .expect("the bundled tree cross-builds for arm64 (gcc-aarch64-linux-gnu)");
+    let accel =
+        accel::static_choice(AccelRequest::Auto, Arch::Arm64).expect("no probe for a foreign arch");
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = RunConfig {
+        id: "arm64".into(),
+        arch: Arch::Arm64,
+        accel: accel.accel,
+        accel_note: accel.note,
+        vcpus: 2,
+        memory_mb: 512,
+        swap_mb: 128,
+        kernel,
+        guest_init: guest_bin::guest_init(Arch::Arm64)
+            .expect("guest-init for aarch64 is embedded")
+            .to_vec(),
+        job: GuestJob {
+            threads: 8,
+            working_set_mb: 32,
+            duration_s: 5,
+            swap_delay_ms: 10,
+            ..GuestJob::default()
+        },
+        extra_cmdline: vec![],
+        timeout: Duration::from_secs(180),
+        retries: 1,
+    };
+    let r = run(&cfg, tmp.path()).await;
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::Completed,
+        "{:?}",
+        r.classification
+    );
+    let m = r.metrics.as_ref().expect("metrics");
+    assert!(
+        m.touches > 0 && m.pswpout > 0 && m.memcg_max_events > 0,
+        "{m:?}"
+    );
+    let recs = records(&tmp.path().join("arm64"));
+    let arch = recs.iter().find_map(|r| match r {
+        Record::Hello { arch, .. } => Some(arch.clone()),
+        _ => None,
+    });
+    assert_eq!(arch.as_deref(), Some("aarch64"));
+    assert!(recs.iter().any(|r| matches!(r, Record::Setup { step, detail, .. } if step == "swap" && detail.starts_with("dm-delay"))));
+    assert!(recs.iter().any(|r| matches!(r, Record::Throttle { .. })));
+}

@@ -241,13 +241,19 @@ async fn lore_thread_latest_revision_applies_builds_and_caches() {
 /// 3-way apply can place it.
 fn broken_series_mbox() -> String {
     let patch = &bundled_mails()[1];
-    patch
+    let broken = patch
         .replace("[PATCH v1 1/2]", "[PATCH]")
         .replace("index deeb431..", "index 0123456..")
         .replace(
-            " 	int reclaimed;\n 	LIST_HEAD(list);",
-            " 	int reclaimed_but_not_here;\n 	LIST_HEAD(list);",
-        )
+            " \tint scanned;\n \tint reclaimed;\n",
+            " \tint scanned_elsewhere;\n \tint reclaimed;\n",
+        );
+    assert_ne!(&broken, patch);
+    assert!(
+        broken.contains("scanned_elsewhere"),
+        "the context line to break is in the patch"
+    );
+    broken
 }
 
 #[tokio::test]
@@ -278,10 +284,8 @@ async fn series_that_does_not_apply_names_patch_and_file() {
         failure.title.as_deref(),
         Some("mm/vmscan: fix missing NR_ISOLATED counter update in MGLRU reclaim path")
     );
-    assert!(
-        failure.places.iter().any(|p| p.starts_with("mm/vmscan.c")),
-        "{failure:?}"
-    );
+    // The hunk that does not fit, from git's own words.
+    assert_eq!(failure.places, ["mm/vmscan.c:4584"], "{failure:?}");
     assert!(
         err.to_string()
             .starts_with("patch 1/1 (mm/vmscan: fix missing NR_ISOLATED"),

@@ -63,6 +63,10 @@ pub fn parse_am_failure(output: &str, series: &Series) -> ApplyFailure {
         if let Some((_, file)) = line.split_once("Merge conflict in ") {
             places.push(file.to_string());
         }
+        // "error: sha1 information is lacking or useless (mm/vmscan.c)."
+        if let Some(rest) = line.strip_prefix("error: sha1 information is lacking or useless (") {
+            places.push(rest.trim_end_matches('.').trim_end_matches(')').to_string());
+        }
         // "error: mm/foo.c: does not exist in index"
         if let Some(rest) = line.strip_prefix("error: ") {
             if let Some(file) = rest.strip_suffix(": does not exist in index") {
@@ -150,11 +154,31 @@ pub async fn apply(
             .open(log)?;
         writeln!(f, "==> git am -3 ({} patches)\n{text}", files.len())?;
     }
-    let _ = std::fs::remove_dir_all(scratch);
     if out.status.success() {
+        let _ = std::fs::remove_dir_all(scratch);
         return Ok(());
     }
-    let failure = parse_am_failure(&text, series);
+    let mut failure = parse_am_failure(&text, series);
+    // git am -3 may go straight to its 3-way fallback and only say that it
+    // could not; a plain `git apply --check` of the failed patch names the
+    // hunks that do not fit.
+    if let Some(file) = failure.patch.and_then(|n| files.get(n as usize - 1)) {
+        let check = git(checkout)
+            .args(["apply", "--check"])
+            .arg(file)
+            .output()
+            .await?;
+        let check_text = String::from_utf8_lossy(&check.stderr).into_owned();
+        let hunks = parse_am_failure(&check_text, series).places;
+        failure
+            .places
+            .retain(|p| !hunks.iter().any(|h| h.starts_with(p.as_str())));
+        failure.places.extend(hunks);
+        failure
+            .detail
+            .push_str(&format!("\n{}", check_text.trim_end()));
+    }
+    let _ = std::fs::remove_dir_all(scratch);
     process::run_logged(git(checkout).args(["am", "--abort"]), log, "git am --abort").await?;
     Err(ApplyError::DoesNotApply(failure))
 }
@@ -196,8 +220,12 @@ mod tests {
         let out = "Applying: mm: first\nApplying: mm: second\nerror: sha1 information is lacking or useless (mm/vmscan.c).\nerror: could not build fake ancestor\nhint: Use 'git am --show-current-patch=diff' to see the failed patch\nPatch failed at 0002 mm: second\n";
         let f = parse_am_failure(out, &series(&["mm: first", "mm: second"]));
         assert_eq!(f.patch, Some(2));
+        assert_eq!(f.places, ["mm/vmscan.c"]);
         assert_eq!(f.title.as_deref(), Some("mm: second"));
-        assert_eq!(f.to_string(), "patch 2/2 (mm: second) does not apply");
+        assert_eq!(
+            f.to_string(),
+            "patch 2/2 (mm: second) does not apply at mm/vmscan.c"
+        );
     }
 
     #[test]
