@@ -522,6 +522,20 @@ mod tests {
     }
 
     #[test]
+    fn first_bundled_patch_alone_is_a_complete_series() {
+        // What `mmci bench build` builds as its patched variant.
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
+        let mut mails = mails_from_mbox(&std::fs::read(path).unwrap());
+        mails.retain(|m| m.subject.contains(" 1/2]"));
+        for m in &mut mails {
+            m.subject = m.subject.replace("[PATCH v1 1/2]", "[PATCH]");
+        }
+        let s = assemble(&mails, "patch 1").unwrap();
+        assert_eq!((s.total, s.patches.len()), (1, 1));
+    }
+
+    #[test]
     fn bundled_series_parses() {
         let path =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
