@@ -347,7 +347,8 @@ pub async fn prepare_checkout(
     };
     if !path.join(".git").exists() {
         let _ = std::fs::remove_dir_all(&path);
-        // Forget worktrees whose directories were deleted by hand.
+        // Forget worktrees whose directories were deleted by hand; `-f -f`
+        // below also takes over one left locked by an interrupted `add`.
         process::run_logged(
             git(&tree.path).args(["worktree", "prune"]),
             log,
@@ -357,7 +358,7 @@ pub async fn prepare_checkout(
         .map_err(fail)?;
         process::run_logged(
             git(&tree.path)
-                .args(["worktree", "add", "-q", "--detach"])
+                .args(["worktree", "add", "-q", "-f", "-f", "--detach"])
                 .arg(&path)
                 .arg(&tree.commit),
             log,
