@@ -178,6 +178,7 @@ async fn attempt(
         initrd,
         cmdline: vm::kernel_cmdline(cfg.arch, &cfg.extra_cmdline),
         console_log: out_dir.join("console.log"),
+        qemu_stderr: out_dir.join("qemu-stderr.log"),
         record_socket: scratch.join("records.sock"),
         disks,
     };
@@ -185,10 +186,6 @@ async fn attempt(
     // The scratch disks can be large: never keep them, whatever happened.
     let _ = std::fs::remove_dir_all(&scratch);
     let run = result?;
-    let _ = std::fs::rename(
-        out_dir.join("console.qemu-stderr"),
-        out_dir.join("qemu-stderr.log"),
-    );
     let total_ms = t0.elapsed().as_secs_f64() * 1000.0;
     let qemu_ms = run.lifetime.as_secs_f64() * 1000.0;
     let timing = Timing {

@@ -57,6 +57,8 @@ pub struct VmSpec {
     pub initrd: PathBuf,
     pub cmdline: String,
     pub console_log: PathBuf,
+    /// Where QEMU's own stderr goes (accelerator failures are read from it).
+    pub qemu_stderr: PathBuf,
     pub record_socket: PathBuf,
     pub disks: Vec<Disk>,
 }
@@ -196,7 +198,7 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
     };
     let _ = std::fs::remove_file(&spec.record_socket);
     let listener = UnixListener::bind(&spec.record_socket).map_err(io_err(&spec.record_socket))?;
-    let stderr_path = spec.console_log.with_extension("qemu-stderr");
+    let stderr_path = spec.qemu_stderr.clone();
     let stderr = std::fs::File::create(&stderr_path).map_err(io_err(&stderr_path))?;
 
     let qemu = spec.arch.qemu_binary();
@@ -308,6 +310,7 @@ mod tests {
             initrd: "/r/initrd.cpio".into(),
             cmdline: kernel_cmdline(arch, &["mmci.threads=8".into()]),
             console_log: "/r/console.log".into(),
+            qemu_stderr: "/r/qemu-stderr.log".into(),
             record_socket: "/r/records.sock".into(),
             disks: vec![Disk {
                 path: "/r/swap.img".into(),
