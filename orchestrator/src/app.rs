@@ -1,18 +1,16 @@
 //! The `mmci run` pipeline: validate everything the user gave before any
 //! work, then kernel -> accelerator -> guest run -> results on disk.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::collections::BTreeMap;
 
-use mmci_record::GuestJob;
-
-use crate::accel::{self, AccelChoice, AccelRequest};
 use crate::arch::Arch;
 use crate::guest_bin;
 use crate::kernel::{self, KernelError, KernelSource};
-use crate::paths::WorkDir;
-use crate::results::{self, RunResult};
-use crate::run::{self, RunConfig, RunError};
+use crate::matrix::{MatrixError, Plan};
+use crate::matrix_run::{MatrixOutcome, MatrixRunError};
+use crate::outcome::Outcome;
+use crate::run::RunError;
+use crate::series::SeriesSource;
 
 /// Documented exit codes (README "Exit codes").
 pub mod exit {
@@ -46,12 +44,6 @@ pub enum AppError {
         #[source]
         source: mmci_record::ParamError,
     },
-    #[error("results dir {path} is not writable: choose another with --results")]
-    ResultsDir {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
     #[error("{0} not found on PATH: install QEMU with ./mmci-setup")]
     MissingQemu(String),
     #[error("this mmci was built without guest-init for {arch}: run `rustup target add {triple}` and rebuild")]
@@ -60,104 +52,121 @@ pub enum AppError {
     Kernel(#[from] KernelError),
     #[error(transparent)]
     Run(#[from] RunError),
+    #[error(transparent)]
+    Matrix(#[from] MatrixError),
+    #[error(transparent)]
+    MatrixRun(#[from] MatrixRunError),
+    #[error(transparent)]
+    ResultsDir(#[from] crate::results_dir::ResultsDirError),
 }
 
 impl AppError {
     pub fn exit_code(&self) -> i32 {
-        use crate::build::BuildError;
-        use crate::tree::TreeError;
+        use crate::results_dir::ResultsDirError;
         match self {
-            AppError::BadOption(_) | AppError::BadParam { .. } | AppError::ResultsDir { .. } => {
-                exit::USAGE
-            }
+            AppError::BadOption(_)
+            | AppError::BadParam { .. }
+            | AppError::ResultsDir(_)
+            | AppError::Matrix(_) => exit::USAGE,
             AppError::MissingQemu(_) | AppError::MissingGuestInit { .. } => exit::ENVIRONMENT,
-            AppError::Kernel(KernelError::MissingImage(_) | KernelError::Fragment { .. }) => {
-                exit::USAGE
-            }
-            AppError::Kernel(KernelError::Tree(TreeError::MissingTarball(_))) => exit::ENVIRONMENT,
-            AppError::Kernel(KernelError::Tree(TreeError::UnknownRef { .. })) => exit::USAGE,
-            AppError::Kernel(KernelError::Tree(TreeError::Fetch { .. })) => exit::FETCH,
-            AppError::Kernel(KernelError::Build(BuildError::MissingTool(_))) => exit::ENVIRONMENT,
-            AppError::Kernel(_) => exit::BUILD,
+            AppError::Kernel(e) => kernel_exit_code(e),
             AppError::Run(RunError::Vm(crate::vm::VmError::MissingQemu(_))) => exit::ENVIRONMENT,
             AppError::Run(_) => exit::INFRA,
+            AppError::MatrixRun(MatrixRunError::ResultsDir(ResultsDirError::Io { .. })) => {
+                exit::USAGE
+            }
+            AppError::MatrixRun(MatrixRunError::ResultsDir(_)) => exit::USAGE,
+            AppError::MatrixRun(
+                MatrixRunError::MissingQemu(_) | MatrixRunError::MissingGuestInit { .. },
+            ) => exit::ENVIRONMENT,
+            AppError::MatrixRun(MatrixRunError::Run { .. }) => exit::INFRA,
         }
     }
 }
 
-/// Options of `mmci run`.
-#[derive(Clone, Debug)]
-pub struct RunOptions {
-    pub work: WorkDir,
-    pub results: PathBuf,
-    pub arch: Arch,
-    pub kernel: KernelSource,
-    pub vcpus: u32,
-    pub memory_mb: u64,
-    pub swap_mb: u64,
-    /// `key=value` job parameters.
-    pub sets: Vec<String>,
-    pub accel: AccelRequest,
-    pub timeout: Option<Duration>,
-    pub retries: u32,
-}
-
-/// The job from defaults plus `--set`s.
-pub fn job_from_sets(sets: &[String]) -> Result<GuestJob, AppError> {
-    let mut job = GuestJob::default();
-    for s in sets {
-        job.set_pair(s).map_err(|source| AppError::BadParam {
-            given: s.clone(),
-            source,
-        })?;
-    }
-    Ok(job)
-}
-
-/// Checks that need no work: parameters, results dir, QEMU, guest-init.
-pub fn preflight(opts: &RunOptions) -> Result<(GuestJob, &'static [u8]), AppError> {
-    let job = job_from_sets(&opts.sets)?;
-    results::prepare_dir(&opts.results).map_err(|source| AppError::ResultsDir {
-        path: opts.results.clone(),
-        source,
-    })?;
-    let qemu = opts.arch.qemu_binary();
+/// QEMU and guest-init for `arch`, before any work.
+pub fn guest_prerequisites(arch: Arch) -> Result<&'static [u8], AppError> {
+    let qemu = arch.qemu_binary();
     if kernel::on_path(qemu).is_none() {
         return Err(AppError::MissingQemu(qemu.to_string()));
     }
-    let guest_init = guest_bin::guest_init(opts.arch).ok_or(AppError::MissingGuestInit {
-        arch: opts.arch,
-        triple: guest_bin::guest_triple(opts.arch),
-    })?;
-    Ok((job, guest_init))
+    guest_bin::guest_init(arch).ok_or(AppError::MissingGuestInit {
+        arch,
+        triple: guest_bin::guest_triple(arch),
+    })
 }
 
-/// `mmci run`: one guest of scenario A on the chosen kernel.
-pub async fn run(opts: &RunOptions) -> Result<(RunResult, AccelChoice), AppError> {
-    let (job, guest_init) = preflight(opts)?;
-    tracing::info!("preparing the kernel (cached builds are reused)");
-    let kernel = kernel::prepare(&opts.kernel, opts.arch, &opts.work).await?;
-    tracing::info!(image = %kernel.image.display(), release = %kernel.release, "kernel ready");
-    let scratch = opts.work.scratch();
-    let choice = accel::choose(opts.accel, opts.arch, &kernel, guest_init, &scratch).await;
-    tracing::info!(accel = %choice.accel, note = %choice.note, "accelerator");
-    let id = format!("{}-{}-0", opts.arch, job.scenario);
-    let cfg = RunConfig {
-        id: id.clone(),
-        arch: opts.arch,
-        accel: choice.accel,
-        accel_note: choice.note.clone(),
-        vcpus: opts.vcpus,
-        memory_mb: opts.memory_mb,
-        swap_mb: if job.swap { opts.swap_mb } else { 0 },
-        kernel,
-        guest_init: guest_init.to_vec(),
-        timeout: opts.timeout.unwrap_or_else(|| run::default_timeout(&job)),
-        job,
-        extra_cmdline: vec![],
-        retries: opts.retries,
-    };
-    tracing::info!(run = %id, timeout_s = cfg.timeout.as_secs(), "booting the guest");
-    let result = run::run_guest(&cfg, &opts.results.join(&id), &scratch).await?;
-    Ok((result, choice))
+/// Exit code for a kernel that could not be prepared.
+pub fn kernel_exit_code(e: &KernelError) -> i32 {
+    use crate::build::BuildError;
+    use crate::series::SeriesError;
+    use crate::tree::TreeError;
+    match e {
+        KernelError::MissingImage(_) | KernelError::Fragment { .. } => exit::USAGE,
+        KernelError::Tree(TreeError::MissingTarball(_)) => exit::ENVIRONMENT,
+        KernelError::Tree(TreeError::UnknownRef { .. }) => exit::USAGE,
+        KernelError::Tree(TreeError::Fetch { .. }) => exit::FETCH,
+        KernelError::Build(BuildError::MissingTool(_)) => exit::ENVIRONMENT,
+        KernelError::Series(SeriesError::Fetch(_)) => exit::FETCH,
+        KernelError::Build(BuildError::Apply(_)) => exit::DOES_NOT_APPLY,
+        KernelError::Series(_) => exit::USAGE,
+        KernelError::Tree(_) | KernelError::Build(_) => exit::BUILD,
+    }
+}
+
+/// Each variant's kernel source: the command line's base (tarball or
+/// tree, fragments, jobs) with the variant's tree, series or image on top.
+pub fn variant_sources(
+    plan: &Plan,
+    base: &KernelSource,
+    lore_url: &str,
+    cli_series: Option<&SeriesSource>,
+) -> BTreeMap<String, KernelSource> {
+    plan.variants
+        .iter()
+        .map(|v| {
+            let mut s = base.clone();
+            s.series = None;
+            if let Some(i) = &v.image {
+                s.image = Some(i.clone());
+            }
+            if let Some(t) = &v.tree {
+                s.tree = Some(crate::tree::TreeSpec::parse(t, v.git_ref.as_deref()));
+            }
+            if let Some(p) = &v.series {
+                s.series = Some(SeriesSource::from_path(p));
+            }
+            if let Some(id) = &v.lore {
+                s.series = Some(SeriesSource::Lore {
+                    message_id: id.clone(),
+                    base_url: lore_url.to_string(),
+                });
+            }
+            if v.from_command_line {
+                s.series = cli_series.cloned();
+            }
+            (v.name.clone(), s)
+        })
+        .collect()
+}
+
+/// The exit code of a finished matrix: a kernel failure's code first (its
+/// runs did not happen), then infra failures, then any other run that did
+/// not complete.
+pub fn matrix_exit_code(o: &MatrixOutcome) -> i32 {
+    if let Some(f) = o.kernel_failures.first() {
+        return kernel_exit_code(&f.error);
+    }
+    let outcomes: Vec<Outcome> = o
+        .runs
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().map(|r| r.classification.outcome))
+        .collect();
+    if outcomes.contains(&Outcome::InfraFailure) {
+        exit::INFRA
+    } else if outcomes.iter().all(|o| *o == Outcome::Completed) && outcomes.len() == o.runs.len() {
+        exit::OK
+    } else {
+        exit::RUN_FAILED
+    }
 }

@@ -12,6 +12,13 @@ pub enum Arch {
     Arm64,
 }
 
+impl Default for Arch {
+    /// The host's own arch on the machines mmci runs on.
+    fn default() -> Arch {
+        Arch::X86_64
+    }
+}
+
 impl Arch {
     pub const ALL: [Arch; 2] = [Arch::X86_64, Arch::Arm64];
 

@@ -4,11 +4,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use tokio::signal::unix::{signal, SignalKind};
+
 use clap::{Parser, Subcommand};
 use mmci::accel::{self, AccelRequest};
-use mmci::app::{self, exit, AppError, RunOptions};
+use mmci::app::{self, exit, AppError};
 use mmci::arch::Arch;
 use mmci::kernel::{self, KernelSource};
+use mmci::matrix::{Overrides, Shard, Variant};
+use mmci::matrix_run::MatrixOptions;
 use mmci::paths::WorkDir;
 use mmci::series::{fetch, SeriesSource};
 use mmci::{bench, doctor, report};
@@ -32,9 +36,9 @@ struct Cli {
 
 #[derive(clap::Args, Clone)]
 struct KernelArgs {
-    /// Guest architecture.
-    #[arg(long, default_value = "x86_64")]
-    arch: Arch,
+    /// Guest architecture [default: x86_64; for `run`, the matrix's].
+    #[arg(long)]
+    arch: Option<Arch>,
     /// Boot this kernel image instead of building the bundled tree.
     #[arg(long)]
     kernel: Option<PathBuf>,
@@ -133,34 +137,70 @@ impl KernelArgs {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Build the kernel (cached), boot it under QEMU, run the MGLRU isolation
-    /// workload (scenario A) and print its metrics.
+    /// Run a matrix: build the kernels (cached), boot every cell under QEMU
+    /// for every kernel and repeat, and print the runs. Without --matrix:
+    /// the embedded matrix/default.yaml (scenario A, bundled series vs base).
     Run {
         #[command(flatten)]
         kernel: KernelArgs,
-        /// Where results go [default: ./mmci-results/<UTC time>]
+        /// Matrix file (YAML) [default: the embedded matrix/default.yaml].
+        #[arg(long)]
+        matrix: Option<PathBuf>,
+        /// Run only this deterministic slice of the cells: I/N (1-based).
+        #[arg(long, value_name = "I/N")]
+        shard: Option<Shard>,
+        /// Runs per cell and kernel, instead of the matrix's.
+        #[arg(long)]
+        repeats: Option<u32>,
+        /// Where results go; rerunning with the same dir resumes [default: ./mmci-results/<UTC time>]
         #[arg(long)]
         results: Option<PathBuf>,
-        #[arg(long, default_value_t = 2)]
-        vcpus: u32,
-        /// Guest RAM in MiB.
-        #[arg(long, default_value_t = 1024)]
-        memory_mb: u64,
-        /// Swap disk size in MiB.
-        #[arg(long, default_value_t = 256)]
-        swap_mb: u64,
-        /// Guest job parameter KEY=VALUE (threads, working_set_mb, duration_s,
-        /// memcg_max_mb, swap, swap_delay_ms, mglru, ...); repeatable.
+        /// vCPUs of every guest, instead of the matrix's.
+        #[arg(long)]
+        vcpus: Option<u32>,
+        /// Guest RAM in MiB, instead of the matrix's.
+        #[arg(long)]
+        memory_mb: Option<u64>,
+        /// Swap disk size in MiB, instead of the matrix's.
+        #[arg(long)]
+        swap_mb: Option<u64>,
+        /// Guest job parameter KEY=VALUE for every cell (threads, working_set_mb,
+        /// duration_s, memcg_max_mb, swap, swap_delay_ms, mglru, ...); repeatable.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
         #[arg(long, value_enum, default_value = "auto")]
         accel: AccelRequest,
-        /// Kill the guest after this many seconds [default: 90 + 4 x duration_s]
+        /// Kill a guest after this many seconds [default: 90 + 4 x duration_s]
         #[arg(long)]
         timeout: Option<u64>,
         /// Extra attempts after an infra failure.
         #[arg(long, default_value_t = 1)]
         retries: u32,
+        /// Kernel builds at a time.
+        #[arg(long, default_value_t = 1)]
+        parallel_builds: usize,
+        /// Guest vCPUs per host core that may run at once.
+        #[arg(long, default_value_t = 1.0)]
+        oversubscribe: f64,
+        /// Guest vCPUs that may run at once [default: host cores x --oversubscribe].
+        #[arg(long)]
+        guest_vcpus: Option<u32>,
+        /// Guest RAM (MiB) that may be in use at once [default: host RAM - 1 GiB].
+        #[arg(long)]
+        guest_memory_mb: Option<u64>,
+    },
+    /// Matrix files.
+    Matrix {
+        #[command(subcommand)]
+        command: MatrixCommand,
+    },
+    /// Join the results dirs of shards of one matrix into one.
+    Merge {
+        /// The merged results dir.
+        #[arg(long)]
+        into: PathBuf,
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
     },
     /// Kernel trees and builds.
     Kernel {
@@ -177,6 +217,21 @@ enum Command {
     Bench {
         #[command(subcommand)]
         command: BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum MatrixCommand {
+    /// Print the validated plan of a matrix and its cost estimate.
+    Show {
+        /// Matrix file [default: the embedded matrix/default.yaml].
+        file: Option<PathBuf>,
+        #[arg(long, value_name = "I/N")]
+        shard: Option<Shard>,
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        #[arg(long, default_value_t = 1.0)]
+        oversubscribe: f64,
     },
 }
 
@@ -271,41 +326,161 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
     match cli.command {
         Command::Run {
             kernel,
+            matrix,
+            shard,
+            repeats,
             results,
             vcpus,
             memory_mb,
             swap_mb,
-            sets,
+            mut sets,
             accel,
             timeout,
             retries,
+            parallel_builds,
+            oversubscribe,
+            guest_vcpus,
+            guest_memory_mb,
         } => {
-            let opts = RunOptions {
+            // Machine options are sets like any other, applied to every cell.
+            for (k, v) in [
+                ("arch", kernel.arch.map(|a| a.to_string())),
+                ("vcpus", vcpus.map(|v| v.to_string())),
+                ("memory_mb", memory_mb.map(|v| v.to_string())),
+                ("swap_mb", swap_mb.map(|v| v.to_string())),
+            ] {
+                if let Some(v) = v {
+                    sets.insert(0, format!("{k}={v}"));
+                }
+            }
+            let cli_series = kernel.series()?;
+            let base = kernel.source()?;
+            let variants = if let Some(image) = &kernel.kernel {
+                if !image.is_file() {
+                    return Err(mmci::kernel::KernelError::MissingImage(image.clone()).into());
+                }
+                Some(vec![Variant {
+                    name: "given".into(),
+                    image: Some(image.clone()),
+                    ..Variant::base()
+                }])
+            } else {
+                cli_series.as_ref().map(|s| {
+                    vec![
+                        Variant::base(),
+                        Variant {
+                            name: "patched".into(),
+                            series: match s {
+                                mmci::series::SeriesSource::Mbox(p)
+                                | mmci::series::SeriesSource::PatchDir(p) => {
+                                    Some(p.canonicalize().unwrap_or_else(|_| p.clone()))
+                                }
+                                _ => None,
+                            },
+                            lore: Some(s.name()).filter(|_| {
+                                !matches!(
+                                    s,
+                                    mmci::series::SeriesSource::Mbox(_)
+                                        | mmci::series::SeriesSource::PatchDir(_)
+                                )
+                            }),
+                            from_command_line: true,
+                            ..Variant::base()
+                        },
+                    ]
+                })
+            };
+            let over = Overrides {
+                sets,
+                variants,
+                repeats,
+            };
+            let plan = match &matrix {
+                Some(path) => mmci::matrix::load(path, &over)?,
+                None => mmci::matrix::default_plan(&over)?,
+            };
+            let capacity = match (guest_vcpus, guest_memory_mb) {
+                (None, None) => None,
+                (c, m) => {
+                    let host = mmci::results_dir::Host::this();
+                    let d = mmci::schedule::capacity(host.cpus, host.memory_mb, oversubscribe);
+                    Some(mmci::schedule::Capacity {
+                        vcpus: c.unwrap_or(d.vcpus),
+                        memory_mb: m.unwrap_or(d.memory_mb),
+                    })
+                }
+            };
+            let opts = MatrixOptions {
+                sources: app::variant_sources(&plan, &base, &kernel.lore_url, cli_series.as_ref()),
                 work,
                 results: results.unwrap_or_else(|| PathBuf::from("mmci-results").join(utc_stamp())),
-                arch: kernel.arch,
-                kernel: kernel.source()?,
-                vcpus,
-                memory_mb,
-                swap_mb,
-                sets,
+                plan,
+                shard,
                 accel,
                 timeout: timeout.map(Duration::from_secs),
                 retries,
+                parallel_builds,
+                capacity,
+                oversubscribe,
             };
-            let (result, _) = app::run(&opts).await?;
-            println!("{}", report::render_run(&result));
-            println!("results: {}", opts.results.join(&result.id).display());
-            Ok(match result.classification.outcome {
-                mmci::outcome::Outcome::Completed => exit::OK,
-                mmci::outcome::Outcome::InfraFailure => exit::INFRA,
-                _ => exit::RUN_FAILED,
-            })
+            let outcome = mmci::matrix_run::run_matrix(&opts).await?;
+            // A single run gets its full metrics table.
+            if let [(_, Some(run))] = outcome.runs.as_slice() {
+                println!("{}", report::render_run(run));
+            }
+            print!("{}", mmci::matrix_report::render_kernels(&outcome.manifest));
+            println!(
+                "{}",
+                mmci::matrix_report::render_runs(&outcome.manifest, &outcome.runs)
+            );
+            println!(
+                "results: {} ({} runs, {} kept from an earlier invocation, {:.0} s)",
+                opts.results.display(),
+                outcome.runs.len(),
+                outcome.resumed,
+                outcome.wall.as_secs_f64()
+            );
+            Ok(app::matrix_exit_code(&outcome))
+        }
+        Command::Matrix {
+            command:
+                MatrixCommand::Show {
+                    file,
+                    shard,
+                    sets,
+                    oversubscribe,
+                },
+        } => {
+            let over = Overrides {
+                sets,
+                ..Default::default()
+            };
+            let plan = match &file {
+                Some(path) => mmci::matrix::load(path, &over)?,
+                None => mmci::matrix::default_plan(&over)?,
+            };
+            let host = mmci::results_dir::Host::this();
+            let cap = mmci::schedule::capacity(host.cpus, host.memory_mb, oversubscribe);
+            print!("{}", mmci::matrix::show::render(&plan, shard, cap));
+            Ok(exit::OK)
+        }
+        Command::Merge { into, dirs } => {
+            let m = mmci::results_dir::merge(&dirs, &into)?;
+            let runs = mmci::results_dir::all_runs(&into).len();
+            println!(
+                "merged {} dir(s) into {}: plan {}, {} runs, shards {}",
+                dirs.len(),
+                into.display(),
+                m.plan_id,
+                runs,
+                mmci::results_dir::shards_text(&m.shards)
+            );
+            Ok(exit::OK)
         }
         Command::Kernel {
             command: KernelCommand::Build { kernel: k },
         } => {
-            let info = kernel::prepare(&k.source()?, k.arch, &work).await?;
+            let info = kernel::prepare(&k.source()?, k.arch.unwrap_or_default(), &work).await?;
             println!("{}", info.image.display());
             Ok(exit::OK)
         }
@@ -359,35 +534,24 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                     accel,
                 },
         } => {
-            let opts = RunOptions {
-                work: work.clone(),
-                results: work.scratch().join("bench-boot"),
-                arch: k.arch,
-                kernel: k.source()?,
-                vcpus: 1,
-                memory_mb: 256,
-                swap_mb: 0,
-                sets: vec![],
-                accel,
-                timeout: None,
-                retries: 0,
-            };
-            let (_, guest_init) = app::preflight(&opts)?;
-            let info = kernel::prepare(&opts.kernel, k.arch, &work).await?;
-            let choice = accel::choose(accel, k.arch, &info, guest_init, &work.scratch()).await;
+            let arch = k.arch.unwrap_or_default();
+            let guest_init = app::guest_prerequisites(arch)?;
+            let results = work.scratch().join("bench-boot");
+            let info = kernel::prepare(&k.source()?, arch, &work).await?;
+            let choice = accel::choose(accel, arch, &info, guest_init, &work.scratch()).await;
             let b = bench::boot(
                 runs,
-                k.arch,
+                arch,
                 &info,
                 guest_init,
                 &choice,
-                &opts.results,
+                &results,
                 &work.scratch(),
             )
             .await
             .map_err(AppError::Run)?;
             print!("{}", bench::render(&b, &choice));
-            let _ = std::fs::remove_dir_all(&opts.results);
+            let _ = std::fs::remove_dir_all(&results);
             Ok(if b.failures.is_empty() {
                 exit::OK
             } else {
@@ -408,7 +572,33 @@ fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(async {
+        // Listen before any work starts: a Ctrl-C that arrives while the first
+        // guest boots must still stop everything and exit 130, not kill us
+        // with the default action and leave the result half-written.
+        let mut interrupt = match signal(SignalKind::interrupt()) {
+            Ok(s) => s,
+            Err(e) => {
+                print_error(&e);
+                return exit::ENVIRONMENT;
+            }
+        };
+        let mut terminate = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(e) => {
+                print_error(&e);
+                return exit::ENVIRONMENT;
+            }
+        };
         tokio::select! {
+            biased;
+            _ = interrupt.recv() => {
+                eprintln!("mmci: interrupted; stopping every guest and build");
+                exit::INTERRUPTED
+            }
+            _ = terminate.recv() => {
+                eprintln!("mmci: terminated; stopping every guest and build");
+                exit::INTERRUPTED
+            }
             r = real_main(cli) => match r {
                 Ok(code) => code,
                 Err(e) => {
@@ -416,10 +606,6 @@ fn main() -> ExitCode {
                     e.exit_code()
                 }
             },
-            _ = tokio::signal::ctrl_c() => {
-                eprintln!("mmci: interrupted; stopping every guest and build");
-                exit::INTERRUPTED
-            }
         }
     });
     // Whatever is still running belongs to us: no QEMU or make outlives mmci.

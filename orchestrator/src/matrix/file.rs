@@ -1,0 +1,237 @@
+//! The on-disk form of a matrix (`matrix/*.yaml`), exactly as written, with
+//! the position of every value kept so that an error found after parsing
+//! can still name its line and column.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use serde_saphyr::Spanned;
+
+/// A matrix file.
+///
+/// ```yaml
+/// description: MGLRU isolation, the seed thread's two repros
+/// axes:
+///   arch: [x86_64, arm64]
+///   threads: [64, 192]
+/// exclude:
+///   - {arch: arm64, threads: 192}
+/// include:
+///   - {arch: x86_64, threads: 64, vcpus: 4}
+/// repeats: 5
+/// kernels:
+///   - name: base
+///   - name: patched
+///     series: ../kernels/series/mglru-isolation-v1.mbox
+/// expect:
+///   throttled_isolated: increase
+/// ```
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixFile {
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Axis name -> its values. Names are the host's machine keys (arch,
+    /// vcpus, memory_mb, swap_mb) or guest job parameters (threads,
+    /// duration_s, ...). Their cartesian product is the matrix.
+    pub axes: BTreeMap<String, Spanned<Vec<Spanned<Scalar>>>>,
+    /// Combinations to drop; an entry matches a combination when all its
+    /// pairs do (GitHub Actions' `exclude`).
+    #[serde(default)]
+    pub exclude: Vec<Spanned<BTreeMap<String, Spanned<Scalar>>>>,
+    /// Pairs to add to matching combinations, or new combinations
+    /// (GitHub Actions' `include`).
+    #[serde(default)]
+    pub include: Vec<Spanned<BTreeMap<String, Spanned<Scalar>>>>,
+    /// Runs per cell and kernel. Default 1.
+    #[serde(default)]
+    pub repeats: Option<Spanned<u32>>,
+    /// Kernel variants; the first is the baseline. Default: the base tree
+    /// alone, or base + patched when a series is given on the command line.
+    #[serde(default)]
+    pub kernels: Vec<Spanned<KernelEntry>>,
+    /// Per-metric expectations of the candidates against the baseline.
+    #[serde(default)]
+    pub expect: BTreeMap<String, Spanned<Expectation>>,
+}
+
+/// One kernel variant of a matrix.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelEntry {
+    /// Short name used in run ids and reports (`base`, `patched`, ...).
+    pub name: String,
+    /// A series (mbox file or format-patch directory), relative to the
+    /// matrix file, applied on the tree.
+    #[serde(default)]
+    pub series: Option<PathBuf>,
+    /// A lore message-id whose thread holds the series.
+    #[serde(default)]
+    pub lore: Option<String>,
+    /// A tree URL (or `mm-stable`) instead of the base tree.
+    #[serde(default)]
+    pub tree: Option<String>,
+    /// Branch, tag or commit of `tree`.
+    #[serde(default, rename = "ref")]
+    pub git_ref: Option<String>,
+}
+
+/// A scalar as written in YAML: `64`, `true`, `x86_64`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Text(String),
+}
+
+impl fmt::Display for Scalar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Bool(b) => write!(f, "{b}"),
+            Scalar::Int(i) => write!(f, "{i}"),
+            Scalar::Float(x) => write!(f, "{x}"),
+            Scalar::Text(s) => f.write_str(s),
+        }
+    }
+}
+
+/// What a candidate should do to a metric, relative to the baseline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExpectKind {
+    Increase,
+    Decrease,
+    NoRegression,
+    Zero,
+    Nonzero,
+}
+
+/// `metric: increase` or `metric: {kind: increase, threshold: 0.2}`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum Expectation {
+    Kind(ExpectKind),
+    Detailed {
+        kind: ExpectKind,
+        /// Minimum relative change (0.2 = 20%) for increase/decrease, or
+        /// the tolerated relative regression for no_regression.
+        #[serde(default)]
+        threshold: Option<f64>,
+    },
+}
+
+impl Expectation {
+    pub fn kind(&self) -> ExpectKind {
+        match self {
+            Expectation::Kind(k) | Expectation::Detailed { kind: k, .. } => *k,
+        }
+    }
+
+    pub fn threshold(&self) -> Option<f64> {
+        match self {
+            Expectation::Kind(_) => None,
+            Expectation::Detailed { threshold, .. } => *threshold,
+        }
+    }
+}
+
+/// Where a value was written: 1-based line and column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pos {
+    pub line: u64,
+    pub column: u64,
+}
+
+impl Pos {
+    pub fn of<T>(s: &Spanned<T>) -> Pos {
+        Pos {
+            line: s.referenced.line(),
+            column: s.referenced.column(),
+        }
+    }
+}
+
+impl fmt::Display for Pos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "line {} column {}", self.line, self.column)
+    }
+}
+
+/// Parses a matrix file's text. The error text names line and column.
+pub fn parse(text: &str) -> Result<MatrixFile, String> {
+    serde_saphyr::from_str(text).map_err(|e| {
+        // serde-saphyr renders a source excerpt after the first line; the
+        // first line already carries "line L column C: what".
+        let first = e.to_string().lines().next().unwrap_or_default().to_string();
+        let first = first.strip_prefix("error: ").unwrap_or(&first).to_string();
+        // Untagged enums only say that nothing matched: say what would.
+        first
+            .replace(
+                "data did not match any variant of untagged enum Expectation",
+                "an expectation is one of increase, decrease, no_regression, zero, nonzero, or {kind: KIND, threshold: FRACTION}",
+            )
+            .replace(
+                "data did not match any variant of untagged enum Scalar",
+                "expected a number, true/false or a word",
+            )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_keep_their_positions() {
+        let m = parse("axes:\n  threads: [64, 192]\n  mglru: [true]\nrepeats: 3\n").unwrap();
+        let threads = &m.axes["threads"];
+        assert_eq!(
+            threads
+                .value
+                .iter()
+                .map(|v| v.value.clone())
+                .collect::<Vec<_>>(),
+            [Scalar::Int(64), Scalar::Int(192)]
+        );
+        assert_eq!(
+            Pos::of(&threads.value[1]),
+            Pos {
+                line: 2,
+                column: 17
+            }
+        );
+        assert_eq!(m.axes["mglru"].value[0].value, Scalar::Bool(true));
+        assert_eq!(m.repeats.unwrap().value, 3);
+    }
+
+    #[test]
+    fn unknown_fields_are_refused_with_their_position() {
+        let err = parse("axes: {}\nrepeatz: 3\n").unwrap_err();
+        assert!(err.starts_with("line 2 column 1"), "{err}");
+        assert!(err.contains("unknown field `repeatz`"), "{err}");
+        let err = parse("axes: {}\nkernels:\n  - name: base\n    seires: x.mbox\n").unwrap_err();
+        assert!(err.starts_with("line 4 column 5"), "{err}");
+    }
+
+    #[test]
+    fn expectations_short_and_long_forms() {
+        let m = parse(
+            "axes: {}\nexpect:\n  throttled_isolated: increase\n  touches: {kind: no_regression, threshold: 0.1}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            m.expect["throttled_isolated"].value.kind(),
+            ExpectKind::Increase
+        );
+        assert_eq!(m.expect["touches"].value.threshold(), Some(0.1));
+        let err = parse("axes: {}\nexpect:\n  touches: up\n").unwrap_err();
+        assert!(
+            err.starts_with("line 3 column 12: an expectation is one of increase"),
+            "{err}"
+        );
+    }
+}

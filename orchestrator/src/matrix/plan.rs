@@ -1,0 +1,810 @@
+//! A matrix file becomes a validated [`Plan`] before anything runs: cells
+//! with stable ids and fully resolved guest jobs, kernel variants with
+//! resolved paths, the run order, shards and a cost estimate.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use mmci_record::GuestJob;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::expand::{self, Combo, Placed};
+use super::file::{self, Expectation, KernelEntry, MatrixFile, Pos, Scalar};
+use crate::arch::Arch;
+
+/// Keys the host interprets; every other key is a guest job parameter.
+pub const MACHINE_KEYS: [&str; 4] = ["arch", "vcpus", "memory_mb", "swap_mb"];
+
+/// Machine shape when a matrix does not say.
+pub const DEFAULT_VCPUS: u32 = 2;
+pub const DEFAULT_MEMORY_MB: u64 = 1024;
+pub const DEFAULT_SWAP_MB: u64 = 256;
+
+/// A matrix error: file, position and what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {pos}{what}")]
+pub struct MatrixError {
+    pub file: String,
+    /// "line L column C: " when known.
+    pub pos: String,
+    pub what: String,
+}
+
+impl MatrixError {
+    fn at(file: &str, pos: Option<Pos>, what: impl Into<String>) -> MatrixError {
+        MatrixError {
+            file: file.to_string(),
+            pos: pos.map(|p| format!("{p}: ")).unwrap_or_default(),
+            what: what.into(),
+        }
+    }
+}
+
+/// One machine + workload combination; every kernel variant runs it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Stable id: derived from the resolved parameters, so reordering the
+    /// file or adding other cells never renames it (resume and merge rely
+    /// on this).
+    pub id: String,
+    /// The values the matrix set, `key=value` (what tells cells apart).
+    pub label: String,
+    pub arch: Arch,
+    pub vcpus: u32,
+    pub memory_mb: u64,
+    pub swap_mb: u64,
+    pub job: GuestJob,
+}
+
+/// A kernel variant, paths resolved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Variant {
+    pub name: String,
+    pub series: Option<PathBuf>,
+    pub lore: Option<String>,
+    pub tree: Option<String>,
+    pub git_ref: Option<String>,
+    /// A prebuilt image (`mmci run --kernel`).
+    pub image: Option<PathBuf>,
+    /// The series given on the command line (`--series`, `--lore`,
+    /// `--github-pr`); `series`/`lore` then only describe it.
+    #[serde(default)]
+    pub from_command_line: bool,
+}
+
+impl Variant {
+    pub fn base() -> Variant {
+        Variant {
+            name: "base".into(),
+            series: None,
+            lore: None,
+            tree: None,
+            git_ref: None,
+            image: None,
+            from_command_line: false,
+        }
+    }
+
+    /// What this variant is, for reports: `base tree`, `series x.mbox`, ...
+    pub fn describe(&self) -> String {
+        let mut parts = vec![];
+        if let Some(i) = &self.image {
+            parts.push(format!("image {}", i.display()));
+        }
+        match (&self.tree, &self.git_ref) {
+            (Some(t), Some(r)) => parts.push(format!("tree {t} {r}")),
+            (Some(t), None) => parts.push(format!("tree {t}")),
+            _ => {}
+        }
+        if let Some(s) = &self.series {
+            parts.push(format!("series {}", s.display()));
+        }
+        if let Some(l) = &self.lore {
+            parts.push(format!("lore {l}"));
+        }
+        if parts.is_empty() {
+            "base tree".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// A validated matrix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Where it came from (a path, or `embedded:default.yaml`).
+    pub source: String,
+    pub description: Option<String>,
+    pub cells: Vec<Cell>,
+    pub variants: Vec<Variant>,
+    pub repeats: u32,
+    pub expect: BTreeMap<String, Expectation>,
+}
+
+/// One guest run of the plan.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Slot {
+    pub cell: String,
+    pub variant: String,
+    /// 1-based.
+    pub repeat: u32,
+}
+
+impl Slot {
+    /// Directory name of the run in a results dir.
+    pub fn id(&self) -> String {
+        format!("{}-{}-r{}", self.cell, self.variant, self.repeat)
+    }
+}
+
+/// What the command line adds to a matrix file.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--set key=value`, applied to every cell after the matrix's values.
+    pub sets: Vec<String>,
+    /// Replace the file's kernel variants.
+    pub variants: Option<Vec<Variant>>,
+    pub repeats: Option<u32>,
+}
+
+fn placed(v: &serde_saphyr::Spanned<Scalar>) -> Placed {
+    Placed {
+        value: v.value.clone(),
+        pos: Pos::of(v),
+    }
+}
+
+fn to_combo(entry: &BTreeMap<String, serde_saphyr::Spanned<Scalar>>) -> Combo {
+    entry.iter().map(|(k, v)| (k.clone(), placed(v))).collect()
+}
+
+fn known_key(k: &str) -> bool {
+    MACHINE_KEYS.contains(&k) || GuestJob::PARAM_KEYS.contains(&k)
+}
+
+fn known_keys_hint() -> String {
+    let mut all: Vec<&str> = MACHINE_KEYS.to_vec();
+    all.extend(GuestJob::PARAM_KEYS);
+    all.join(", ")
+}
+
+/// Sets one key of a cell from its text; the error says what was expected.
+fn apply(cell: &mut Cell, key: &str, text: &str) -> Result<(), String> {
+    let bad = |expected: &str| format!("{key}: `{text}` is not {expected}");
+    match key {
+        "arch" => cell.arch = text.parse().map_err(|_| bad("an arch (x86_64, arm64)"))?,
+        "vcpus" => {
+            cell.vcpus = text
+                .parse()
+                .ok()
+                .filter(|n| (1..=64).contains(n))
+                .ok_or_else(|| bad("a vCPU count from 1 to 64"))?
+        }
+        "memory_mb" => {
+            cell.memory_mb = text
+                .parse()
+                .ok()
+                .filter(|n| *n >= 128)
+                .ok_or_else(|| bad("a size in MiB of at least 128"))?
+        }
+        "swap_mb" => cell.swap_mb = text.parse().map_err(|_| bad("a size in MiB"))?,
+        _ if !known_key(key) => {
+            return Err(format!(
+                "unknown key `{key}`; known keys: {}",
+                known_keys_hint()
+            ))
+        }
+        _ => cell.job.set(key, text).map_err(|e| e.to_string())?,
+    }
+    Ok(())
+}
+
+/// Turns one combination, then the command line's `--set`s, into a cell.
+fn cell_of(combo: &Combo, sets: &[String], file: &str) -> Result<Cell, MatrixError> {
+    let mut cell = Cell {
+        id: String::new(),
+        label: combo
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.value))
+            .collect::<Vec<_>>()
+            .join(" "),
+        arch: Arch::X86_64,
+        vcpus: DEFAULT_VCPUS,
+        memory_mb: DEFAULT_MEMORY_MB,
+        swap_mb: DEFAULT_SWAP_MB,
+        job: GuestJob::default(),
+    };
+    for (key, v) in combo {
+        apply(&mut cell, key, &v.value.to_string())
+            .map_err(|what| MatrixError::at(file, Some(v.pos), what))?;
+    }
+    for s in sets {
+        let (k, v) = s
+            .split_once('=')
+            .ok_or_else(|| MatrixError::at(file, None, format!("--set {s}: expected KEY=VALUE")))?;
+        apply(&mut cell, k, v)
+            .map_err(|what| MatrixError::at(file, None, format!("--set {s}: {what}")))?;
+    }
+    if !cell.job.swap {
+        cell.swap_mb = 0;
+    }
+    cell.id = cell_id(&cell);
+    Ok(cell)
+}
+
+/// `<arch>-<scenario>-<10 hex>`: readable, and a hash of everything that
+/// defines the cell.
+pub fn cell_id(cell: &Cell) -> String {
+    let canonical = serde_json::json!({
+        "arch": cell.arch,
+        "vcpus": cell.vcpus,
+        "memory_mb": cell.memory_mb,
+        "swap_mb": cell.swap_mb,
+        "job": cell.job,
+    });
+    let digest = Sha256::digest(canonical.to_string().as_bytes());
+    format!(
+        "{}-{}-{}",
+        cell.arch,
+        cell.job.scenario,
+        &hex::encode(digest)[..10]
+    )
+}
+
+fn check_keys(
+    file: &str,
+    entries: impl Iterator<Item = (String, Pos)>,
+    axes: Option<&BTreeSet<String>>,
+    what: &str,
+) -> Result<(), MatrixError> {
+    for (k, pos) in entries {
+        if !known_key(&k) {
+            return Err(MatrixError::at(
+                file,
+                Some(pos),
+                format!(
+                    "{what}: unknown key `{k}`; known keys: {}",
+                    known_keys_hint()
+                ),
+            ));
+        }
+        if let Some(axes) = axes {
+            if !axes.contains(&k) {
+                return Err(MatrixError::at(
+                    file,
+                    Some(pos),
+                    format!(
+                        "exclude: `{k}` is not an axis of this matrix (axes: {})",
+                        axes.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn resolve_variant(
+    entry: &KernelEntry,
+    base_dir: &Path,
+    file: &str,
+    pos: Pos,
+) -> Result<Variant, MatrixError> {
+    let name_ok = !entry.name.is_empty()
+        && entry
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+    if !name_ok {
+        return Err(MatrixError::at(
+            file,
+            Some(pos),
+            format!("kernel name `{}`: use letters, digits, `-`, `_` or `.` (it becomes part of run ids)", entry.name),
+        ));
+    }
+    if entry.series.is_some() && entry.lore.is_some() {
+        return Err(MatrixError::at(
+            file,
+            Some(pos),
+            format!("kernel `{}`: give `series` or `lore`, not both", entry.name),
+        ));
+    }
+    if entry.git_ref.is_some() && entry.tree.is_none() {
+        return Err(MatrixError::at(
+            file,
+            Some(pos),
+            format!("kernel `{}`: `ref` needs `tree`", entry.name),
+        ));
+    }
+    let series = match &entry.series {
+        Some(p) => {
+            let full = base_dir.join(p);
+            if !full.exists() {
+                return Err(MatrixError::at(
+                    file,
+                    Some(pos),
+                    format!(
+                        "kernel `{}`: series {} not found (paths are relative to the matrix file)",
+                        entry.name,
+                        full.display()
+                    ),
+                ));
+            }
+            // Absolute, so reports and manifests say which file it was.
+            Some(full.canonicalize().unwrap_or(full))
+        }
+        None => None,
+    };
+    Ok(Variant {
+        name: entry.name.clone(),
+        series,
+        lore: entry.lore.clone(),
+        tree: entry.tree.clone(),
+        git_ref: entry.git_ref.clone(),
+        image: None,
+        from_command_line: false,
+    })
+}
+
+/// Validates `m` (read from `file`, relative paths against `base_dir`)
+/// into a plan.
+pub fn plan(
+    m: &MatrixFile,
+    file: &str,
+    base_dir: &Path,
+    over: &Overrides,
+) -> Result<Plan, MatrixError> {
+    let axis_names: BTreeSet<String> = m.axes.keys().cloned().collect();
+    check_keys(
+        file,
+        m.axes.iter().map(|(k, v)| (k.clone(), Pos::of(v))),
+        None,
+        "axes",
+    )?;
+    let axes: BTreeMap<String, Vec<Placed>> = m
+        .axes
+        .iter()
+        .map(|(k, vs)| (k.clone(), vs.value.iter().map(placed).collect()))
+        .collect();
+    let exclude: Vec<Combo> = m.exclude.iter().map(|e| to_combo(&e.value)).collect();
+    for (e, raw) in exclude.iter().zip(&m.exclude) {
+        check_keys(
+            file,
+            e.keys().map(|k| (k.clone(), Pos::of(raw))),
+            Some(&axis_names),
+            "exclude",
+        )?;
+    }
+    let include: Vec<Combo> = m.include.iter().map(|e| to_combo(&e.value)).collect();
+    for (e, raw) in include.iter().zip(&m.include) {
+        check_keys(
+            file,
+            e.keys().map(|k| (k.clone(), Pos::of(raw))),
+            None,
+            "include",
+        )?;
+    }
+    let combos = expand::expand(&axes, &exclude, &include);
+    // Labels show what tells cells apart: the keys whose values vary.
+    let varying: BTreeSet<&String> = combos
+        .iter()
+        .flat_map(|c| c.keys())
+        .filter(|k| {
+            let mut values = combos.iter().map(|c| c.get(*k).map(|v| &v.value));
+            let first = values.next().flatten();
+            values.any(|v| v != first)
+        })
+        .collect();
+    let mut cells = Vec::with_capacity(combos.len());
+    let mut seen = BTreeSet::new();
+    for c in &combos {
+        let mut cell = cell_of(c, &over.sets, file)?;
+        if varying.is_empty() {
+            // A one-cell matrix: nothing to tell apart.
+            cell.label = String::new();
+        } else {
+            cell.label = c
+                .iter()
+                .filter(|(k, _)| varying.contains(k))
+                .map(|(k, v)| format!("{k}={}", v.value))
+                .collect::<Vec<_>>()
+                .join(" ");
+        }
+        // Two combinations that resolve to the same guest are one cell.
+        if seen.insert(cell.id.clone()) {
+            cells.push(cell);
+        }
+    }
+    if cells.is_empty() {
+        return Err(MatrixError::at(
+            file,
+            None,
+            "the matrix has no cells (every combination excluded, or an axis without values)",
+        ));
+    }
+    let repeats = over
+        .repeats
+        .or(m.repeats.as_ref().map(|r| r.value))
+        .unwrap_or(1);
+    if repeats == 0 {
+        return Err(MatrixError::at(
+            file,
+            m.repeats.as_ref().map(Pos::of),
+            "repeats must be at least 1",
+        ));
+    }
+    let variants = match &over.variants {
+        Some(v) => v.clone(),
+        None if m.kernels.is_empty() => vec![Variant::base()],
+        None => m
+            .kernels
+            .iter()
+            .map(|k| resolve_variant(&k.value, base_dir, file, Pos::of(k)))
+            .collect::<Result<_, _>>()?,
+    };
+    let mut names = BTreeSet::new();
+    for v in &variants {
+        if !names.insert(v.name.clone()) {
+            return Err(MatrixError::at(
+                file,
+                None,
+                format!("kernel `{}` is listed twice", v.name),
+            ));
+        }
+    }
+    Ok(Plan {
+        source: file.to_string(),
+        description: m.description.clone(),
+        cells,
+        variants,
+        repeats,
+        expect: m
+            .expect
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect(),
+    })
+}
+
+/// Reads, parses and validates a matrix file.
+pub fn load(path: &Path, over: &Overrides) -> Result<Plan, MatrixError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| MatrixError::at(&file, None, format!("cannot read: {e}")))?;
+    let base_dir = path.parent().unwrap_or(Path::new("."));
+    from_text(&text, &file, base_dir, over)
+}
+
+/// Parses and validates matrix text.
+pub fn from_text(
+    text: &str,
+    file: &str,
+    base_dir: &Path,
+    over: &Overrides,
+) -> Result<Plan, MatrixError> {
+    let m = file::parse(text).map_err(|what| MatrixError::at(file, None, what))?;
+    plan(&m, file, base_dir, over)
+}
+
+impl Plan {
+    /// Every run in execution order: per repeat, per cell, the variants
+    /// back to back (A B A B ...), so that drift of a noisy host hits base
+    /// and candidates alike.
+    pub fn slots(&self, cells: &[&Cell]) -> Vec<Slot> {
+        let mut out = Vec::with_capacity(cells.len() * self.variants.len() * self.repeats as usize);
+        for repeat in 1..=self.repeats {
+            for cell in cells {
+                for v in &self.variants {
+                    out.push(Slot {
+                        cell: cell.id.clone(),
+                        variant: v.name.clone(),
+                        repeat,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    pub fn cell(&self, id: &str) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.id == id)
+    }
+
+    /// A hash of what the plan runs: cells, variants, repeats. Results dirs
+    /// and shards of the same plan share it.
+    pub fn fingerprint(&self) -> String {
+        // Cell ids stand for their full configuration; labels are cosmetic.
+        let canonical = serde_json::json!({
+            "cells": self.cells.iter().map(|c| &c.id).collect::<Vec<_>>(),
+            "variants": self.variants.iter().map(|v| serde_json::json!({
+                "name": v.name,
+                "series": v.series.as_ref().map(|p| file_digest(p)),
+                "lore": v.lore, "tree": v.tree, "ref": v.git_ref,
+                "image": v.image,
+            })).collect::<Vec<_>>(),
+            "repeats": self.repeats,
+        });
+        hex::encode(Sha256::digest(canonical.to_string().as_bytes()))[..16].to_string()
+    }
+}
+
+/// Content hash of a series file (its path may differ between machines).
+fn file_digest(p: &Path) -> String {
+    match std::fs::read(p) {
+        Ok(bytes) => hex::encode(Sha256::digest(&bytes))[..16].to_string(),
+        // A directory of patches, or unreadable: its name stands in.
+        Err(_) => p.display().to_string(),
+    }
+}
+
+/// `i/n` (1-based), as given to `--shard`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let (i, n) = s
+            .split_once('/')
+            .ok_or_else(|| format!("`{s}`: expected I/N, e.g. 2/4"))?;
+        let index: u32 = i.parse().map_err(|_| format!("`{s}`: I is not a number"))?;
+        let count: u32 = n.parse().map_err(|_| format!("`{s}`: N is not a number"))?;
+        if count == 0 || index == 0 || index > count {
+            return Err(format!("`{s}`: need 1 <= I <= N"));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// Estimated guest seconds of one run of `cell`: boot and setup, the
+/// workload, the after-snapshots. Under TCG a boot costs ~2 s and guest
+/// set-up (swap, dm, cgroup) and teardown about 15 s more (measured).
+pub fn estimated_run_seconds(cell: &Cell) -> f64 {
+    20.0 + cell.job.duration_s as f64
+}
+
+/// The cells of shard `shard`: cells go, most expensive first, to the shard
+/// with the least estimated work so far (ties: lowest index). Deterministic
+/// for a given plan, so N machines given 1/N..N/N split it exactly.
+pub fn shard_cells(cells: &[Cell], shard: Shard) -> Vec<&Cell> {
+    let mut order: Vec<&Cell> = cells.iter().collect();
+    order.sort_by(|a, b| {
+        estimated_run_seconds(b)
+            .total_cmp(&estimated_run_seconds(a))
+            .then_with(|| a.id.cmp(&b.id))
+    });
+    let mut load = vec![0.0f64; shard.count as usize];
+    let mut mine = BTreeSet::new();
+    for c in order {
+        let (i, _) = load
+            .iter()
+            .enumerate()
+            .min_by(|a, b| a.1.total_cmp(b.1).then(a.0.cmp(&b.0)))
+            .expect("count >= 1");
+        load[i] += estimated_run_seconds(c);
+        if i as u32 + 1 == shard.index {
+            mine.insert(c.id.clone());
+        }
+    }
+    // Keep the file's order within the shard.
+    cells.iter().filter(|c| mine.contains(&c.id)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "\
+description: test
+axes:
+  arch: [x86_64, arm64]
+  threads: [64, 192]
+  duration_s: [10]
+exclude:
+  - {arch: arm64, threads: 192}
+include:
+  - {arch: x86_64, threads: 64, vcpus: 4}
+repeats: 3
+";
+
+    fn plan_of(text: &str) -> Result<Plan, MatrixError> {
+        from_text(text, "m.yaml", Path::new("."), &Overrides::default())
+    }
+
+    #[test]
+    fn cells_resolve_machine_and_job() {
+        let p = plan_of(SAMPLE).unwrap();
+        assert_eq!(p.cells.len(), 3);
+        assert_eq!(p.repeats, 3);
+        let x64 = p
+            .cells
+            .iter()
+            .find(|c| c.arch == Arch::X86_64 && c.job.threads == 64)
+            .unwrap();
+        assert_eq!(x64.vcpus, 4);
+        assert_eq!(x64.job.duration_s, 10);
+        assert_eq!(x64.memory_mb, DEFAULT_MEMORY_MB);
+        assert!(x64.id.starts_with("x86_64-mglru_isolation-"), "{}", x64.id);
+        assert_eq!(x64.label, "arch=x86_64 threads=64 vcpus=4");
+        assert_eq!(p.variants, [Variant::base()]);
+    }
+
+    #[test]
+    fn ids_do_not_depend_on_file_order() {
+        let a = plan_of("axes:\n  threads: [64, 192]\n  vcpus: [2]\n").unwrap();
+        let b = plan_of("axes:\n  vcpus: [2]\n  threads: [192, 64]\n").unwrap();
+        let ids = |p: &Plan| {
+            p.cells
+                .iter()
+                .map(|c| c.id.clone())
+                .collect::<BTreeSet<_>>()
+        };
+        assert_eq!(ids(&a), ids(&b));
+        assert_eq!(
+            a.fingerprint(),
+            plan_of("axes:\n  threads: [64, 192]\n  vcpus: [2]\n")
+                .unwrap()
+                .fingerprint()
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_column_and_the_fix() {
+        let e = plan_of("axes:\n  threads: [64, lots]\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "m.yaml: line 2 column 17: guest parameter `mmci.threads`: `lots` is not a non-negative whole number"
+        );
+        let e = plan_of("axes:\n  treads: [64]\n").unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "m.yaml: line 2 column 11: axes: unknown key `treads`; known keys: arch, vcpus"
+            ),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  vcpus: [0]\n").unwrap_err().to_string();
+        assert!(
+            e.starts_with("m.yaml: line 2 column 11: vcpus: `0` is not a vCPU count"),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  threads: [1]\nexclude:\n  - {vcpus: 2}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 4 column 5: exclude: `vcpus` is not an axis"),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  arch: [sparc]\n").unwrap_err().to_string();
+        assert!(
+            e.contains("line 2 column 10: arch: `sparc` is not an arch"),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  threads: [1]\nrepeats: 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 3 column 10: repeats must be at least 1"),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  threads: [1]\nkernels:\n  - name: p\n    series: nope.mbox\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 4 column 5: kernel `p`: series ./nope.mbox not found"),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  threads: []\n").unwrap_err().to_string();
+        assert!(e.contains("no cells"), "{e}");
+        let e = plan_of("axes:\n  threads: [1]\n  x: 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("m.yaml: line 3"), "{e}");
+    }
+
+    #[test]
+    fn command_line_sets_override_every_cell() {
+        let over = Overrides {
+            sets: vec!["duration_s=3".into(), "vcpus=1".into()],
+            ..Default::default()
+        };
+        let p = from_text(SAMPLE, "m.yaml", Path::new("."), &over).unwrap();
+        assert!(p
+            .cells
+            .iter()
+            .all(|c| c.job.duration_s == 3 && c.vcpus == 1));
+        let over = Overrides {
+            sets: vec!["treads=3".into()],
+            ..Default::default()
+        };
+        let e = from_text(SAMPLE, "m.yaml", Path::new("."), &over)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--set treads=3: unknown key `treads`"), "{e}");
+        let over = Overrides {
+            sets: vec!["swap=n".into()],
+            ..Default::default()
+        };
+        let p = from_text(SAMPLE, "m.yaml", Path::new("."), &over).unwrap();
+        assert!(p.cells.iter().all(|c| c.swap_mb == 0));
+    }
+
+    #[test]
+    fn slots_interleave_variants_within_each_repeat() {
+        let mut p = plan_of("axes:\n  threads: [64, 192]\nrepeats: 2\n").unwrap();
+        p.variants.push(Variant {
+            name: "patched".into(),
+            ..Variant::base()
+        });
+        let cells: Vec<&Cell> = p.cells.iter().collect();
+        let order: Vec<String> = p
+            .slots(&cells)
+            .iter()
+            .map(|s| format!("{}:{}:{}", &s.cell[..22], s.variant, s.repeat))
+            .collect();
+        let (c1, c2) = (&p.cells[0].id[..22], &p.cells[1].id[..22]);
+        assert_eq!(
+            order,
+            [
+                format!("{c1}:base:1"),
+                format!("{c1}:patched:1"),
+                format!("{c2}:base:1"),
+                format!("{c2}:patched:1"),
+                format!("{c1}:base:2"),
+                format!("{c1}:patched:2"),
+                format!("{c2}:base:2"),
+                format!("{c2}:patched:2"),
+            ]
+        );
+    }
+
+    #[test]
+    fn shards_partition_the_cells() {
+        let p = plan_of("axes:\n  threads: [1, 2, 3, 4, 5, 6, 7]\n  duration_s: [5, 60, 20]\n")
+            .unwrap();
+        for n in 1..=8u32 {
+            let mut seen: BTreeMap<String, u32> = BTreeMap::new();
+            let mut loads = vec![];
+            for i in 1..=n {
+                let mine = shard_cells(&p.cells, Shard { index: i, count: n });
+                loads.push(mine.iter().map(|c| estimated_run_seconds(c)).sum::<f64>());
+                for c in mine {
+                    *seen.entry(c.id.clone()).or_default() += 1;
+                }
+            }
+            assert_eq!(seen.len(), p.cells.len(), "n={n}: every cell in a shard");
+            assert!(
+                seen.values().all(|&k| k == 1),
+                "n={n}: no cell in two shards"
+            );
+            // Greedy largest-first keeps shards within one cell of each other.
+            let (lo, hi) = loads
+                .iter()
+                .fold((f64::MAX, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+            assert!(hi - lo <= 80.0, "n={n}: loads {loads:?}");
+        }
+    }
+
+    #[test]
+    fn shard_syntax() {
+        assert_eq!(
+            "2/4".parse::<Shard>().unwrap(),
+            Shard { index: 2, count: 4 }
+        );
+        for bad in ["0/4", "5/4", "1/0", "x/2", "3"] {
+            assert!(bad.parse::<Shard>().is_err(), "{bad}");
+        }
+    }
+}

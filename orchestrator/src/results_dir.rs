@@ -1,0 +1,314 @@
+//! A matrix's results dir: `manifest.json` (what ran where, on which
+//! kernels) and `runs/<slot id>/` (one guest run each, written atomically
+//! by `run`). Rerunning the same command resumes: runs already there are
+//! kept. `merge` joins the results dirs of the shards of one plan.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::matrix::{Plan, Shard, Slot};
+use crate::outcome::Outcome;
+use crate::results::{self, KernelInfo, RunResult};
+
+/// Version of manifest.json's layout.
+pub const MANIFEST_FORMAT: u32 = 1;
+
+pub const MANIFEST: &str = "manifest.json";
+pub const RUNS: &str = "runs";
+
+/// A built kernel variant, as recorded for the reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantKernel {
+    pub variant: String,
+    pub arch: crate::arch::Arch,
+    pub description: String,
+    pub kernel: KernelInfo,
+    /// Compiler warnings this variant's build has and the baseline's lacks.
+    pub new_warnings: Vec<String>,
+}
+
+/// A variant that could not be built: its runs are not attempted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantFailure {
+    pub variant: String,
+    pub arch: crate::arch::Arch,
+    pub error: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    pub cpus: usize,
+    pub memory_mb: u64,
+}
+
+impl Host {
+    pub fn this() -> Host {
+        Host {
+            hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default(),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_mb: crate::schedule::host_memory_mb(),
+        }
+    }
+}
+
+/// manifest.json.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: u32,
+    pub mmci_version: String,
+    /// [`Plan::fingerprint`]: shards and resumed runs of one plan share it.
+    pub plan_id: String,
+    pub plan: Plan,
+    /// The shards whose runs are in this dir (all of them: `None`).
+    pub shards: Option<Vec<Shard>>,
+    pub host: Host,
+    /// Accelerator per arch, with the reason (e.g. the KVM probe's failure).
+    pub accel: BTreeMap<String, String>,
+    pub kernels: Vec<VariantKernel>,
+    pub failed_kernels: Vec<VariantFailure>,
+    pub created_unix: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsDirError {
+    #[error("results dir {path} is not writable: choose another with --results")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not an mmci manifest ({source}): choose another --results")]
+    BadManifest {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("results dir {path} holds {what}: rerun with the same matrix and options to resume, or choose another --results")]
+    Mismatch { path: PathBuf, what: String },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ResultsDirError + '_ {
+    move |source| ResultsDirError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+pub fn run_dir(root: &Path, slot: &Slot) -> PathBuf {
+    root.join(RUNS).join(slot.id())
+}
+
+pub fn read_manifest(root: &Path) -> Result<Option<Manifest>, ResultsDirError> {
+    let path = root.join(MANIFEST);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|source| ResultsDirError::BadManifest { path, source }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(&path)(e)),
+    }
+}
+
+pub fn write_manifest(root: &Path, m: &Manifest) -> Result<(), ResultsDirError> {
+    let path = root.join(MANIFEST);
+    let text = serde_json::to_vec_pretty(m).expect("serializable");
+    results::write_atomic(&path, &text).map_err(io(&path))
+}
+
+/// Checks that `existing` is a manifest of the same plan and shard, so that
+/// resuming cannot mix runs of different experiments.
+pub fn check_resumable(
+    root: &Path,
+    existing: &Manifest,
+    fresh: &Manifest,
+) -> Result<(), ResultsDirError> {
+    let mismatch = |what: String| ResultsDirError::Mismatch {
+        path: root.to_path_buf(),
+        what,
+    };
+    if existing.plan_id != fresh.plan_id {
+        return Err(mismatch(format!(
+            "another plan ({} from {}, this one is {} from {})",
+            existing.plan_id, existing.plan.source, fresh.plan_id, fresh.plan.source
+        )));
+    }
+    if existing.shards != fresh.shards {
+        return Err(mismatch(format!(
+            "shard(s) {}, not {}",
+            shards_text(&existing.shards),
+            shards_text(&fresh.shards)
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that the kernels built now are the ones the dir's runs booted (a
+/// tree ref like mm-stable may have moved since).
+pub fn check_same_kernels(
+    root: &Path,
+    existing: &[VariantKernel],
+    now: &[VariantKernel],
+) -> Result<(), ResultsDirError> {
+    for old in existing {
+        if let Some(new) = now
+            .iter()
+            .find(|n| n.variant == old.variant && n.arch == old.arch)
+        {
+            let id = |k: &KernelInfo| {
+                (
+                    k.head_commit.clone(),
+                    k.series_hash.clone(),
+                    k.build_key.clone(),
+                )
+            };
+            if id(&old.kernel) != id(&new.kernel) {
+                return Err(ResultsDirError::Mismatch {
+                    path: root.to_path_buf(),
+                    what: format!(
+                        "runs of kernel `{}` ({}) built from {}, but it now builds from {}",
+                        old.variant,
+                        old.arch,
+                        old.kernel.head_commit.as_deref().unwrap_or("?"),
+                        new.kernel.head_commit.as_deref().unwrap_or("?")
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn shards_text(s: &Option<Vec<Shard>>) -> String {
+    match s {
+        None => "all".into(),
+        Some(v) => v
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+/// The run of `slot` if it is already in the dir and counts as a result:
+/// everything but an infra failure (those are retried on resume).
+pub fn finished_run(root: &Path, slot: &Slot) -> Option<RunResult> {
+    let r = results::read_run(&run_dir(root, slot)).ok()?;
+    (r.classification.outcome != Outcome::InfraFailure).then_some(r)
+}
+
+/// Every run in the dir, by slot id.
+pub fn all_runs(root: &Path) -> BTreeMap<String, RunResult> {
+    let mut out = BTreeMap::new();
+    if let Ok(entries) = std::fs::read_dir(root.join(RUNS)) {
+        for e in entries.flatten() {
+            if let Ok(r) = results::read_run(&e.path()) {
+                out.insert(e.file_name().to_string_lossy().into_owned(), r);
+            }
+        }
+    }
+    out
+}
+
+/// Joins the results dirs of shards (or partial reruns) of one plan into
+/// `into`: same plan and same kernels required; a run present in two dirs
+/// must be the same run.
+pub fn merge(dirs: &[PathBuf], into: &Path) -> Result<Manifest, ResultsDirError> {
+    let mut merged: Option<Manifest> = None;
+    let mut sources: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for dir in dirs {
+        let m = read_manifest(dir)?.ok_or_else(|| ResultsDirError::Mismatch {
+            path: dir.clone(),
+            what: "no manifest.json (not an mmci results dir)".into(),
+        })?;
+        match &mut merged {
+            None => merged = Some(m.clone()),
+            Some(acc) => {
+                if acc.plan_id != m.plan_id {
+                    return Err(ResultsDirError::Mismatch {
+                        path: dir.clone(),
+                        what: format!(
+                            "plan {} but {} holds plan {}: only shards of one plan merge",
+                            m.plan_id,
+                            dirs[0].display(),
+                            acc.plan_id
+                        ),
+                    });
+                }
+                check_same_kernels(dir, &acc.kernels, &m.kernels)?;
+                for k in &m.kernels {
+                    if !acc
+                        .kernels
+                        .iter()
+                        .any(|a| a.variant == k.variant && a.arch == k.arch)
+                    {
+                        acc.kernels.push(k.clone());
+                    }
+                }
+                acc.failed_kernels.extend(m.failed_kernels.iter().cloned());
+                for (arch, note) in &m.accel {
+                    acc.accel
+                        .entry(arch.clone())
+                        .or_insert_with(|| note.clone());
+                }
+                acc.shards = match (&acc.shards, &m.shards) {
+                    (Some(a), Some(b)) => {
+                        let mut all = a.clone();
+                        all.extend(b.iter().copied().filter(|s| !a.contains(s)));
+                        all.sort_by_key(|s| s.index);
+                        // Every shard of the plan present: the whole plan.
+                        let whole = all.first().is_some_and(|s| all.len() == s.count as usize);
+                        if whole {
+                            None
+                        } else {
+                            Some(all)
+                        }
+                    }
+                    _ => None,
+                };
+            }
+        }
+        for (id, _) in all_runs(dir) {
+            if let Some(prev) = sources.get(&id) {
+                let a = std::fs::read(prev.join(RUNS).join(&id).join("run.json")).ok();
+                let b = std::fs::read(dir.join(RUNS).join(&id).join("run.json")).ok();
+                if a != b {
+                    return Err(ResultsDirError::Mismatch {
+                        path: dir.clone(),
+                        what: format!(
+                            "run {id}, which {} also holds with other results",
+                            prev.display()
+                        ),
+                    });
+                }
+                continue;
+            }
+            sources.insert(id, dir.clone());
+        }
+    }
+    let merged = merged.ok_or_else(|| ResultsDirError::Mismatch {
+        path: into.to_path_buf(),
+        what: "nothing to merge: give at least one results dir".into(),
+    })?;
+    let runs = into.join(RUNS);
+    std::fs::create_dir_all(&runs).map_err(io(&runs))?;
+    for (id, from) in &sources {
+        copy_dir(&from.join(RUNS).join(id), &runs.join(id))?;
+    }
+    write_manifest(into, &merged)?;
+    Ok(merged)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), ResultsDirError> {
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for e in std::fs::read_dir(from).map_err(io(from))? {
+        let e = e.map_err(io(from))?;
+        let target = to.join(e.file_name());
+        std::fs::copy(e.path(), &target).map_err(io(&target))?;
+    }
+    Ok(())
+}
