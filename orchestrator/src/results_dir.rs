@@ -312,3 +312,163 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), ResultsDirError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::{Overrides, Variant};
+    use std::path::Path;
+
+    /// A real run.json recorded from a guest (the report fixtures).
+    fn recorded_run() -> RunResult {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mglru-completed/run.json");
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    fn plan(threads: &str) -> Plan {
+        let mut p = crate::matrix::plan::from_text(
+            &format!("axes:\n  threads: [{threads}]\nrepeats: 2\n"),
+            "t.yaml",
+            Path::new("."),
+            &Overrides::default(),
+        )
+        .unwrap();
+        p.variants.push(Variant {
+            name: "patched".into(),
+            lore: Some("<x@y>".into()),
+            ..Variant::base()
+        });
+        p
+    }
+
+    fn manifest(p: &Plan, shards: Option<Vec<Shard>>) -> Manifest {
+        Manifest {
+            format: MANIFEST_FORMAT,
+            mmci_version: "test".into(),
+            plan_id: p.fingerprint(),
+            plan: p.clone(),
+            shards,
+            host: Host::this(),
+            accel: BTreeMap::new(),
+            kernels: vec![],
+            failed_kernels: vec![],
+            created_unix: 0,
+        }
+    }
+
+    fn put_run(root: &Path, slot: &Slot, outcome: Outcome) {
+        let mut r = recorded_run();
+        r.id = slot.id();
+        r.classification.outcome = outcome;
+        std::fs::create_dir_all(run_dir(root, slot)).unwrap();
+        results::write_run(&run_dir(root, slot), &r).unwrap();
+    }
+
+    #[test]
+    fn resume_keeps_results_and_reruns_infra_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = plan("8");
+        write_manifest(dir.path(), &manifest(&p, None)).unwrap();
+        let cells: Vec<_> = p.cells.iter().collect();
+        let slots = p.slots(&cells);
+        put_run(dir.path(), &slots[0], Outcome::Completed);
+        put_run(dir.path(), &slots[1], Outcome::BootFailure);
+        put_run(dir.path(), &slots[2], Outcome::InfraFailure);
+        let kept: Vec<bool> = slots
+            .iter()
+            .map(|s| finished_run(dir.path(), s).is_some())
+            .collect();
+        assert_eq!(kept, [true, true, false, false]);
+        let m = read_manifest(dir.path()).unwrap().unwrap();
+        check_resumable(dir.path(), &m, &manifest(&p, None)).unwrap();
+        let e = check_resumable(dir.path(), &m, &manifest(&plan("9"), None)).unwrap_err();
+        assert!(e.to_string().contains("holds another plan"), "{e}");
+        let shard = Some(vec![Shard { index: 1, count: 2 }]);
+        let e = check_resumable(dir.path(), &m, &manifest(&p, shard)).unwrap_err();
+        assert!(e.to_string().contains("shard(s) all, not 1/2"), "{e}");
+    }
+
+    #[test]
+    fn changed_kernels_refuse_resume() {
+        let r = recorded_run();
+        let k = |head: &str| VariantKernel {
+            variant: "base".into(),
+            arch: crate::arch::Arch::X86_64,
+            description: "base tree".into(),
+            kernel: KernelInfo {
+                head_commit: Some(head.into()),
+                ..r.kernel.clone()
+            },
+            new_warnings: vec![],
+        };
+        check_same_kernels(Path::new("/r"), &[k("aaa")], &[k("aaa")]).unwrap();
+        let e = check_same_kernels(Path::new("/r"), &[k("aaa")], &[k("bbb")]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("built from aaa, but it now builds from bbb"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn merge_joins_shards_and_refuses_mismatches() {
+        let p = plan("8, 16, 32");
+        let tmp = tempfile::tempdir().unwrap();
+        let mut dirs = vec![];
+        let mut expected = std::collections::BTreeSet::new();
+        for i in 1..=2 {
+            let shard = Shard { index: i, count: 2 };
+            let d = tmp.path().join(format!("shard{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            write_manifest(&d, &manifest(&p, Some(vec![shard]))).unwrap();
+            let cells = crate::matrix::plan::shard_cells(&p.cells, shard);
+            for s in p.slots(&cells) {
+                put_run(&d, &s, Outcome::Completed);
+                expected.insert(s.id());
+            }
+            dirs.push(d);
+        }
+        let into = tmp.path().join("all");
+        let m = merge(&dirs, &into).unwrap();
+        assert_eq!(m.shards, None, "both shards of 2: the whole plan");
+        let runs = all_runs(&into);
+        assert_eq!(
+            runs.keys()
+                .cloned()
+                .collect::<std::collections::BTreeSet<_>>(),
+            expected
+        );
+        assert_eq!(runs.len(), 3 * 2 * 2);
+
+        // Another plan does not merge.
+        let other = tmp.path().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        write_manifest(&other, &manifest(&plan("64"), None)).unwrap();
+        let e = merge(&[dirs[0].clone(), other], &tmp.path().join("x")).unwrap_err();
+        assert!(
+            e.to_string().contains("only shards of one plan merge"),
+            "{e}"
+        );
+
+        // The same run with other results does not either.
+        let clash = tmp.path().join("clash");
+        std::fs::create_dir_all(&clash).unwrap();
+        write_manifest(
+            &clash,
+            &manifest(&p, Some(vec![Shard { index: 1, count: 2 }])),
+        )
+        .unwrap();
+        let first = crate::matrix::plan::shard_cells(&p.cells, Shard { index: 1, count: 2 });
+        put_run(&clash, &p.slots(&first)[0], Outcome::Hang);
+        let e = merge(&[dirs[0].clone(), clash], &tmp.path().join("y")).unwrap_err();
+        assert!(
+            e.to_string().contains("also holds with other results"),
+            "{e}"
+        );
+
+        // A dir without a manifest is named.
+        let e = merge(&[tmp.path().join("nothing")], &tmp.path().join("z")).unwrap_err();
+        assert!(e.to_string().contains("no manifest.json"), "{e}");
+    }
+}

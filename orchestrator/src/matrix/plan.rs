@@ -221,11 +221,15 @@ fn cell_of(combo: &Combo, sets: &[String], file: &str) -> Result<Cell, MatrixErr
             .map_err(|what| MatrixError::at(file, Some(v.pos), what))?;
     }
     for s in sets {
-        let (k, v) = s
-            .split_once('=')
-            .ok_or_else(|| MatrixError::at(file, None, format!("--set {s}: expected KEY=VALUE")))?;
+        let (k, v) = s.split_once('=').ok_or_else(|| {
+            MatrixError::at(
+                "command line",
+                None,
+                format!("--set {s}: expected KEY=VALUE"),
+            )
+        })?;
         apply(&mut cell, k, v)
-            .map_err(|what| MatrixError::at(file, None, format!("--set {s}: {what}")))?;
+            .map_err(|what| MatrixError::at("command line", None, format!("--set {s}: {what}")))?;
     }
     if !cell.job.swap {
         cell.swap_mb = 0;

@@ -1,0 +1,197 @@
+//! A real matrix through the `mmci` binary: the smoke matrix on the bundled
+//! kernel and on the bundled series (2 kernels x 2 repeats), interrupted
+//! with SIGINT midway, then resumed by the same command.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use mmci::app::exit;
+use mmci::matrix::{Overrides, Variant};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn qemu_processes_mentioning(needle: &str) -> usize {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .chars()
+                .all(|c| c.is_ascii_digit())
+        })
+        .filter(|e| {
+            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd);
+            cmd.contains("qemu-system") && cmd.contains(needle)
+        })
+        .count()
+}
+
+/// Run dirs that hold a finished run.
+fn finished_runs(results: &Path) -> BTreeSet<String> {
+    std::fs::read_dir(results.join("runs"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.path().join("run.json").is_file())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn command(results: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    cmd.args(["run", "--matrix"])
+        .arg(repo().join("matrix/smoke.yaml"))
+        .arg("--series")
+        .arg(repo().join("kernels/series/mglru-isolation-v1.mbox"))
+        // One guest at a time, so that "midway" is well defined.
+        .args([
+            "--repeats",
+            "2",
+            "--accel",
+            "tcg",
+            "--guest-vcpus",
+            "1",
+            "--results",
+        ])
+        .arg(results)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd
+}
+
+#[tokio::test]
+async fn smoke_matrix_interrupted_then_resumed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    let needle = results.to_string_lossy().into_owned();
+
+    // The expected runs, from the plan the binary will compute.
+    let plan = mmci::matrix::load(
+        &repo().join("matrix/smoke.yaml"),
+        &Overrides {
+            repeats: Some(2),
+            variants: Some(vec![
+                Variant::base(),
+                Variant {
+                    name: "patched".into(),
+                    ..Variant::base()
+                },
+            ]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let cells: Vec<_> = plan.cells.iter().collect();
+    let expected: BTreeSet<String> = plan.slots(&cells).iter().map(|s| s.id()).collect();
+    assert_eq!(expected.len(), 4);
+
+    // First invocation: builds (or finds) both kernels, then is
+    // interrupted once the first run is on disk.
+    let mut child = command(&results).spawn().unwrap();
+    // Kernel builds on a fresh machine take minutes; runs take seconds.
+    let deadline = Instant::now() + Duration::from_secs(30 * 60);
+    while finished_runs(&results).is_empty() {
+        assert!(Instant::now() < deadline, "no run finished");
+        if let Some(status) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().await.unwrap();
+            panic!(
+                "mmci ended before the first run: {status}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // SAFETY: sending SIGINT to our own child.
+    unsafe { libc::kill(child.id().unwrap() as i32, libc::SIGINT) };
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("mmci exits after SIGINT")
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(exit::INTERRUPTED),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        qemu_processes_mentioning(&needle),
+        0,
+        "QEMU left behind after SIGINT"
+    );
+    let kept = finished_runs(&results);
+    assert!(
+        !kept.is_empty() && kept.len() < 4,
+        "interrupted midway: {kept:?}"
+    );
+    assert!(kept.is_subset(&expected), "{kept:?} vs {expected:?}");
+    let manifest = mmci::results_dir::read_manifest(&results)
+        .unwrap()
+        .expect("manifest written first");
+    let in_manifest: Vec<_> = manifest.plan.cells.iter().collect();
+    let planned: BTreeSet<String> = manifest
+        .plan
+        .slots(&in_manifest)
+        .iter()
+        .map(|s| s.id())
+        .collect();
+    assert_eq!(planned, expected);
+
+    let started = |id: &String| {
+        mmci::results::read_run(&results.join("runs").join(id))
+            .unwrap()
+            .started_unix
+    };
+    let kept_started: Vec<u64> = kept.iter().map(started).collect();
+
+    // Second invocation: keeps what finished, runs the rest.
+    let out = tokio::time::timeout(Duration::from_secs(10 * 60), command(&results).output())
+        .await
+        .expect("the resumed matrix finishes")
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(exit::OK),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!(
+            "4 runs, {} kept from an earlier invocation",
+            kept.len()
+        )),
+        "{stdout}"
+    );
+    assert_eq!(finished_runs(&results), expected);
+    // Kept runs were not run again.
+    assert_eq!(kept.iter().map(started).collect::<Vec<_>>(), kept_started);
+    let manifest = mmci::results_dir::read_manifest(&results).unwrap().unwrap();
+    let names: Vec<&str> = manifest
+        .kernels
+        .iter()
+        .map(|k| k.variant.as_str())
+        .collect();
+    assert_eq!(names, ["base", "patched"]);
+    assert!(manifest.kernels[1].kernel.series_hash.is_some());
+    assert_eq!(qemu_processes_mentioning(&needle), 0);
+    // Every run of the patched kernel throttled on isolation (the series'
+    // point); the base kernel has no such throttle in MGLRU.
+    for id in &expected {
+        let r = mmci::results::read_run(&results.join("runs").join(id)).unwrap();
+        let m = r.metrics.expect("completed runs have metrics");
+        let throttled = m.throttle_count(mmci::metrics::THROTTLE_ISOLATED);
+        if id.contains("-patched-") {
+            assert!(throttled > 0, "{id}: {throttled}");
+        } else {
+            assert_eq!(throttled, 0, "{id}");
+        }
+    }
+}
