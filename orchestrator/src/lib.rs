@@ -10,6 +10,7 @@ pub mod accel;
 pub mod app;
 pub mod arch;
 pub mod bench;
+pub mod bench_matrix;
 pub mod build;
 pub mod doctor;
 pub mod guest_bin;

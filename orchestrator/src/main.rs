@@ -257,6 +257,26 @@ enum BenchCommand {
         #[arg(long)]
         jobs: Option<usize>,
     },
+    /// Parse, expand and validate a synthetic matrix of --cells cells.
+    Matrix {
+        #[arg(long, default_value_t = 10_000)]
+        cells: usize,
+        #[arg(long, default_value_t = 7)]
+        rounds: usize,
+    },
+    /// Run --guests one-vCPU smoke guests through the scheduler on
+    /// --vcpus of capacity and compare the wall time with perfect packing.
+    Schedule {
+        #[arg(long, default_value_t = 8)]
+        guests: usize,
+        /// Guest vCPUs at once [default: host cores].
+        #[arg(long)]
+        vcpus: Option<u32>,
+        #[arg(long, default_value_t = 5)]
+        duration_s: u64,
+        #[arg(long, value_enum, default_value = "auto")]
+        accel: AccelRequest,
+    },
     /// Time from QEMU spawn to the first guest record, host overhead per run,
     /// initramfs build time, guest-init size.
     Boot {
@@ -511,6 +531,38 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             print!("{text}");
             println!("work dir: {}", work.root().display());
             Ok(if ok { exit::OK } else { exit::ENVIRONMENT })
+        }
+        Command::Bench {
+            command: BenchCommand::Matrix { cells, rounds },
+        } => {
+            let b = mmci::bench_matrix::expansion(cells, rounds)?;
+            print!("{}", mmci::bench_matrix::render_expansion(&b));
+            Ok(exit::OK)
+        }
+        Command::Bench {
+            command:
+                BenchCommand::Schedule {
+                    guests,
+                    vcpus,
+                    duration_s,
+                    accel,
+                },
+        } => {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+            let b = mmci::bench_matrix::packing(
+                &work,
+                guests,
+                vcpus.unwrap_or(cores),
+                accel,
+                duration_s,
+            )
+            .await?;
+            print!("{}", mmci::bench_matrix::render_packing(&b));
+            Ok(if b.failures.is_empty() {
+                exit::OK
+            } else {
+                exit::RUN_FAILED
+            })
         }
         Command::Bench {
             command:

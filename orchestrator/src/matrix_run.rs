@@ -81,6 +81,8 @@ pub struct MatrixOutcome {
     pub resumed: usize,
     pub kernel_failures: Vec<KernelFailure>,
     pub wall: Duration,
+    /// From the first guest's start to the last one's end.
+    pub guests_wall: Duration,
 }
 
 fn error_chain(e: &dyn std::error::Error) -> String {
@@ -380,6 +382,7 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
     );
 
     let kernels = Arc::new(kernels);
+    let guests_started = Instant::now();
     let mut used = Usage::default();
     let mut tasks: JoinSet<GuestTaskResult> = JoinSet::new();
     let mut failure: Option<MatrixRunError> = None;
@@ -438,6 +441,7 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
         reap(r, &mut used, &mut progress, &mut finished, &mut failure);
     }
     progress.finish();
+    let guests_wall = guests_started.elapsed();
     if let Some(e) = failure {
         return Err(e);
     }
@@ -451,6 +455,7 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
         resumed,
         kernel_failures,
         wall: t0.elapsed(),
+        guests_wall,
     })
 }
 

@@ -391,16 +391,28 @@ pub fn plan(
         )?;
     }
     let combos = expand::expand(&axes, &exclude, &include);
-    // Labels show what tells cells apart: the keys whose values vary.
-    let varying: BTreeSet<&String> = combos
-        .iter()
-        .flat_map(|c| c.keys())
-        .filter(|k| {
-            let mut values = combos.iter().map(|c| c.get(*k).map(|v| &v.value));
-            let first = values.next().flatten();
-            values.any(|v| v != first)
-        })
-        .collect();
+    // Labels show what tells cells apart: the keys whose values vary
+    // (absent in some combination counts as varying). One pass.
+    let mut first: BTreeMap<&String, Option<&Scalar>> = BTreeMap::new();
+    let mut varying: BTreeSet<&String> = BTreeSet::new();
+    for c in &combos {
+        for (k, v) in c {
+            match first.get(k) {
+                None => {
+                    first.insert(k, Some(&v.value));
+                }
+                Some(seen) if *seen != Some(&v.value) => {
+                    varying.insert(k);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    for k in first.keys() {
+        if combos.iter().any(|c| !c.contains_key(*k)) {
+            varying.insert(k);
+        }
+    }
     let mut cells = Vec::with_capacity(combos.len());
     let mut seen = BTreeSet::new();
     for c in &combos {
