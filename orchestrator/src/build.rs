@@ -17,6 +17,7 @@ use crate::process::{self, CommandError};
 use crate::series::apply;
 use crate::series::Series;
 use crate::tree::{self, SourceTree, TreeError};
+use crate::warnings;
 
 /// The fragments shipped in kernels/, embedded so that the default run works
 /// from any directory.
@@ -116,7 +117,7 @@ pub struct KernelBuild {
     pub sandboxed: bool,
     /// ccache was used.
     pub ccache: bool,
-    /// Compiler warnings of this build, locations stripped (see [`warnings`]).
+    /// Compiler warnings of this tree in this configuration (see [`crate::warnings`]).
     pub warnings: Vec<String>,
     /// Wall time of the build that produced it.
     pub build_seconds: f64,
@@ -155,9 +156,11 @@ pub fn cache_key(
 }
 
 /// The key of an object directory: the configuration without the sources,
-/// so that every variant of one tree shares its objects.
+/// so that every variant of one tree shares its objects. "objs-2": object
+/// dirs carry a warnings ledger since layout 2, which is only complete if
+/// the dir's first build was a cold one.
 pub fn config_key(arch: Arch, compiler: &str, fragments: &[Fragment]) -> String {
-    cache_key("objs", None, arch, compiler, fragments)
+    cache_key("objs-2", None, arch, compiler, fragments)
 }
 
 /// First line of `<compiler> --version`.
@@ -242,32 +245,6 @@ pub async fn sandbox_available() -> bool {
         .status()
         .await
         .is_ok_and(|s| s.success())
-}
-
-/// Compiler warnings in a build log, each as "file: warning: text" without
-/// line and column, so that a patch moving code around does not make old
-/// warnings look new. Sorted, duplicates removed.
-pub fn warnings(log: &str) -> Vec<String> {
-    let mut out: Vec<String> = log
-        .lines()
-        .filter_map(|l| {
-            let (place, text) = l.split_once(": warning: ")?;
-            let file = place.split(':').next()?;
-            Some(format!("{file}: warning: {}", text.trim()))
-        })
-        .collect();
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// Warnings of `patched` that `base` does not have (0-day's "new warnings").
-pub fn new_warnings(base: &[String], patched: &[String]) -> Vec<String> {
-    patched
-        .iter()
-        .filter(|w| !base.contains(w))
-        .cloned()
-        .collect()
 }
 
 /// What a build step needs besides its arguments.
@@ -446,6 +423,11 @@ pub async fn build_kernel(
         std::fs::copy(&from, &to).map_err(io_err(&from))?;
     }
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    // The object dir's ledger knows the warnings of files this incremental
+    // build did not recompile (see crate::warnings).
+    let mut ledger = warnings::read_ledger(&objs);
+    warnings::update(&mut ledger, &log_text, &checkout);
+    warnings::write_ledger(&objs, &ledger).map_err(io_err(&objs))?;
     let build = KernelBuild {
         arch: req.arch,
         key,
@@ -458,7 +440,7 @@ pub async fn build_kernel(
         compiler,
         sandboxed: sandbox,
         ccache,
-        warnings: warnings(&log_text),
+        warnings: warnings::all(&ledger),
         build_seconds: start.elapsed().as_secs_f64(),
         cached: false,
     };
@@ -546,22 +528,6 @@ mod tests {
         assert!(joined.contains("--bind /w/src /w/src --bind /w/objs /w/objs"));
         assert!(joined.contains("--unshare-net"));
         assert!(!joined.contains("--new-session"), "keeps our process group");
-    }
-
-    #[test]
-    fn warnings_without_locations_and_new_ones() {
-        let base_log = "  CC      mm/vmscan.o\nmm/vmscan.c:100:5: warning: unused variable 'x' [-Wunused-variable]\n";
-        let patched_log = "mm/vmscan.c:140:5: warning: unused variable 'x' [-Wunused-variable]\nmm/vmscan.c:4600:9: warning: 'y' may be used uninitialized [-Wmaybe-uninitialized]\n";
-        let base = warnings(base_log);
-        assert_eq!(
-            base,
-            ["mm/vmscan.c: warning: unused variable 'x' [-Wunused-variable]"]
-        );
-        let patched = warnings(patched_log);
-        assert_eq!(
-            new_warnings(&base, &patched),
-            ["mm/vmscan.c: warning: 'y' may be used uninitialized [-Wmaybe-uninitialized]"]
-        );
     }
 
     #[test]

@@ -33,3 +33,4 @@ pub mod schedule;
 pub mod series;
 pub mod tree;
 pub mod vm;
+pub mod warnings;

@@ -14,7 +14,6 @@ use tokio::task::JoinSet;
 
 use crate::accel::{self, AccelChoice, AccelRequest};
 use crate::arch::Arch;
-use crate::build;
 use crate::guest_bin;
 use crate::kernel::{self, KernelError, KernelSource};
 use crate::matrix::{Cell, Plan, Shard, Slot};
@@ -233,8 +232,10 @@ async fn build_kernels(
             .iter()
             .find(|b| Some(&b.variant) == base_name.as_ref() && b.arch == k.arch)
         {
-            k.new_warnings =
-                build::new_warnings(&base.kernel.build_warnings, &k.kernel.build_warnings);
+            k.new_warnings = crate::warnings::new_warnings(
+                &base.kernel.build_warnings,
+                &k.kernel.build_warnings,
+            );
         }
     }
     (kernels, failures)

@@ -195,3 +195,116 @@ async fn smoke_matrix_interrupted_then_resumed() {
         }
     }
 }
+
+/// A one-patch series appending an unused static function to mm/vmscan.c,
+/// made against the bundled tree's own file (the hunk's context is its last
+/// three lines).
+async fn unused_function_series(dir: &Path) -> PathBuf {
+    let work = mmci::paths::WorkDir::resolve(None);
+    let tree = mmci::tree::import_tarball(&mmci::kernel::KernelSource::bundled().tarball, &work)
+        .await
+        .unwrap();
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&tree.path)
+        .args(["show", &format!("{}:mm/vmscan.c", tree.commit)])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    let context: String = lines[n - 3..].iter().map(|l| format!(" {l}\n")).collect();
+    let mbox = format!(
+        "From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n\
+From: Test Author <author@example.org>\n\
+Date: Mon, 30 Nov 2026 10:00:00 +0000\n\
+Subject: [PATCH] mm/vmscan: add a helper nobody calls\n\
+Message-ID: <unused-helper@example.org>\n\
+\n\
+It only exists to make the compiler warn.\n\
+\n\
+Signed-off-by: Test Author <author@example.org>\n\
+---\n\
+ mm/vmscan.c | 2 ++\n\
+ 1 file changed, 2 insertions(+)\n\
+\n\
+diff --git a/mm/vmscan.c b/mm/vmscan.c\n\
+--- a/mm/vmscan.c\n\
++++ b/mm/vmscan.c\n\
+@@ -{start},3 +{start},5 @@\n\
+{context}+\n\
++static int mmci_unused_helper(void) {{ return 0; }}\n\
+-- \n\
+2.39.5\n\n",
+        start = n - 2,
+    );
+    let path = dir.join("unused.mbox");
+    std::fs::write(&path, mbox).unwrap();
+    path
+}
+
+#[tokio::test]
+async fn new_build_warnings_of_a_series_are_reported_against_the_base() {
+    let tmp = tempfile::tempdir().unwrap();
+    let series = unused_function_series(tmp.path()).await;
+    let plan = mmci::matrix::load(
+        &repo().join("matrix/smoke.yaml"),
+        &Overrides {
+            variants: Some(vec![
+                Variant::base(),
+                Variant {
+                    name: "warns".into(),
+                    series: Some(series.clone()),
+                    ..Variant::base()
+                },
+            ]),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let base = mmci::kernel::KernelSource::bundled();
+    let opts = mmci::matrix_run::MatrixOptions {
+        sources: mmci::app::variant_sources(&plan, &base, mmci::series::fetch::LORE_URL, None),
+        work: mmci::paths::WorkDir::resolve(None),
+        results: tmp.path().join("results"),
+        plan,
+        shard: None,
+        accel: mmci::accel::AccelRequest::Tcg,
+        timeout: None,
+        retries: 0,
+        parallel_builds: 1,
+        capacity: None,
+        oversubscribe: 1.0,
+    };
+    let outcome = mmci::matrix_run::run_matrix(&opts).await.unwrap();
+    assert!(mmci::matrix_run::all_completed(&outcome));
+    let warns = outcome
+        .manifest
+        .kernels
+        .iter()
+        .find(|k| k.variant == "warns")
+        .unwrap();
+    assert_eq!(
+        warns.new_warnings.len(),
+        1,
+        "exactly the one new warning: {:?}",
+        warns.new_warnings
+    );
+    let w = &warns.new_warnings[0];
+    assert!(
+        w.contains("mm/vmscan.c: warning: 'mmci_unused_helper' defined but not used"),
+        "{w}"
+    );
+    // The manifest on disk says the same, and the report shows it.
+    let on_disk = mmci::results_dir::read_manifest(&opts.results)
+        .unwrap()
+        .unwrap();
+    assert_eq!(on_disk.kernels, outcome.manifest.kernels);
+    let text = mmci::matrix_report::render_kernels(&on_disk);
+    assert!(
+        text.contains("1 new build warning(s) against the baseline:"),
+        "{text}"
+    );
+    assert!(text.contains("mmci_unused_helper"), "{text}");
+}
