@@ -114,12 +114,31 @@ pub fn kernel_exit_code(e: &KernelError) -> i32 {
     }
 }
 
+/// Where series named by message-id or pull request are fetched from.
+#[derive(Clone, Debug)]
+pub struct Endpoints {
+    pub lore_url: String,
+    pub github_api: String,
+    /// Never logged or written to results.
+    pub github_token: Option<String>,
+}
+
+impl Default for Endpoints {
+    fn default() -> Endpoints {
+        Endpoints {
+            lore_url: crate::series::fetch::LORE_URL.to_string(),
+            github_api: crate::series::fetch::GITHUB_API.to_string(),
+            github_token: std::env::var("GITHUB_TOKEN").ok(),
+        }
+    }
+}
+
 /// Each variant's kernel source: the command line's base (tarball or
 /// tree, fragments, jobs) with the variant's tree, series or image on top.
 pub fn variant_sources(
     plan: &Plan,
     base: &KernelSource,
-    lore_url: &str,
+    endpoints: &Endpoints,
     cli_series: Option<&SeriesSource>,
 ) -> BTreeMap<String, KernelSource> {
     plan.variants
@@ -139,7 +158,19 @@ pub fn variant_sources(
             if let Some(id) = &v.lore {
                 s.series = Some(SeriesSource::Lore {
                     message_id: id.clone(),
-                    base_url: lore_url.to_string(),
+                    base_url: endpoints.lore_url.clone(),
+                });
+            }
+            if let Some((repo, number)) = v
+                .github_pr
+                .as_deref()
+                .and_then(crate::series::fetch::parse_pull_request)
+            {
+                s.series = Some(SeriesSource::GitHub {
+                    api: endpoints.github_api.clone(),
+                    repo,
+                    number,
+                    token: endpoints.github_token.clone(),
                 });
             }
             if v.from_command_line {

@@ -103,10 +103,7 @@ impl KernelArgs {
         if let Some(given) = &self.github_pr {
             fetch::check_base_url("--github-api", &self.github_api)
                 .map_err(|e| AppError::BadOption(e.to_string()))?;
-            let (repo, number) = given
-                .split_once('#')
-                .and_then(|(r, n)| Some((r.to_string(), n.parse::<u64>().ok()?)))
-                .filter(|(r, _)| r.split('/').count() == 2)
+            let (repo, number) = fetch::parse_pull_request(given)
                 .ok_or_else(|| bad("--github-pr", given, "expected OWNER/REPO#NUMBER"))?;
             return Ok(Some(SeriesSource::GitHub {
                 api: self.github_api.clone(),
@@ -397,13 +394,18 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                                 }
                                 _ => None,
                             },
-                            lore: Some(s.name()).filter(|_| {
-                                !matches!(
-                                    s,
-                                    mmci::series::SeriesSource::Mbox(_)
-                                        | mmci::series::SeriesSource::PatchDir(_)
-                                )
-                            }),
+                            lore: match s {
+                                mmci::series::SeriesSource::Lore { message_id, .. } => {
+                                    Some(message_id.clone())
+                                }
+                                _ => None,
+                            },
+                            github_pr: match s {
+                                mmci::series::SeriesSource::GitHub { repo, number, .. } => {
+                                    Some(format!("{repo}#{number}"))
+                                }
+                                _ => None,
+                            },
                             from_command_line: true,
                             ..Variant::base()
                         },
@@ -431,7 +433,16 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 }
             };
             let opts = MatrixOptions {
-                sources: app::variant_sources(&plan, &base, &kernel.lore_url, cli_series.as_ref()),
+                sources: app::variant_sources(
+                    &plan,
+                    &base,
+                    &app::Endpoints {
+                        lore_url: kernel.lore_url.clone(),
+                        github_api: kernel.github_api.clone(),
+                        ..Default::default()
+                    },
+                    cli_series.as_ref(),
+                ),
                 work,
                 results: results.unwrap_or_else(|| PathBuf::from("mmci-results").join(utc_stamp())),
                 plan,

@@ -265,7 +265,7 @@ async fn new_build_warnings_of_a_series_are_reported_against_the_base() {
     .unwrap();
     let base = mmci::kernel::KernelSource::bundled();
     let opts = mmci::matrix_run::MatrixOptions {
-        sources: mmci::app::variant_sources(&plan, &base, mmci::series::fetch::LORE_URL, None),
+        sources: mmci::app::variant_sources(&plan, &base, &mmci::app::Endpoints::default(), None),
         work: mmci::paths::WorkDir::resolve(None),
         results: tmp.path().join("results"),
         plan,

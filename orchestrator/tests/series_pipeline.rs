@@ -457,3 +457,134 @@ async fn github_pull_request_patches() {
         Some("Bearer test-token")
     );
 }
+
+/// `mmci run` with a series named on the command line: the smoke matrix on
+/// base and patched, the series fetched from the loopback server.
+async fn run_binary_with(
+    series_args: &[String],
+    token: Option<&str>,
+) -> (std::process::Output, std::path::PathBuf, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    cmd.arg("run")
+        .arg("--matrix")
+        .arg(repo.join("matrix/smoke.yaml"))
+        .args(series_args)
+        .args(["--accel", "tcg", "--results"])
+        .arg(&results)
+        .env_remove("GITHUB_TOKEN");
+    if let Some(t) = token {
+        cmd.env("GITHUB_TOKEN", t);
+    }
+    let out = tokio::time::timeout(Duration::from_secs(30 * 60), cmd.output())
+        .await
+        .expect("mmci run finishes")
+        .unwrap();
+    (out, results, tmp)
+}
+
+async fn bundled_series_hash() -> String {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
+    series::load(&SeriesSource::Mbox(path), &quick_fetcher(), store().path())
+        .await
+        .unwrap()
+        .hash
+}
+
+fn check_base_and_patched(out: &std::process::Output, results: &Path, hash: &str, describes: &str) {
+    assert_eq!(
+        out.status.code(),
+        Some(mmci::app::exit::OK),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest = mmci::results_dir::read_manifest(results).unwrap().unwrap();
+    let kernels: Vec<(&str, Option<&str>)> = manifest
+        .kernels
+        .iter()
+        .map(|k| (k.variant.as_str(), k.kernel.series_hash.as_deref()))
+        .collect();
+    assert_eq!(kernels, [("base", None), ("patched", Some(hash))]);
+    assert!(
+        manifest.kernels[1].description.contains(describes),
+        "{}",
+        manifest.kernels[1].description
+    );
+    assert_eq!(
+        mmci::results_dir::all_runs(results).len(),
+        2,
+        "one cell x two kernels"
+    );
+}
+
+#[tokio::test]
+async fn mmci_run_tests_a_lore_thread_against_its_base() {
+    let (base, seen) = serve(lore_route(bundled_mbox().into_bytes())).await;
+    let msgid = "cover.1796033954.git.mmci-dev@example.org";
+    let (out, results, _tmp) = run_binary_with(
+        &[
+            "--lore".into(),
+            format!("<{msgid}>"),
+            "--lore-url".into(),
+            base,
+        ],
+        None,
+    )
+    .await;
+    check_base_and_patched(
+        &out,
+        &results,
+        &bundled_series_hash().await,
+        &format!("lore {msgid}"),
+    );
+    assert_eq!(
+        seen.lock().unwrap()[0].path,
+        format!("/all/{msgid}/t.mbox.gz")
+    );
+}
+
+#[tokio::test]
+async fn mmci_run_tests_a_pull_request_against_its_base() {
+    let mbox = bundled_mails()[1..].concat();
+    let (base, seen) = serve(Arc::new(move |path: &str, _| {
+        if path == "/api/v3/repos/mmci/linux/pulls/5" {
+            (200, mbox.clone().into_bytes())
+        } else {
+            (404, vec![])
+        }
+    }))
+    .await;
+    let (out, results, _tmp) = run_binary_with(
+        &[
+            "--github-pr".into(),
+            "mmci/linux#5".into(),
+            "--github-api".into(),
+            format!("{base}/api/v3"),
+        ],
+        Some("secret-test-token"),
+    )
+    .await;
+    check_base_and_patched(
+        &out,
+        &results,
+        &bundled_series_hash().await,
+        "pull request mmci/linux#5",
+    );
+    let req = seen.lock().unwrap()[0].clone();
+    assert!(req
+        .headers
+        .iter()
+        .any(|(k, v)| k == "authorization" && v == "Bearer secret-test-token"));
+    // The token reaches GitHub and nothing else: not the output, not the results.
+    let everything = format!(
+        "{}{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+        std::fs::read_to_string(results.join("manifest.json")).unwrap()
+    );
+    assert!(!everything.contains("secret-test-token"));
+}

@@ -70,6 +70,9 @@ pub struct KernelEntry {
     /// A lore message-id whose thread holds the series.
     #[serde(default)]
     pub lore: Option<String>,
+    /// A GitHub pull request whose commits are the series: OWNER/REPO#N.
+    #[serde(default)]
+    pub github_pr: Option<String>,
     /// A tree URL (or `mm-stable`) instead of the base tree.
     #[serde(default)]
     pub tree: Option<String>,

@@ -63,6 +63,9 @@ pub struct Variant {
     pub name: String,
     pub series: Option<PathBuf>,
     pub lore: Option<String>,
+    /// OWNER/REPO#N.
+    #[serde(default)]
+    pub github_pr: Option<String>,
     pub tree: Option<String>,
     pub git_ref: Option<String>,
     /// A prebuilt image (`mmci run --kernel`).
@@ -79,6 +82,7 @@ impl Variant {
             name: "base".into(),
             series: None,
             lore: None,
+            github_pr: None,
             tree: None,
             git_ref: None,
             image: None,
@@ -102,6 +106,9 @@ impl Variant {
         }
         if let Some(l) = &self.lore {
             parts.push(format!("lore {l}"));
+        }
+        if let Some(pr) = &self.github_pr {
+            parts.push(format!("pull request {pr}"));
         }
         if parts.is_empty() {
             "base tree".into()
@@ -308,12 +315,32 @@ fn resolve_variant(
             format!("kernel name `{}`: use letters, digits, `-`, `_` or `.` (it becomes part of run ids)", entry.name),
         ));
     }
-    if entry.series.is_some() && entry.lore.is_some() {
+    let sources = [
+        entry.series.is_some(),
+        entry.lore.is_some(),
+        entry.github_pr.is_some(),
+    ];
+    if sources.iter().filter(|s| **s).count() > 1 {
         return Err(MatrixError::at(
             file,
             Some(pos),
-            format!("kernel `{}`: give `series` or `lore`, not both", entry.name),
+            format!(
+                "kernel `{}`: give one of `series`, `lore`, `github_pr`",
+                entry.name
+            ),
         ));
+    }
+    if let Some(pr) = &entry.github_pr {
+        if crate::series::fetch::parse_pull_request(pr).is_none() {
+            return Err(MatrixError::at(
+                file,
+                Some(pos),
+                format!(
+                    "kernel `{}`: github_pr `{pr}` is not OWNER/REPO#NUMBER",
+                    entry.name
+                ),
+            ));
+        }
     }
     if entry.git_ref.is_some() && entry.tree.is_none() {
         return Err(MatrixError::at(
@@ -345,6 +372,7 @@ fn resolve_variant(
         name: entry.name.clone(),
         series,
         lore: entry.lore.clone(),
+        github_pr: entry.github_pr.clone(),
         tree: entry.tree.clone(),
         git_ref: entry.git_ref.clone(),
         image: None,
@@ -537,7 +565,7 @@ impl Plan {
             "variants": self.variants.iter().map(|v| serde_json::json!({
                 "name": v.name,
                 "series": v.series.as_ref().map(|p| file_digest(p)),
-                "lore": v.lore, "tree": v.tree, "ref": v.git_ref,
+                "lore": v.lore, "github_pr": v.github_pr, "tree": v.tree, "ref": v.git_ref,
                 "image": v.image,
             })).collect::<Vec<_>>(),
             "repeats": self.repeats,

@@ -304,3 +304,12 @@ mod tests {
         );
     }
 }
+
+/// `OWNER/REPO#NUMBER` -> (`OWNER/REPO`, NUMBER).
+pub fn parse_pull_request(given: &str) -> Option<(String, u64)> {
+    let (repo, number) = given.split_once('#')?;
+    let number = number.parse::<u64>().ok()?;
+    let mut parts = repo.split('/');
+    let ok = matches!((parts.next(), parts.next(), parts.next()), (Some(o), Some(r), None) if !o.is_empty() && !r.is_empty());
+    ok.then(|| (repo.to_string(), number))
+}
