@@ -84,6 +84,18 @@ impl AppError {
     }
 }
 
+/// An error and its causes on one line: `a: b: c`.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 /// QEMU and guest-init for `arch`, before any work.
 pub fn guest_prerequisites(arch: Arch) -> Result<&'static [u8], AppError> {
     let qemu = arch.qemu_binary();

@@ -304,14 +304,7 @@ fn init_logging(verbose: u8) {
 
 /// Prints an error and its causes on one line each, as `error: a: b: c`.
 fn print_error(err: &dyn std::error::Error) {
-    let mut text = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    eprintln!("mmci: error: {text}");
+    eprintln!("mmci: error: {}", mmci::app::error_chain(err));
 }
 
 fn utc_stamp() -> String {

@@ -13,6 +13,7 @@ use futures::StreamExt;
 use tokio::task::JoinSet;
 
 use crate::accel::{self, AccelChoice, AccelRequest};
+use crate::app::error_chain;
 use crate::arch::Arch;
 use crate::guest_bin;
 use crate::kernel::{self, KernelError, KernelSource};
@@ -82,17 +83,6 @@ pub struct MatrixOutcome {
     pub wall: Duration,
     /// From the first guest's start to the last one's end.
     pub guests_wall: Duration,
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 fn now_unix() -> u64 {

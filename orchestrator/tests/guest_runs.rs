@@ -16,6 +16,9 @@ use mmci::run::{self, RunConfig};
 use mmci_record::{GuestJob, Record};
 use tokio::sync::{Mutex, OnceCell};
 
+mod common;
+use common::qemu_processes_mentioning;
+
 static KERNEL: OnceCell<(KernelInfo, AccelChoice)> = OnceCell::const_new();
 static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::const_new(());
 
@@ -100,25 +103,6 @@ fn records(dir: &Path) -> Vec<Record> {
 }
 
 /// QEMU processes whose command line mentions `needle`.
-fn qemu_processes_mentioning(needle: &str) -> Vec<PathBuf> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .chars()
-                .all(|c| c.is_ascii_digit())
-        })
-        .filter(|e| {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let cmd = String::from_utf8_lossy(&cmd);
-            cmd.contains("qemu-system") && cmd.contains(needle)
-        })
-        .map(|e| e.path())
-        .collect()
-}
-
 #[tokio::test]
 async fn completed_run_reports_scenario_a_metrics() {
     let tmp = tempfile::tempdir().unwrap();

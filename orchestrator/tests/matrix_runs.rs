@@ -10,26 +10,11 @@ use std::time::{Duration, Instant};
 use mmci::app::exit;
 use mmci::matrix::{Overrides, Variant};
 
+mod common;
+use common::qemu_processes_mentioning;
+
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn qemu_processes_mentioning(needle: &str) -> usize {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .chars()
-                .all(|c| c.is_ascii_digit())
-        })
-        .filter(|e| {
-            let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
-            let cmd = String::from_utf8_lossy(&cmd);
-            cmd.contains("qemu-system") && cmd.contains(needle)
-        })
-        .count()
 }
 
 /// Run dirs that hold a finished run.
@@ -121,9 +106,8 @@ async fn smoke_matrix_interrupted_then_resumed() {
         String::from_utf8_lossy(&out.stderr)
     );
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(
-        qemu_processes_mentioning(&needle),
-        0,
+    assert!(
+        qemu_processes_mentioning(&needle).is_empty(),
         "QEMU left behind after SIGINT"
     );
     let kept = finished_runs(&results);
@@ -181,7 +165,7 @@ async fn smoke_matrix_interrupted_then_resumed() {
         .collect();
     assert_eq!(names, ["base", "patched"]);
     assert!(manifest.kernels[1].kernel.series_hash.is_some());
-    assert_eq!(qemu_processes_mentioning(&needle), 0);
+    assert!(qemu_processes_mentioning(&needle).is_empty());
     // Every run of the patched kernel throttled on isolation (the series'
     // point); the base kernel has no such throttle in MGLRU.
     for id in &expected {

@@ -420,17 +420,22 @@ async fn corrupt_gzip_is_an_error() {
     assert_eq!(store.path().read_dir().unwrap().count(), 0);
 }
 
-#[tokio::test]
-async fn github_pull_request_patches() {
+/// GitHub's `pulls/5` of mmci/linux as the patch media type: the bundled
+/// series' two patches.
+fn pull_request_route() -> Route {
     let mbox = bundled_mails()[1..].concat();
-    let (base, seen) = serve(Arc::new(move |path: &str, _| {
+    Arc::new(move |path: &str, _| {
         if path == "/api/v3/repos/mmci/linux/pulls/5" {
             (200, mbox.clone().into_bytes())
         } else {
             (404, vec![])
         }
-    }))
-    .await;
+    })
+}
+
+#[tokio::test]
+async fn github_pull_request_patches() {
+    let (base, seen) = serve(pull_request_route()).await;
     let source = SeriesSource::GitHub {
         api: format!("{base}/api/v3"),
         repo: "mmci/linux".into(),
@@ -549,15 +554,7 @@ async fn mmci_run_tests_a_lore_thread_against_its_base() {
 
 #[tokio::test]
 async fn mmci_run_tests_a_pull_request_against_its_base() {
-    let mbox = bundled_mails()[1..].concat();
-    let (base, seen) = serve(Arc::new(move |path: &str, _| {
-        if path == "/api/v3/repos/mmci/linux/pulls/5" {
-            (200, mbox.clone().into_bytes())
-        } else {
-            (404, vec![])
-        }
-    }))
-    .await;
+    let (base, seen) = serve(pull_request_route()).await;
     let (out, results, _tmp) = run_binary_with(
         &[
             "--github-pr".into(),

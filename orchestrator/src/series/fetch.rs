@@ -262,6 +262,15 @@ impl Fetcher {
     }
 }
 
+/// `OWNER/REPO#NUMBER` -> (`OWNER/REPO`, NUMBER).
+pub fn parse_pull_request(given: &str) -> Option<(String, u64)> {
+    let (repo, number) = given.split_once('#')?;
+    let number = number.parse::<u64>().ok()?;
+    let mut parts = repo.split('/');
+    let ok = matches!((parts.next(), parts.next(), parts.next()), (Some(o), Some(r), None) if !o.is_empty() && !r.is_empty());
+    ok.then(|| (repo.to_string(), number))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,13 +312,15 @@ mod tests {
             "http://127.0.0.1:9/api/v3/repos/mmci/linux/pulls/7"
         );
     }
-}
 
-/// `OWNER/REPO#NUMBER` -> (`OWNER/REPO`, NUMBER).
-pub fn parse_pull_request(given: &str) -> Option<(String, u64)> {
-    let (repo, number) = given.split_once('#')?;
-    let number = number.parse::<u64>().ok()?;
-    let mut parts = repo.split('/');
-    let ok = matches!((parts.next(), parts.next(), parts.next()), (Some(o), Some(r), None) if !o.is_empty() && !r.is_empty());
-    ok.then(|| (repo.to_string(), number))
+    #[test]
+    fn pull_request_syntax() {
+        assert_eq!(
+            parse_pull_request("mmci/linux#5"),
+            Some(("mmci/linux".into(), 5))
+        );
+        for bad in ["mmci/linux", "mmci#5", "a/b/c#5", "/b#5", "mmci/linux#x"] {
+            assert_eq!(parse_pull_request(bad), None, "{bad}");
+        }
+    }
 }
