@@ -253,6 +253,9 @@ enum BenchCommand {
         /// make -j [default: number of CPUs]
         #[arg(long)]
         jobs: Option<usize>,
+        /// Cold builds per side, interleaved plain/mmci, mmci/plain, ...
+        #[arg(long, default_value_t = 2)]
+        rounds: usize,
     },
     /// Parse, expand and validate a synthetic matrix of --cells cells.
     Matrix {
@@ -574,11 +577,12 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                     arch,
                     tarball,
                     jobs,
+                    rounds,
                 },
         } => {
             let jobs =
                 jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-            let b = bench::build(arch, &work, &tarball, jobs).await?;
+            let b = bench::build(arch, &work, &tarball, jobs, rounds).await?;
             print!("{}", bench::render_build(&b, arch));
             Ok(exit::OK)
         }
