@@ -1,0 +1,370 @@
+//! Builds the [`Comparison`] of a results dir: per cell, candidate and
+//! metric the statistics; per variant what happened to its runs; the
+//! expectations; the verdict. Only completed runs feed statistics; boot
+//! failures, crashes, hangs and guest errors fail the verdict; infra
+//! failures are listed apart and never blamed on a kernel.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::catalog::{self, Better, Metric};
+use super::expect;
+use super::model::*;
+use super::series;
+use super::stats::{self, min_attainable_p};
+use crate::matrix::file::Expectation;
+use crate::matrix::{Plan, Slot};
+use crate::outcome::Outcome;
+use crate::results::RunResult;
+use crate::results_dir::{self, Manifest, ResultsDirError};
+use crate::vm::Accel;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisError {
+    #[error("{0} is not an mmci results dir (no manifest.json)")]
+    NotResultsDir(std::path::PathBuf),
+    #[error(transparent)]
+    ResultsDir(#[from] ResultsDirError),
+    #[error(transparent)]
+    Expect(#[from] catalog::CatalogError),
+    #[error("cannot write {path}")]
+    Write {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Compares one metric's per-run values, base against candidate.
+/// `tcg`: some of these runs ran under TCG.
+pub fn metric_comparison(
+    m: &Metric,
+    base_values: Vec<f64>,
+    candidate_values: Vec<f64>,
+    tcg: bool,
+    opts: &Options,
+) -> MetricComparison {
+    let base = stats::summary(&base_values);
+    let candidate = stats::summary(&candidate_values);
+    let confidence = 1.0 - opts.alpha;
+    let welch = match (&base, &candidate) {
+        (Some(b), Some(c)) => stats::welch(b, c, confidence),
+        _ => None,
+    };
+    let change = match (&base, &candidate) {
+        (Some(b), Some(c)) => Some(stats::change(b, c, welch.as_ref())),
+        _ => None,
+    };
+    let mann_whitney = stats::mann_whitney(&base_values, &candidate_values);
+    let (p, min_p) = match opts.test {
+        Test::MannWhitney => (
+            mann_whitney.as_ref().map(|r| r.p),
+            min_attainable_p(base_values.len(), candidate_values.len()),
+        ),
+        Test::Welch => (welch.as_ref().map(|w| w.p), 0.0),
+    };
+    let noise_floor = opts
+        .metric_noise_floors
+        .get(m.name)
+        .copied()
+        .or(m.noise_floor)
+        .unwrap_or(opts.noise_floor);
+    let significant = match (p, &change) {
+        (Some(p), Some(c)) => p <= opts.alpha && c.magnitude() >= noise_floor && c.sign() != 0.0,
+        _ => false,
+    };
+    let enough = base_values.len() >= opts.min_runs
+        && candidate_values.len() >= opts.min_runs
+        && min_p <= opts.alpha;
+    let sign = change.as_ref().map_or(0.0, |c| c.sign());
+    let assessment = match (significant, m.better) {
+        (false, _) if !enough => Assessment::TooFewRuns,
+        (false, _) => Assessment::NoChange,
+        (true, Better::Neither) => Assessment::Changed,
+        (true, Better::Higher) if sign > 0.0 => Assessment::Improvement,
+        (true, Better::Lower) if sign < 0.0 => Assessment::Improvement,
+        (true, _) => Assessment::Regression,
+    };
+    MetricComparison {
+        metric: m.name.to_string(),
+        unit: m.unit.to_string(),
+        better: m.better,
+        timing: m.timing,
+        functional_only: m.timing && tcg,
+        noise_floor,
+        base_values,
+        candidate_values,
+        base,
+        candidate,
+        change,
+        mann_whitney,
+        welch,
+        p,
+        min_attainable_p: min_p,
+        significant,
+        assessment,
+    }
+}
+
+/// The completed runs of one cell and variant, in repeat order.
+fn completed<'a>(
+    plan: &Plan,
+    runs: &'a BTreeMap<String, RunResult>,
+    cell: &str,
+    variant: &str,
+) -> Vec<&'a RunResult> {
+    (1..=plan.repeats)
+        .filter_map(|repeat| {
+            let slot = Slot {
+                cell: cell.to_string(),
+                variant: variant.to_string(),
+                repeat,
+            };
+            runs.get(&slot.id())
+        })
+        .filter(|r| r.classification.outcome == Outcome::Completed)
+        .collect()
+}
+
+/// `m`'s value in each of `runs` that has it.
+fn values(runs: &[&RunResult], m: &Metric) -> Vec<f64> {
+    runs.iter().filter_map(|r| (m.extract)(r)).collect()
+}
+
+/// What happened to every planned run of each variant.
+fn variant_runs(m: &Manifest, runs: &BTreeMap<String, RunResult>) -> Vec<VariantRuns> {
+    let plan = &m.plan;
+    plan.variants
+        .iter()
+        .map(|v| {
+            let mut out = VariantRuns {
+                variant: v.name.clone(),
+                planned: 0,
+                completed: 0,
+                failures: vec![],
+                infra: vec![],
+                missing: vec![],
+                build_error: m
+                    .failed_kernels
+                    .iter()
+                    .find(|f| f.variant == v.name)
+                    .map(|f| format!("{} ({})", f.error, f.arch)),
+            };
+            for repeat in 1..=plan.repeats {
+                for cell in &plan.cells {
+                    let slot = Slot {
+                        cell: cell.id.clone(),
+                        variant: v.name.clone(),
+                        repeat,
+                    };
+                    out.planned += 1;
+                    let id = slot.id();
+                    let Some(r) = runs.get(&id) else {
+                        out.missing.push(id);
+                        continue;
+                    };
+                    let problem = || RunProblem {
+                        run: id.clone(),
+                        cell: cell.id.clone(),
+                        outcome: r.classification.outcome,
+                        reason: r.classification.reason.clone(),
+                    };
+                    match r.classification.outcome {
+                        Outcome::Completed => out.completed += 1,
+                        Outcome::InfraFailure => out.infra.push(problem()),
+                        _ => out.failures.push(problem()),
+                    }
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+/// Compares every candidate with the baseline in every cell of `m`'s plan.
+/// `expect`: the expectations to evaluate (the plan's, or others);
+/// `series`: the runs' time series, carried into the result for plots.
+pub fn compare(
+    m: &Manifest,
+    runs: &BTreeMap<String, RunResult>,
+    expect: &BTreeMap<String, Expectation>,
+    series: Vec<RunSeries>,
+    opts: &Options,
+) -> Comparison {
+    let plan = &m.plan;
+    let baseline = plan
+        .variants
+        .first()
+        .map(|v| v.name.clone())
+        .unwrap_or_default();
+    let candidates: Vec<String> = plan
+        .variants
+        .iter()
+        .skip(1)
+        .map(|v| v.name.clone())
+        .collect();
+    let mut cells = Vec::with_capacity(plan.cells.len());
+    for cell in &plan.cells {
+        let base_runs = completed(plan, runs, &cell.id, &baseline);
+        let mut cands = Vec::with_capacity(candidates.len());
+        for cand in &candidates {
+            let cand_runs = completed(plan, runs, &cell.id, cand);
+            let tcg = base_runs
+                .iter()
+                .chain(&cand_runs)
+                .any(|r| r.accel == Accel::Tcg);
+            let metrics: Vec<MetricComparison> = catalog::of_scenario(cell.job.scenario)
+                .filter_map(|metric| {
+                    let (b, c) = (values(&base_runs, metric), values(&cand_runs, metric));
+                    // A metric no run has (e.g. no scan at all) is left out.
+                    (!b.is_empty() || !c.is_empty())
+                        .then(|| metric_comparison(metric, b, c, tcg, opts))
+                })
+                .collect();
+            let expectations = expect
+                .iter()
+                .filter(|(name, _)| {
+                    // Only the metrics of this cell's scenario apply here.
+                    catalog::metric(name).is_some_and(|x| x.scenario == cell.job.scenario)
+                })
+                .map(
+                    |(name, e)| match metrics.iter().find(|x| &x.metric == name) {
+                        Some(mc) => expect::evaluate(e, mc, opts),
+                        None => expect::no_data(e, name),
+                    },
+                )
+                .collect();
+            cands.push(CandidateComparison {
+                variant: cand.clone(),
+                metrics,
+                expectations,
+            });
+        }
+        cells.push(CellComparison {
+            cell: cell.id.clone(),
+            label: cell.label.clone(),
+            arch: cell.arch,
+            scenario: cell.job.scenario.to_string(),
+            candidates: cands,
+        });
+    }
+    let variants = variant_runs(m, runs);
+    let verdict = verdict(&cells, &variants);
+    Comparison {
+        format: COMPARISON_FORMAT,
+        mmci_version: env!("CARGO_PKG_VERSION").to_string(),
+        plan_id: m.plan_id.clone(),
+        source: plan.source.clone(),
+        description: plan.description.clone(),
+        baseline,
+        candidates,
+        options: opts.clone(),
+        accel: m.accel.clone(),
+        expect: expect.clone(),
+        cells,
+        variants,
+        verdict,
+        series,
+    }
+}
+
+/// How a cell is named in reasons: its label, else its id.
+pub fn cell_name(c: &CellComparison) -> &str {
+    if c.label.is_empty() {
+        &c.cell
+    } else {
+        &c.label
+    }
+}
+
+/// The verdict: kernels that did not build and runs that did not complete
+/// fail it, as do failed expectations; inconclusive expectations and
+/// missing runs make it inconclusive; otherwise it passes.
+fn verdict(cells: &[CellComparison], variants: &[VariantRuns]) -> Verdict {
+    let mut fails = vec![];
+    let mut unsure = vec![];
+    for v in variants {
+        if let Some(e) = &v.build_error {
+            fails.push(format!("{}: did not build: {e}", v.variant));
+        }
+        for f in &v.failures {
+            fails.push(format!(
+                "{}: {} in {}: {}",
+                v.variant,
+                f.outcome.name(),
+                f.run,
+                f.reason
+            ));
+        }
+        if !v.missing.is_empty() && v.build_error.is_none() {
+            unsure.push(format!(
+                "{}: {} of {} planned runs have no result",
+                v.variant,
+                v.missing.len(),
+                v.planned
+            ));
+        }
+    }
+    let (mut passed, mut failed, mut inconclusive) = (0, 0, 0);
+    for c in cells {
+        for cand in &c.candidates {
+            for e in &cand.expectations {
+                let line = || {
+                    format!(
+                        "{} {}: {} {}: {}",
+                        cell_name(c),
+                        cand.variant,
+                        e.metric,
+                        catalog::kind_name(e.kind),
+                        e.reason
+                    )
+                };
+                match e.status {
+                    Status::Pass => passed += 1,
+                    Status::Fail => {
+                        failed += 1;
+                        fails.push(line());
+                    }
+                    Status::Inconclusive => {
+                        inconclusive += 1;
+                        unsure.push(line());
+                    }
+                }
+            }
+        }
+    }
+    let status = if !fails.is_empty() {
+        Status::Fail
+    } else if !unsure.is_empty() {
+        Status::Inconclusive
+    } else {
+        Status::Pass
+    };
+    fails.extend(unsure);
+    Verdict {
+        status,
+        reasons: fails,
+        expectations_passed: passed,
+        expectations_failed: failed,
+        expectations_inconclusive: inconclusive,
+    }
+}
+
+/// Reads a results dir and compares it. `extra_expect` adds to (and
+/// overrides) the plan's `expect:`; every name is checked against the
+/// catalog.
+pub fn analyse_dir(
+    dir: &Path,
+    extra_expect: &BTreeMap<String, Expectation>,
+    opts: &Options,
+) -> Result<Comparison, AnalysisError> {
+    let m = results_dir::read_manifest(dir)?
+        .ok_or_else(|| AnalysisError::NotResultsDir(dir.to_path_buf()))?;
+    let mut expect = m.plan.expect.clone();
+    expect.extend(extra_expect.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let scenarios: Vec<_> = m.plan.cells.iter().map(|c| c.job.scenario).collect();
+    catalog::validate_all(&expect, &scenarios)?;
+    let runs = results_dir::all_runs(dir);
+    let series = series::read_all(dir, &m.plan, &runs);
+    Ok(compare(&m, &runs, &expect, series, opts))
+}
