@@ -162,3 +162,44 @@ pub fn render(c: &Comparison) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::bench::synthetic;
+    use crate::analysis::{compare, Options};
+
+    #[test]
+    fn regressions_and_failures_come_first() {
+        let (m, mut runs, _) = synthetic(10);
+        // Make the patched kernel swap in 30% more: a regression (lower is better).
+        for r in runs
+            .values_mut()
+            .filter(|r| r.id.ends_with(|c: char| c.is_ascii_digit()) && r.id.contains("-patched-"))
+        {
+            if let Some(x) = r.metrics.as_mut() {
+                x.pswpin = x.pswpin * 13 / 10;
+            }
+        }
+        let mut expect = m.plan.expect.clone();
+        expect.insert(
+            "oom_kills".into(),
+            crate::matrix::file::Expectation::Kind(crate::matrix::file::ExpectKind::Nonzero),
+        );
+        let c = compare(&m, &runs, &expect, vec![], &Options::default());
+        let text = render(&c);
+        let rows: Vec<&str> = text.lines().filter(|l| l.contains("| patched ")).collect();
+        assert!(
+            rows[0].contains("| oom_kills ") && rows[0].contains("FAIL nonzero"),
+            "{text}"
+        );
+        assert!(
+            rows[1].contains("| pswpin ") && rows[1].contains("REGRESSION"),
+            "{text}"
+        );
+        assert!(
+            text.contains("verdict: FAIL (3 expectation(s) passed, 1 failed, 0 inconclusive)"),
+            "{text}"
+        );
+    }
+}
