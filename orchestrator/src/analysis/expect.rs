@@ -295,7 +295,7 @@ mod tests {
         let m = cmp("oom_kills", &[1.0, 2.0, 0.0], &[0.0; 4], false);
         assert_eq!(
             eval(kind(ExpectKind::Zero), &m),
-            (Status::Pass, "0 in all 4 runs (-100.0%)".into())
+            (Status::Pass, "0 in all 4 runs (1 -> 0)".into())
         );
         let m = cmp("oom_kills", &[1.0, 2.0, 0.0], &[0.0; 2], false);
         assert_eq!(

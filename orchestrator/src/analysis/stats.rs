@@ -280,6 +280,9 @@ pub enum Change {
     Relative { rel: f64, ci: Option<(f64, f64)> },
     /// The baseline mean is 0 (and the candidate's is not).
     FromZero { to: f64 },
+    /// The candidate mean is 0 (and the baseline's is not): -100%, shown
+    /// as the transition it is.
+    ToZero { from: f64 },
     /// Both means are 0.
     BothZero,
 }
@@ -290,6 +293,7 @@ impl Change {
         match self {
             Change::Relative { rel, .. } => rel.abs(),
             Change::FromZero { .. } => f64::INFINITY,
+            Change::ToZero { .. } => 1.0,
             Change::BothZero => 0.0,
         }
     }
@@ -299,6 +303,7 @@ impl Change {
         match self {
             Change::Relative { rel, .. } if *rel != 0.0 => rel.signum(),
             Change::FromZero { to } if *to != 0.0 => to.signum(),
+            Change::ToZero { from } if *from != 0.0 => -from.signum(),
             _ => 0.0,
         }
     }
@@ -310,6 +315,7 @@ pub fn change(base: &Summary, candidate: &Summary, welch: Option<&Welch>) -> Cha
     match (base.mean == 0.0, candidate.mean == 0.0) {
         (true, true) => Change::BothZero,
         (true, false) => Change::FromZero { to: candidate.mean },
+        (false, true) => Change::ToZero { from: base.mean },
         _ => {
             let scale = base.mean.abs();
             Change::Relative {
@@ -579,10 +585,10 @@ mod tests {
         assert_eq!((c.magnitude(), c.sign()), (f64::INFINITY, 1.0));
         assert_eq!(change(&zero, &zero, None), Change::BothZero);
         assert_eq!(change(&zero, &zero, None).magnitude(), 0.0);
-        // 35645 -> 0 is an ordinary -100%.
+        // 35645 -> 0: a -100% change, kept as the transition.
         let c = change(&cand, &zero, None);
-        assert_eq!(c.sign(), -1.0);
-        assert_close!(c.magnitude(), 1.0, 1e-12);
+        assert_eq!(c, Change::ToZero { from: 32055.0 });
+        assert_eq!((c.sign(), c.magnitude()), (-1.0, 1.0));
     }
 
     #[test]

@@ -36,6 +36,7 @@ pub fn change(c: &Change) -> String {
         }
         Change::Relative { rel, ci: None } => pct(*rel),
         Change::FromZero { to } => format!("0 -> {}", num(*to)),
+        Change::ToZero { from } => format!("{} -> 0", num(*from)),
         Change::BothZero => "0 -> 0".into(),
     }
 }
@@ -87,6 +88,7 @@ mod tests {
     fn zero_baselines_read_as_transitions() {
         assert_eq!(change(&Change::FromZero { to: 35645.0 }), "0 -> 35645");
         assert_eq!(change(&Change::BothZero), "0 -> 0");
+        assert_eq!(change(&Change::ToZero { from: 51.0 }), "51 -> 0");
         assert_eq!(
             change(&Change::Relative {
                 rel: 0.22,
