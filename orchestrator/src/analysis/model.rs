@@ -247,7 +247,7 @@ pub struct RunSeries {
     pub cell: String,
     pub variant: String,
     pub repeat: u32,
-    /// Time since the workload started.
+    /// Time since the guest's sampler started (with the workload).
     pub t_ms: Vec<u64>,
     /// Highest nr_isolated_anon + nr_isolated_file in the interval.
     pub nr_isolated: Vec<u64>,
