@@ -436,6 +436,37 @@ mod tests {
     }
 
     #[test]
+    fn constant_sides_survive_json() {
+        // Every run identical on each side (0 and 5 OOM kills): no spread,
+        // an exact difference; nothing infinite or NaN reaches the JSON.
+        let (m, mut runs, _) = synthetic(20);
+        for r in runs.values_mut() {
+            let x = r.metrics.as_mut().unwrap();
+            x.oom_kills = if r.id.contains("-patched-") { 5 } else { 0 };
+            x.memcg_oom_events = 7;
+        }
+        let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
+        let back: Comparison = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        let oom = c.cells[0].candidates[0]
+            .metrics
+            .iter()
+            .find(|x| x.metric == "oom_kills")
+            .unwrap();
+        let w = oom.welch.as_ref().unwrap();
+        assert_eq!((w.t, w.p), (None, 0.0));
+        assert_eq!(oom.assessment, Assessment::Regression);
+        let e = c.cells[0].candidates[0]
+            .expectations
+            .iter()
+            .find(|e| e.metric == "oom_kills")
+            .unwrap();
+        assert_eq!(e.status, Status::Fail);
+        // scipy: mannwhitneyu([0] * 5, [5] * 5).pvalue = 0.003976751709788651
+        assert_eq!(e.reason, "regressed: 0 -> 5 (p=0.0040), tolerated 5.0%");
+    }
+
+    #[test]
     fn crashes_fail_infra_is_apart_missing_is_inconclusive() {
         let (m, mut runs, _) = synthetic(20);
         let cell = m.plan.cells[0].id.clone();

@@ -210,8 +210,10 @@ pub fn min_attainable_p(n1: usize, n2: usize) -> f64 {
 /// Welch's unequal-variances t-test of candidate against base.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Welch {
-    /// (mean candidate - mean base) / standard error.
-    pub t: f64,
+    /// (mean candidate - mean base) / standard error; None when both
+    /// sides are constant and differ (t would be infinite, which JSON
+    /// cannot carry).
+    pub t: Option<f64>,
     /// Welch-Satterthwaite degrees of freedom.
     pub df: f64,
     /// Two-sided p-value.
@@ -235,9 +237,9 @@ pub fn welch(base: &Summary, candidate: &Summary, confidence: f64) -> Option<Wel
         // Both sides constant: the difference is exactly what it is. Not a
         // statistical question, but the runs cannot say anything else.
         let (t, p) = if diff == 0.0 {
-            (0.0, 1.0)
+            (Some(0.0), 1.0)
         } else {
-            (diff.signum() * f64::INFINITY, 0.0)
+            (None, 0.0)
         };
         return Some(Welch {
             t,
@@ -257,7 +259,7 @@ pub fn welch(base: &Summary, candidate: &Summary, confidence: f64) -> Option<Wel
     let p = (2.0 * dist.cdf(-t.abs())).min(1.0);
     let q = dist.inverse_cdf(1.0 - (1.0 - confidence) / 2.0);
     Some(Welch {
-        t,
+        t: Some(t),
         df,
         p,
         diff,
@@ -467,7 +469,7 @@ mod tests {
         for c in &CASES {
             let (a, b) = (summary(c.base).unwrap(), summary(c.cand).unwrap());
             let w = welch(&a, &b, 0.99).unwrap();
-            assert_close!(w.t, c.t, 1e-9);
+            assert_close!(w.t.unwrap(), c.t, 1e-9);
             assert_close!(w.df, c.df, 1e-9);
             assert_close!(w.p, c.welch_p, 1e-6);
             assert_close!(w.ci.0, c.ci99.0, 1e-6);
@@ -557,10 +559,10 @@ mod tests {
         assert_eq!((r.p, r.method), (1.0, MwuMethod::Normal));
         let s = summary(&z).unwrap();
         let w = welch(&s, &s, 0.99).unwrap();
-        assert_eq!((w.t, w.p, w.ci), (0.0, 1.0, (0.0, 0.0)));
+        assert_eq!((w.t, w.p, w.ci), (Some(0.0), 1.0, (0.0, 0.0)));
         let five = summary(&[5.0; 5]).unwrap();
         let w = welch(&s, &five, 0.99).unwrap();
-        assert_eq!((w.t, w.p), (f64::INFINITY, 0.0));
+        assert_eq!((w.t, w.p, w.ci), (None, 0.0, (5.0, 5.0)));
         assert!(mann_whitney(&[], &[1.0]).is_none());
         assert!(welch(&summary(&[1.0]).unwrap(), &five, 0.99).is_none());
     }
