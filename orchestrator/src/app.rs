@@ -30,6 +30,9 @@ pub mod exit {
     pub const FETCH: i32 = 7;
     /// The patch series does not apply to its base.
     pub const DOES_NOT_APPLY: i32 = 6;
+    /// `mmci analyse`: the verdict is inconclusive (too few runs, timing
+    /// metrics under TCG, runs without a result).
+    pub const INCONCLUSIVE: i32 = 8;
     /// Interrupted (Ctrl-C).
     pub const INTERRUPTED: i32 = 130;
 }
@@ -58,6 +61,8 @@ pub enum AppError {
     MatrixRun(#[from] MatrixRunError),
     #[error(transparent)]
     ResultsDir(#[from] crate::results_dir::ResultsDirError),
+    #[error(transparent)]
+    Analysis(#[from] crate::analysis::AnalysisError),
 }
 
 impl AppError {
@@ -67,6 +72,7 @@ impl AppError {
             AppError::BadOption(_)
             | AppError::BadParam { .. }
             | AppError::ResultsDir(_)
+            | AppError::Analysis(_)
             | AppError::Matrix(_) => exit::USAGE,
             AppError::MissingQemu(_) | AppError::MissingGuestInit { .. } => exit::ENVIRONMENT,
             AppError::Kernel(e) => kernel_exit_code(e),
@@ -94,6 +100,15 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// The exit code of `mmci analyse`: the verdict's.
+pub fn verdict_exit_code(s: crate::analysis::Status) -> i32 {
+    match s {
+        crate::analysis::Status::Pass => exit::OK,
+        crate::analysis::Status::Fail => exit::RUN_FAILED,
+        crate::analysis::Status::Inconclusive => exit::INCONCLUSIVE,
+    }
 }
 
 /// QEMU and guest-init for `arch`, before any work.

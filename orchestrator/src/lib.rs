@@ -3,10 +3,12 @@
 //! One module per stage; data flows one way: `tree` (kernel sources in git)
 //! -> `build` (configured, cached kernel builds) -> `image` (initramfs) ->
 //! `vm` (QEMU) -> `run` (one guest run, classified by `outcome`, measured by
-//! `metrics`, stored by `results`) -> `report`. `app` strings them together
+//! `metrics`, stored by `results`) -> `report`; a matrix's results dir
+//! -> `analysis` (base vs candidates, expectations, verdict). `app` strings them together
 //! for the command line.
 
 pub mod accel;
+pub mod analysis;
 pub mod app;
 pub mod arch;
 pub mod bench;

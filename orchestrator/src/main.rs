@@ -8,6 +8,7 @@ use tokio::signal::unix::{signal, SignalKind};
 
 use clap::{Parser, Subcommand};
 use mmci::accel::{self, AccelRequest};
+use mmci::analysis;
 use mmci::app::{self, exit, AppError};
 use mmci::arch::Arch;
 use mmci::kernel::{self, KernelSource};
@@ -199,6 +200,35 @@ enum Command {
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },
+    /// Compare each candidate kernel with the baseline in a results dir:
+    /// per cell and metric the statistics, the matrix's expectations, the
+    /// verdict. Exit 0: pass, 1: fail, 8: inconclusive.
+    Analyse {
+        /// A results dir of `mmci run` (or `mmci merge`).
+        dir: PathBuf,
+        /// Significance level.
+        #[arg(long, default_value_t = 0.01)]
+        alpha: f64,
+        /// Smallest relative change that counts, for metrics without their own.
+        #[arg(long, default_value_t = 0.05)]
+        noise_floor: f64,
+        /// One metric's noise floor, METRIC=FRACTION; repeatable.
+        #[arg(long = "metric-noise-floor", value_name = "METRIC=FRACTION")]
+        metric_noise_floors: Vec<String>,
+        /// Completed runs a side below which expectations are inconclusive.
+        #[arg(long, default_value_t = 3)]
+        min_runs: usize,
+        /// The test that decides significance (both are shown).
+        #[arg(long, value_enum, default_value = "mann-whitney")]
+        test: analysis::Test,
+        /// An expectation added to (or replacing) the matrix's:
+        /// METRIC=KIND or METRIC=KIND:THRESHOLD; repeatable.
+        #[arg(long = "expect", value_name = "METRIC=KIND[:THRESHOLD]")]
+        expect: Vec<String>,
+        /// Also write the whole comparison as JSON (format 1) to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Kernel trees and builds.
     Kernel {
         #[command(subcommand)]
@@ -262,6 +292,14 @@ enum BenchCommand {
         #[arg(long, default_value_t = 10_000)]
         cells: usize,
         #[arg(long, default_value_t = 7)]
+        rounds: usize,
+    },
+    /// Analyse --runs synthetic runs (base and patched, 5 repeats a cell)
+    /// and render them, against the 1 s target.
+    Analysis {
+        #[arg(long, default_value_t = 10_000)]
+        runs: usize,
+        #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
     /// Run --guests one-vCPU smoke guests through the scheduler on
@@ -502,6 +540,46 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 runs,
                 mmci::results_dir::shards_text(&m.shards)
             );
+            Ok(exit::OK)
+        }
+        Command::Analyse {
+            dir,
+            alpha,
+            noise_floor,
+            metric_noise_floors,
+            min_runs,
+            test,
+            expect,
+            json,
+        } => {
+            let opts = analysis::options_from_args(
+                alpha,
+                noise_floor,
+                &metric_noise_floors,
+                min_runs,
+                test,
+            )
+            .map_err(AppError::BadOption)?;
+            let extra = expect
+                .iter()
+                .map(|s| analysis::expect::parse_arg(s))
+                .collect::<Result<_, _>>()
+                .map_err(AppError::BadOption)?;
+            let c = analysis::analyse_dir(&dir, &extra, &opts)?;
+            if let Some(path) = &json {
+                analysis::write_json(path, &c)?;
+            }
+            print!("{}", analysis::terminal::render(&c));
+            if let Some(path) = &json {
+                println!("json: {}", path.display());
+            }
+            Ok(app::verdict_exit_code(c.verdict.status))
+        }
+        Command::Bench {
+            command: BenchCommand::Analysis { runs, rounds },
+        } => {
+            let b = analysis::bench::analysis(runs, rounds);
+            print!("{}", analysis::bench::render(&b));
             Ok(exit::OK)
         }
         Command::Kernel {

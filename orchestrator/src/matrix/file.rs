@@ -26,7 +26,7 @@ use serde_saphyr::Spanned;
 ///   - name: patched
 ///     series: ../kernels/series/mglru-isolation-v1.mbox
 /// expect:
-///   throttled_isolated: increase
+///   throttle_isolated: nonzero
 /// ```
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

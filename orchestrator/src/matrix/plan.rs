@@ -498,6 +498,12 @@ pub fn plan(
             ));
         }
     }
+    // Expectations name catalog metrics measured by some cell's scenario.
+    let scenarios: Vec<_> = cells.iter().map(|c| c.job.scenario).collect();
+    for (name, e) in &m.expect {
+        crate::analysis::catalog::validate(name, &e.value, &scenarios)
+            .map_err(|err| MatrixError::at(file, Some(Pos::of(e)), err.to_string()))?;
+    }
     Ok(Plan {
         source: file.to_string(),
         description: m.description.clone(),
@@ -756,6 +762,27 @@ repeats: 3
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("m.yaml: line 3"), "{e}");
+    }
+
+    #[test]
+    fn expectations_name_catalog_metrics() {
+        let p = plan_of("axes:\n  threads: [1]\nexpect:\n  throttle_isolated: nonzero\n").unwrap();
+        assert_eq!(p.expect.len(), 1);
+        let e = plan_of("axes:\n  threads: [1]\nexpect:\n  throttled_isolated: nonzero\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("m.yaml: line 4 column 23: expect: unknown metric `throttled_isolated`; known metrics: throttle_isolated, "),
+            "{e}"
+        );
+        let e =
+            plan_of("axes:\n  threads: [1]\nexpect:\n  oom_kills: {kind: zero, threshold: 0.1}\n")
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("expect: oom_kills: a threshold means nothing for `zero`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,0 +1,612 @@
+//! Builds the [`Comparison`] of a results dir: per cell, candidate and
+//! metric the statistics; per variant what happened to its runs; the
+//! expectations; the verdict. Only completed runs feed statistics; boot
+//! failures, crashes, hangs and guest errors fail the verdict; infra
+//! failures are listed apart and never blamed on a kernel.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::catalog::{self, Better, Metric};
+use super::expect;
+use super::model::*;
+use super::series;
+use super::stats::{self, min_attainable_p};
+use crate::matrix::file::Expectation;
+use crate::matrix::{Plan, Slot};
+use crate::outcome::Outcome;
+use crate::results::RunResult;
+use crate::results_dir::{self, Manifest, ResultsDirError};
+use crate::vm::Accel;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnalysisError {
+    #[error("{0} is not an mmci results dir (no manifest.json)")]
+    NotResultsDir(std::path::PathBuf),
+    #[error(transparent)]
+    ResultsDir(#[from] ResultsDirError),
+    #[error(transparent)]
+    Expect(#[from] catalog::CatalogError),
+    #[error("cannot write {path}")]
+    Write {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Compares one metric's per-run values, base against candidate.
+/// `tcg`: some of these runs ran under TCG.
+pub fn metric_comparison(
+    m: &Metric,
+    base_values: Vec<f64>,
+    candidate_values: Vec<f64>,
+    tcg: bool,
+    opts: &Options,
+) -> MetricComparison {
+    let base = stats::summary(&base_values);
+    let candidate = stats::summary(&candidate_values);
+    let confidence = 1.0 - opts.alpha;
+    let welch = match (&base, &candidate) {
+        (Some(b), Some(c)) => stats::welch(b, c, confidence),
+        _ => None,
+    };
+    let change = match (&base, &candidate) {
+        (Some(b), Some(c)) => Some(stats::change(b, c, welch.as_ref())),
+        _ => None,
+    };
+    let mann_whitney = stats::mann_whitney(&base_values, &candidate_values);
+    let (p, min_p) = match opts.test {
+        Test::MannWhitney => (
+            mann_whitney.as_ref().map(|r| r.p),
+            min_attainable_p(base_values.len(), candidate_values.len()),
+        ),
+        Test::Welch => (welch.as_ref().map(|w| w.p), 0.0),
+    };
+    let noise_floor = opts
+        .metric_noise_floors
+        .get(m.name)
+        .copied()
+        .or(m.noise_floor)
+        .unwrap_or(opts.noise_floor);
+    let significant = match (p, &change) {
+        (Some(p), Some(c)) => p <= opts.alpha && c.magnitude() >= noise_floor && c.sign() != 0.0,
+        _ => false,
+    };
+    let enough = base_values.len() >= opts.min_runs
+        && candidate_values.len() >= opts.min_runs
+        && min_p <= opts.alpha;
+    let sign = change.as_ref().map_or(0.0, |c| c.sign());
+    let assessment = match (significant, m.better) {
+        (false, _) if !enough => Assessment::TooFewRuns,
+        (false, _) => Assessment::NoChange,
+        (true, Better::Neither) => Assessment::Changed,
+        (true, Better::Higher) if sign > 0.0 => Assessment::Improvement,
+        (true, Better::Lower) if sign < 0.0 => Assessment::Improvement,
+        (true, _) => Assessment::Regression,
+    };
+    MetricComparison {
+        metric: m.name.to_string(),
+        unit: m.unit.to_string(),
+        better: m.better,
+        timing: m.timing,
+        functional_only: m.timing && tcg,
+        noise_floor,
+        base_values,
+        candidate_values,
+        base,
+        candidate,
+        change,
+        mann_whitney,
+        welch,
+        p,
+        min_attainable_p: min_p,
+        significant,
+        assessment,
+    }
+}
+
+/// The completed runs of one cell and variant, in repeat order.
+fn completed<'a>(
+    plan: &Plan,
+    runs: &'a BTreeMap<String, RunResult>,
+    cell: &str,
+    variant: &str,
+) -> Vec<&'a RunResult> {
+    (1..=plan.repeats)
+        .filter_map(|repeat| {
+            let slot = Slot {
+                cell: cell.to_string(),
+                variant: variant.to_string(),
+                repeat,
+            };
+            runs.get(&slot.id())
+        })
+        .filter(|r| r.classification.outcome == Outcome::Completed)
+        .collect()
+}
+
+/// `m`'s value in each of `runs` that has it.
+fn values(runs: &[&RunResult], m: &Metric) -> Vec<f64> {
+    runs.iter().filter_map(|r| (m.extract)(r)).collect()
+}
+
+/// What happened to every planned run of each variant.
+fn variant_runs(m: &Manifest, runs: &BTreeMap<String, RunResult>) -> Vec<VariantRuns> {
+    let plan = &m.plan;
+    plan.variants
+        .iter()
+        .map(|v| {
+            let mut out = VariantRuns {
+                variant: v.name.clone(),
+                planned: 0,
+                completed: 0,
+                failures: vec![],
+                infra: vec![],
+                missing: vec![],
+                build_error: m
+                    .failed_kernels
+                    .iter()
+                    .find(|f| f.variant == v.name)
+                    .map(|f| format!("{} ({})", f.error, f.arch)),
+            };
+            for repeat in 1..=plan.repeats {
+                for cell in &plan.cells {
+                    let slot = Slot {
+                        cell: cell.id.clone(),
+                        variant: v.name.clone(),
+                        repeat,
+                    };
+                    out.planned += 1;
+                    let id = slot.id();
+                    let Some(r) = runs.get(&id) else {
+                        out.missing.push(id);
+                        continue;
+                    };
+                    let problem = || RunProblem {
+                        run: id.clone(),
+                        cell: cell.id.clone(),
+                        outcome: r.classification.outcome,
+                        reason: r.classification.reason.clone(),
+                    };
+                    match r.classification.outcome {
+                        Outcome::Completed => out.completed += 1,
+                        Outcome::InfraFailure => out.infra.push(problem()),
+                        _ => out.failures.push(problem()),
+                    }
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+/// Compares every candidate with the baseline in every cell of `m`'s plan.
+/// `expect`: the expectations to evaluate (the plan's, or others);
+/// `series`: the runs' time series, carried into the result for plots.
+pub fn compare(
+    m: &Manifest,
+    runs: &BTreeMap<String, RunResult>,
+    expect: &BTreeMap<String, Expectation>,
+    series: Vec<RunSeries>,
+    opts: &Options,
+) -> Comparison {
+    let plan = &m.plan;
+    let baseline = plan
+        .variants
+        .first()
+        .map(|v| v.name.clone())
+        .unwrap_or_default();
+    let candidates: Vec<String> = plan
+        .variants
+        .iter()
+        .skip(1)
+        .map(|v| v.name.clone())
+        .collect();
+    let mut cells = Vec::with_capacity(plan.cells.len());
+    for cell in &plan.cells {
+        let base_runs = completed(plan, runs, &cell.id, &baseline);
+        let mut cands = Vec::with_capacity(candidates.len());
+        for cand in &candidates {
+            let cand_runs = completed(plan, runs, &cell.id, cand);
+            let tcg = base_runs
+                .iter()
+                .chain(&cand_runs)
+                .any(|r| r.accel == Accel::Tcg);
+            let metrics: Vec<MetricComparison> = catalog::of_scenario(cell.job.scenario)
+                .filter_map(|metric| {
+                    let (b, c) = (values(&base_runs, metric), values(&cand_runs, metric));
+                    // A metric no run has (e.g. no scan at all) is left out.
+                    (!b.is_empty() || !c.is_empty())
+                        .then(|| metric_comparison(metric, b, c, tcg, opts))
+                })
+                .collect();
+            let expectations = expect
+                .iter()
+                .filter(|(name, _)| {
+                    // Only the metrics of this cell's scenario apply here.
+                    catalog::metric(name).is_some_and(|x| x.scenario == cell.job.scenario)
+                })
+                .map(
+                    |(name, e)| match metrics.iter().find(|x| &x.metric == name) {
+                        Some(mc) => expect::evaluate(e, mc, opts),
+                        None => expect::no_data(e, name),
+                    },
+                )
+                .collect();
+            cands.push(CandidateComparison {
+                variant: cand.clone(),
+                metrics,
+                expectations,
+            });
+        }
+        cells.push(CellComparison {
+            cell: cell.id.clone(),
+            label: cell.label.clone(),
+            arch: cell.arch,
+            scenario: cell.job.scenario.to_string(),
+            candidates: cands,
+        });
+    }
+    let variants = variant_runs(m, runs);
+    let verdict = verdict(&cells, &variants);
+    Comparison {
+        format: COMPARISON_FORMAT,
+        mmci_version: env!("CARGO_PKG_VERSION").to_string(),
+        plan_id: m.plan_id.clone(),
+        source: plan.source.clone(),
+        description: plan.description.clone(),
+        baseline,
+        candidates,
+        options: opts.clone(),
+        accel: m.accel.clone(),
+        expect: expect.clone(),
+        cells,
+        variants,
+        verdict,
+        series,
+    }
+}
+
+/// How a cell is named in reasons: its label, else its id.
+pub fn cell_name(c: &CellComparison) -> &str {
+    if c.label.is_empty() {
+        &c.cell
+    } else {
+        &c.label
+    }
+}
+
+/// The verdict: kernels that did not build and runs that did not complete
+/// fail it, as do failed expectations; inconclusive expectations and
+/// missing runs make it inconclusive; otherwise it passes.
+fn verdict(cells: &[CellComparison], variants: &[VariantRuns]) -> Verdict {
+    let mut fails = vec![];
+    let mut unsure = vec![];
+    for v in variants {
+        if let Some(e) = &v.build_error {
+            fails.push(format!("{}: did not build: {e}", v.variant));
+        }
+        for f in &v.failures {
+            fails.push(format!(
+                "{}: {} in {}: {}",
+                v.variant,
+                f.outcome.name(),
+                f.run,
+                f.reason
+            ));
+        }
+        if !v.missing.is_empty() && v.build_error.is_none() {
+            unsure.push(format!(
+                "{}: {} of {} planned runs have no result",
+                v.variant,
+                v.missing.len(),
+                v.planned
+            ));
+        }
+    }
+    let (mut passed, mut failed, mut inconclusive) = (0, 0, 0);
+    for c in cells {
+        for cand in &c.candidates {
+            for e in &cand.expectations {
+                let line = || {
+                    format!(
+                        "{} {}: {} {}: {}",
+                        cell_name(c),
+                        cand.variant,
+                        e.metric,
+                        catalog::kind_name(e.kind),
+                        e.reason
+                    )
+                };
+                match e.status {
+                    Status::Pass => passed += 1,
+                    Status::Fail => {
+                        failed += 1;
+                        fails.push(line());
+                    }
+                    Status::Inconclusive => {
+                        inconclusive += 1;
+                        unsure.push(line());
+                    }
+                }
+            }
+        }
+    }
+    let status = if !fails.is_empty() {
+        Status::Fail
+    } else if !unsure.is_empty() {
+        Status::Inconclusive
+    } else {
+        Status::Pass
+    };
+    fails.extend(unsure);
+    Verdict {
+        status,
+        reasons: fails,
+        expectations_passed: passed,
+        expectations_failed: failed,
+        expectations_inconclusive: inconclusive,
+    }
+}
+
+/// Reads a results dir and compares it. `extra_expect` adds to (and
+/// overrides) the plan's `expect:`; every name is checked against the
+/// catalog.
+pub fn analyse_dir(
+    dir: &Path,
+    extra_expect: &BTreeMap<String, Expectation>,
+    opts: &Options,
+) -> Result<Comparison, AnalysisError> {
+    let m = results_dir::read_manifest(dir)?
+        .ok_or_else(|| AnalysisError::NotResultsDir(dir.to_path_buf()))?;
+    let mut expect = m.plan.expect.clone();
+    expect.extend(extra_expect.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let scenarios: Vec<_> = m.plan.cells.iter().map(|c| c.job.scenario).collect();
+    catalog::validate_all(&expect, &scenarios)?;
+    let runs = results_dir::all_runs(dir);
+    let series = series::read_all(dir, &m.plan, &runs);
+    Ok(compare(&m, &runs, &expect, series, opts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::bench::synthetic;
+    use crate::matrix::file::ExpectKind;
+
+    fn outcome(runs: &mut BTreeMap<String, RunResult>, id: &str, o: Outcome, why: &str) {
+        let r = runs.get_mut(id).unwrap();
+        r.classification.outcome = o;
+        r.classification.reason = why.into();
+        r.metrics = None;
+    }
+
+    #[test]
+    fn synthetic_series_passes_its_expectations() {
+        // 2 cells x base/patched x 5 repeats: the patched kernel throttles,
+        // isolates and touches more; under KVM, so timings count.
+        let (m, runs, series) = synthetic(20);
+        let c = compare(&m, &runs, &m.plan.expect, series, &Options::default());
+        assert_eq!(c.format, COMPARISON_FORMAT);
+        assert_eq!(
+            (c.baseline.as_str(), c.candidates.as_slice()),
+            ("base", &["patched".to_string()][..])
+        );
+        assert_eq!(c.cells.len(), 2);
+        assert_eq!(c.series.len(), 20);
+        let cand = &c.cells[0].candidates[0];
+        let thr = cand
+            .metrics
+            .iter()
+            .find(|x| x.metric == "throttle_isolated")
+            .unwrap();
+        assert!(matches!(thr.change, Some(stats::Change::FromZero { .. })));
+        assert_eq!(thr.assessment, Assessment::Changed);
+        assert!(thr.significant);
+        let touches = cand.metrics.iter().find(|x| x.metric == "touches").unwrap();
+        assert_eq!(touches.assessment, Assessment::Improvement, "{touches:?}");
+        let statuses: Vec<_> = cand
+            .expectations
+            .iter()
+            .map(|e| (e.metric.as_str(), e.status))
+            .collect();
+        assert_eq!(
+            statuses,
+            [
+                ("nr_isolated_peak", Status::Pass),
+                ("oom_kills", Status::Pass),
+                ("throttle_isolated", Status::Pass),
+                ("touches", Status::Pass),
+            ]
+        );
+        assert_eq!(c.verdict.status, Status::Pass, "{:?}", c.verdict.reasons);
+        assert!(c.verdict.reasons.is_empty());
+        assert_eq!(c.verdict.expectations_passed, 8);
+        // The JSON form reads back to the same comparison.
+        let json = serde_json::to_string(&c).unwrap();
+        let back: Comparison = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, c);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["format"], 1);
+        assert_eq!(
+            v["cells"][0]["candidates"][0]["metrics"][0]["change"]["kind"],
+            "from_zero"
+        );
+    }
+
+    #[test]
+    fn constant_sides_survive_json() {
+        // Every run identical on each side (0 and 5 OOM kills): no spread,
+        // an exact difference; nothing infinite or NaN reaches the JSON.
+        let (m, mut runs, _) = synthetic(20);
+        for r in runs.values_mut() {
+            let x = r.metrics.as_mut().unwrap();
+            x.oom_kills = if r.id.contains("-patched-") { 5 } else { 0 };
+            x.memcg_oom_events = 7;
+        }
+        let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
+        let back: Comparison = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back, c);
+        let oom = c.cells[0].candidates[0]
+            .metrics
+            .iter()
+            .find(|x| x.metric == "oom_kills")
+            .unwrap();
+        let w = oom.welch.as_ref().unwrap();
+        assert_eq!((w.t, w.p), (None, 0.0));
+        assert_eq!(oom.assessment, Assessment::Regression);
+        let e = c.cells[0].candidates[0]
+            .expectations
+            .iter()
+            .find(|e| e.metric == "oom_kills")
+            .unwrap();
+        assert_eq!(e.status, Status::Fail);
+        // scipy: mannwhitneyu([0] * 5, [5] * 5).pvalue = 0.003976751709788651
+        assert_eq!(e.reason, "regressed: 0 -> 5 (p=0.0040), tolerated 5.0%");
+    }
+
+    #[test]
+    fn crashes_fail_infra_is_apart_missing_is_inconclusive() {
+        let (m, mut runs, _) = synthetic(20);
+        let cell = m.plan.cells[0].id.clone();
+        outcome(
+            &mut runs,
+            &format!("{cell}-patched-r2"),
+            Outcome::KernelCrash,
+            "BUG: kernel NULL pointer dereference",
+        );
+        outcome(
+            &mut runs,
+            &format!("{cell}-base-r3"),
+            Outcome::InfraFailure,
+            "QEMU: KVM internal error",
+        );
+        let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
+        assert_eq!(c.verdict.status, Status::Fail);
+        assert_eq!(
+            c.verdict.reasons[0],
+            format!(
+                "patched: kernel crash in {cell}-patched-r2: BUG: kernel NULL pointer dereference"
+            )
+        );
+        let base = &c.variants[0];
+        assert_eq!(
+            (
+                base.planned,
+                base.completed,
+                base.infra.len(),
+                base.failures.len()
+            ),
+            (10, 9, 1, 0)
+        );
+        assert_eq!(base.infra[0].reason, "QEMU: KVM internal error");
+        // The crashed and the infra-failed runs feed no statistics: 4 a side
+        // is too few for the rank test to reach 0.01.
+        let e = &c.cells[0].candidates[0].expectations;
+        assert_eq!(e[0].metric, "nr_isolated_peak");
+        assert_eq!(e[0].status, Status::Inconclusive, "{}", e[0].reason);
+        assert!(
+            e[0].reason
+                .starts_with("with 4 + 4 runs Mann-Whitney U cannot reach"),
+            "{}",
+            e[0].reason
+        );
+
+        // Without the crash, only the run without a result remains: inconclusive.
+        let (m, mut runs, _) = synthetic(20);
+        runs.remove(&format!("{cell}-base-r5"));
+        let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
+        assert_eq!(c.verdict.status, Status::Inconclusive);
+        assert!(
+            c.verdict
+                .reasons
+                .contains(&"base: 1 of 10 planned runs have no result".to_string()),
+            "{:?}",
+            c.verdict.reasons
+        );
+    }
+
+    #[test]
+    fn failed_expectations_and_timings_under_tcg() {
+        let (m, mut runs, _) = synthetic(20);
+        for r in runs.values_mut() {
+            r.accel = Accel::Tcg;
+        }
+        let mut expect = m.plan.expect.clone();
+        expect.insert(
+            "throttle_isolated".into(),
+            Expectation::Kind(ExpectKind::Zero),
+        );
+        let c = compare(&m, &runs, &expect, vec![], &Options::default());
+        let e = &c.cells[1].candidates[0].expectations;
+        let touches = e.iter().find(|e| e.metric == "touches").unwrap();
+        assert_eq!(touches.status, Status::Inconclusive);
+        assert_eq!(touches.reason, "timing metric under TCG: functional only");
+        let thr = e.iter().find(|e| e.metric == "throttle_isolated").unwrap();
+        assert_eq!(thr.status, Status::Fail);
+        assert!(
+            thr.reason.starts_with("nonzero in 5 of 5 runs (max "),
+            "{}",
+            thr.reason
+        );
+        assert_eq!(c.verdict.status, Status::Fail);
+        assert_eq!(
+            (
+                c.verdict.expectations_failed,
+                c.verdict.expectations_inconclusive
+            ),
+            (2, 2)
+        );
+        // Failures come before what is inconclusive.
+        assert!(
+            c.verdict.reasons[0].contains("throttle_isolated zero: nonzero in 5 of 5 runs"),
+            "{:?}",
+            c.verdict.reasons
+        );
+        assert!(
+            c.verdict.reasons[3].contains("touches no_regression: timing metric under TCG"),
+            "{:?}",
+            c.verdict.reasons
+        );
+        let m_touches = c.cells[1].candidates[0]
+            .metrics
+            .iter()
+            .find(|x| x.metric == "touches")
+            .unwrap();
+        assert!(m_touches.functional_only);
+    }
+
+    #[test]
+    fn unknown_metrics_are_refused_before_analysis() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = analyse_dir(dir.path(), &BTreeMap::new(), &Options::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .ends_with("is not an mmci results dir (no manifest.json)"),
+            "{e}"
+        );
+        let (m, _, _) = synthetic(20);
+        results_dir::write_manifest(dir.path(), &m).unwrap();
+        let extra = [(
+            "touchez".to_string(),
+            Expectation::Kind(ExpectKind::Increase),
+        )]
+        .into();
+        let e = analyse_dir(dir.path(), &extra, &Options::default()).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("expect: unknown metric `touchez`"),
+            "{e}"
+        );
+        // No runs at all: every expectation is inconclusive, every run missing.
+        let c = analyse_dir(dir.path(), &BTreeMap::new(), &Options::default()).unwrap();
+        assert_eq!(c.verdict.status, Status::Inconclusive);
+        assert_eq!(c.variants[1].missing.len(), 10);
+        assert!(c.cells[0].candidates[0].metrics.is_empty());
+        assert_eq!(
+            c.cells[0].candidates[0].expectations[0].reason,
+            "no completed run has this metric"
+        );
+    }
+}

@@ -1,0 +1,260 @@
+//! The comparison of a results dir, as data: what every renderer (the
+//! terminal table here; GitHub markdown, email and HTML later) reads, and
+//! what `mmci analyse --json` writes. Versioned by [`COMPARISON_FORMAT`];
+//! every field is plain serde so that other tools can read it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::catalog::Better;
+use super::stats::{Change, MannWhitney, Summary, Welch};
+use crate::arch::Arch;
+use crate::matrix::file::{ExpectKind, Expectation};
+use crate::outcome::Outcome;
+
+/// Version of the comparison's JSON layout. Bump on any change a reader of
+/// the previous version would misread.
+pub const COMPARISON_FORMAT: u32 = 1;
+
+/// Which test decides significance. Both are always computed and shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Test {
+    /// Mann-Whitney U: no normality assumption, robust to the outliers a
+    /// loaded host produces; needs 5 runs a side to reach p <= 0.01.
+    MannWhitney,
+    /// Welch's t: more power with 3 runs, but assumes roughly normal means.
+    Welch,
+}
+
+impl Test {
+    pub fn name(self) -> &'static str {
+        match self {
+            Test::MannWhitney => "Mann-Whitney U",
+            Test::Welch => "Welch t",
+        }
+    }
+}
+
+/// The knobs of the analysis, recorded in its output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    /// Significance level. Default 0.01.
+    pub alpha: f64,
+    /// Smallest relative change that counts, for metrics without their own
+    /// (see the catalog). Default 0.05.
+    pub noise_floor: f64,
+    /// Per-metric noise floors, over the catalog's and the default.
+    pub metric_noise_floors: BTreeMap<String, f64>,
+    /// Fewer completed runs than this on a side make expectations
+    /// inconclusive. Default 3.
+    pub min_runs: usize,
+    /// The test whose p-value decides significance. Default Mann-Whitney.
+    pub test: Test,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            alpha: 0.01,
+            noise_floor: 0.05,
+            metric_noise_floors: BTreeMap::new(),
+            min_runs: 3,
+            test: Test::MannWhitney,
+        }
+    }
+}
+
+/// The whole comparison of one results dir.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// [`COMPARISON_FORMAT`].
+    pub format: u32,
+    pub mmci_version: String,
+    pub plan_id: String,
+    /// The matrix file the plan came from.
+    pub source: String,
+    pub description: Option<String>,
+    /// The first kernel variant of the plan.
+    pub baseline: String,
+    pub candidates: Vec<String>,
+    pub options: Options,
+    /// Accelerator per arch, with the reason (from the manifest).
+    pub accel: BTreeMap<String, String>,
+    /// The expectations evaluated (the plan's, with command-line ones over them).
+    pub expect: BTreeMap<String, Expectation>,
+    pub cells: Vec<CellComparison>,
+    /// Per kernel variant: what happened to its runs.
+    pub variants: Vec<VariantRuns>,
+    pub verdict: Verdict,
+    /// The guest's time series, per run, for plots.
+    pub series: Vec<RunSeries>,
+}
+
+/// One cell of the matrix: every candidate against the baseline.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CellComparison {
+    pub cell: String,
+    /// What tells this cell apart (`threads=64`); empty in a one-cell matrix.
+    pub label: String,
+    pub arch: Arch,
+    pub scenario: String,
+    pub candidates: Vec<CandidateComparison>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CandidateComparison {
+    pub variant: String,
+    /// Every catalog metric of the cell's scenario that some run has.
+    pub metrics: Vec<MetricComparison>,
+    pub expectations: Vec<ExpectationResult>,
+}
+
+/// What the numbers say, before any expectation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Assessment {
+    /// Significant, in the worse direction.
+    Regression,
+    /// Significant, in the better direction.
+    Improvement,
+    /// Significant, for a metric without a better direction.
+    Changed,
+    /// Not significant (p above alpha, or below the noise floor).
+    NoChange,
+    /// Too few runs for the test to reach alpha.
+    TooFewRuns,
+}
+
+impl Assessment {
+    pub fn name(self) -> &'static str {
+        match self {
+            Assessment::Regression => "REGRESSION",
+            Assessment::Improvement => "improvement",
+            Assessment::Changed => "changed",
+            Assessment::NoChange => "no change",
+            Assessment::TooFewRuns => "too few runs",
+        }
+    }
+}
+
+/// One metric, baseline against one candidate, in one cell.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MetricComparison {
+    pub metric: String,
+    pub unit: String,
+    pub better: Better,
+    pub timing: bool,
+    /// A timing metric with a run under TCG: its size means little.
+    pub functional_only: bool,
+    /// The noise floor applied (relative change).
+    pub noise_floor: f64,
+    /// Per completed run, in repeat order.
+    pub base_values: Vec<f64>,
+    pub candidate_values: Vec<f64>,
+    pub base: Option<Summary>,
+    pub candidate: Option<Summary>,
+    /// None when a side has no value.
+    pub change: Option<Change>,
+    pub mann_whitney: Option<MannWhitney>,
+    pub welch: Option<Welch>,
+    /// The deciding test's p-value (see [`Options::test`]).
+    pub p: Option<f64>,
+    /// The smallest p the deciding test can give with these run counts
+    /// (rank test: 2 / C(n1+n2, n1); Welch: 0).
+    pub min_attainable_p: f64,
+    /// p <= alpha and |change| >= the noise floor.
+    pub significant: bool,
+    pub assessment: Assessment,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Fail,
+    Inconclusive,
+    Pass,
+}
+
+impl Status {
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+            Status::Inconclusive => "INCONCLUSIVE",
+        }
+    }
+}
+
+/// One `expect:` entry evaluated for one cell and candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExpectationResult {
+    pub metric: String,
+    pub kind: ExpectKind,
+    /// The threshold applied (the expectation's, else the noise floor);
+    /// None for zero and nonzero.
+    pub threshold: Option<f64>,
+    pub status: Status,
+    /// One line: why.
+    pub reason: String,
+}
+
+/// A run that did not complete.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunProblem {
+    pub run: String,
+    pub cell: String,
+    pub outcome: Outcome,
+    pub reason: String,
+}
+
+/// What happened to one kernel variant's runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantRuns {
+    pub variant: String,
+    pub planned: usize,
+    pub completed: usize,
+    /// Boot failures, kernel crashes, hangs, guest errors: these fail the
+    /// verdict.
+    pub failures: Vec<RunProblem>,
+    /// Infra failures (QEMU, the accelerator): reported, never blamed on
+    /// the kernel.
+    pub infra: Vec<RunProblem>,
+    /// Planned runs without a result in the dir (not run yet, or interrupted).
+    pub missing: Vec<String>,
+    /// Why the kernel could not be built, if it could not.
+    pub build_error: Option<String>,
+}
+
+/// The verdict of the series: every expectation, plus the runs that did
+/// not complete.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub status: Status,
+    /// Failures first, then what is inconclusive; empty on a clean pass.
+    pub reasons: Vec<String>,
+    pub expectations_passed: usize,
+    pub expectations_failed: usize,
+    pub expectations_inconclusive: usize,
+}
+
+/// A run's time series as sampled by the guest (one point per report
+/// interval), column by column to stay compact.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSeries {
+    pub run: String,
+    pub cell: String,
+    pub variant: String,
+    pub repeat: u32,
+    /// Time since the guest's sampler started (with the workload).
+    pub t_ms: Vec<u64>,
+    /// Highest nr_isolated_anon + nr_isolated_file in the interval.
+    pub nr_isolated: Vec<u64>,
+    pub nr_isolated_anon: Vec<u64>,
+    pub nr_isolated_file: Vec<u64>,
+    pub mem_free_kb: Vec<u64>,
+    pub memcg_current_bytes: Vec<u64>,
+    /// The workload's cumulative touch counter.
+    pub touches: Vec<u64>,
+}

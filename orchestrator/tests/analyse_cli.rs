@@ -1,0 +1,102 @@
+//! `mmci analyse` through the binary: verdicts as exit codes, the JSON
+//! file, bad options. The results dir is synthetic (the benchmark's runs:
+//! a patched kernel that throttles, isolates and touches more, under KVM).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use mmci::analysis::{bench::synthetic, Comparison, Status};
+use mmci::app::exit;
+use mmci::results_dir;
+
+/// A results dir of 2 cells x base/patched x 5 repeats.
+fn results_dir(root: &Path) {
+    let (m, runs, _) = synthetic(20);
+    std::fs::create_dir_all(root).unwrap();
+    results_dir::write_manifest(root, &m).unwrap();
+    for (id, r) in runs {
+        let dir = root.join(results_dir::RUNS).join(id);
+        std::fs::create_dir_all(&dir).unwrap();
+        mmci::results::write_run(&dir, &r).unwrap();
+    }
+}
+
+fn analyse(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .arg("analyse")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn verdicts_are_exit_codes_and_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("results");
+    results_dir(&dir);
+    let d = dir.to_str().unwrap();
+    let json = tmp.path().join("comparison.json");
+
+    let o = analyse(&[d, "--json", json.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(exit::OK), "{}", text(&o));
+    let out = text(&o);
+    assert!(
+        out.contains("verdict: PASS (8 expectation(s) passed, 0 failed, 0 inconclusive)"),
+        "{out}"
+    );
+    let c: Comparison = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!((c.format, c.verdict.status), (1, Status::Pass));
+
+    let o = analyse(&[d, "--expect", "throttle_isolated=zero"]);
+    assert_eq!(o.status.code(), Some(exit::RUN_FAILED), "{}", text(&o));
+    assert!(
+        text(&o).contains("throttle_isolated zero: nonzero in 5 of 5 runs"),
+        "{}",
+        text(&o)
+    );
+
+    let o = analyse(&[d, "--min-runs", "6"]);
+    assert_eq!(o.status.code(), Some(exit::INCONCLUSIVE), "{}", text(&o));
+    assert!(
+        text(&o).contains("5 base and 5 candidate run(s), need 6 a side"),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn bad_options_and_dirs_are_usage_errors() {
+    let tmp = tempfile::tempdir().unwrap();
+    results_dir(tmp.path());
+    let d = tmp.path().to_str().unwrap();
+    for (args, msg) in [
+        (
+            vec![d, "--alpha", "2"],
+            "--alpha 2: give a level between 0 and 1",
+        ),
+        (
+            vec![d, "--expect", "touches=up"],
+            "--expect touches=up: `up` is not one of",
+        ),
+        (
+            vec![d, "--expect", "touchez=increase"],
+            "expect: unknown metric `touchez`; known metrics: throttle_isolated",
+        ),
+        (
+            vec!["/nonexistent"],
+            "/nonexistent is not an mmci results dir",
+        ),
+    ] {
+        let o = analyse(&args);
+        assert_eq!(o.status.code(), Some(exit::USAGE), "{}", text(&o));
+        assert!(text(&o).contains(msg), "{}", text(&o));
+    }
+}
