@@ -11,6 +11,7 @@ pub mod app;
 pub mod arch;
 pub mod bench;
 pub mod build;
+pub mod disks;
 pub mod doctor;
 pub mod guest_bin;
 pub mod image;
