@@ -131,9 +131,13 @@ pub fn noio_rows(m: &NoioMetrics) -> Vec<(String, String)> {
         if m.reproduced() {
             "held".to_string()
         } else {
-            format!("NOT HELD: {}", m.not_reproduced.join("; "))
+            format!("NOT HELD ({})", m.not_reproduced.len())
         },
     )];
+    // One row per failed condition: they are the reason the run counts for nothing.
+    for why in &m.not_reproduced {
+        rows.push(("  not held".to_string(), why.clone()));
+    }
     rows.push((
         "hog inactive_anon / inactive_file (start)".into(),
         format!(
