@@ -19,6 +19,7 @@ mod swap;
 mod sys;
 mod trace;
 mod verity;
+mod verity_dev;
 mod workload;
 
 use std::path::Path;

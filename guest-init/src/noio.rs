@@ -1,10 +1,9 @@
 //! Scenario B (docs/workloads.md): GFP_NOIO direct reclaim through dm-verity.
 //!
-//! MGLRU off, swap on a plain disk, a dm-verity device built here (data
-//! filled with reproducible random blocks, the hash tree from verity.rs),
-//! checked (reads return the data, a flipped byte gives EIO), an anonymous
-//! hog filled to near MemTotal in its own cgroup, then dm-bufio's cache
-//! shrunk, caches dropped and O_DIRECT random reads of the verity device:
+//! MGLRU off, swap on a plain disk, a dm-verity device (verity_dev.rs:
+//! built and proven here), an anonymous hog filled to near MemTotal in its
+//! own cgroup, then dm-bufio's cache shrunk, caches dropped and O_DIRECT
+//! random reads of the verity device:
 //! every read verifies hash blocks that dm-bufio must allocate, with
 //! GFP_NOIO once GFP_NOWAIT fails. Direct-reclaim calls are traced, paired
 //! and streamed one record each; the preconditions are measured and sent for
@@ -12,50 +11,37 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mmci_record::{
-    GuestJob, MemState, Phase, Record, VERITY_DATA_DISK_SERIAL, VERITY_HASH_DISK_SERIAL,
-};
+use mmci_record::{GuestJob, MemState, Phase, Record};
 
-use crate::direct_io::{self, AlignedBuf};
 use crate::port::RecordPort;
 use crate::scenario::{self, setup_step, Stage, StepError};
-use crate::{cgroup, dm, procfs, reclaim_trace, sampler, trace, verity, workload};
+use crate::{cgroup, direct_io, procfs, reclaim_trace, sampler, trace, verity_dev, workload};
 
 const HOG_CGROUP: &str = "mmci-hog";
 /// With `hog_mb` = 0 the hog is MemTotal minus this: more than fits beside
 /// the kernel, so the hog's random writes keep swapping and free memory
-/// keeps falling to the min watermark (with 40 MiB less, a 512 MiB guest
-/// held the whole hog and nothing was reclaimed).
+/// keeps falling to the min watermark (at MemTotal - 40 MiB, a 512 MiB
+/// guest held the whole hog and nothing was reclaimed).
 const HOG_HEADROOM_MB: u64 = 16;
 /// How long the hog writes at random before the preconditions are measured
 /// and the reads start: right after the fill pass, the swap cache still
-/// holds what the fill pushed out (18 MiB of 475 in one run, 3 MiB a few
-/// seconds later), which is the fill's transient and not the steady state.
+/// holds what the fill pushed out (18 MiB in a run without this wait, 1.6
+/// MiB in one with it): the fill's transient, not the steady state.
 const HOG_SETTLE: Duration = Duration::from_secs(5);
 /// How long the hog may take to write its pages once (TCG is slow).
 const HOG_FILL_TIMEOUT: Duration = Duration::from_secs(600);
 const BUFIO_CACHE: &str = "/sys/module/dm_bufio/parameters/max_cache_size_bytes";
-/// Data seed and salt: fixed, so that every run verifies the same tree.
-const DATA_SEED: u64 = 0x6d6d_6369_5f76_6572;
-const SALT: [u8; 8] = *b"mmci-vty";
 /// Raw trace lines of the first calls go to the console (kept in the run's
 /// console.log), at most this many lines per call and this many calls.
 const RAW_LINES_PER_CALL: usize = 12;
 const RAW_NOIO_CALLS: u32 = 20;
 const RAW_OTHER_CALLS: u32 = 3;
-
-/// The verity device and what is needed to check it.
-struct Verity {
-    node: PathBuf,
-    data_disk: PathBuf,
-    blocks: u64,
-}
 
 fn write_file(path: &str, value: &str) -> Result<(), String> {
     std::fs::write(path, value).map_err(|e| format!("{path}: {e}"))
@@ -65,131 +51,6 @@ fn read_trimmed(path: &str) -> String {
     std::fs::read_to_string(path)
         .map(|s| s.trim().to_string())
         .unwrap_or_default()
-}
-
-/// Fills the data disk, writes the tree to the hash disk, loads the table.
-fn setup_verity(job: &GuestJob) -> Result<(Verity, String), StepError> {
-    let (dname, dmaj, dmin, dbytes) =
-        scenario::find_disk(VERITY_DATA_DISK_SERIAL).stage("verity")?;
-    let (hname, hmaj, hmin, hbytes) =
-        scenario::find_disk(VERITY_HASH_DISK_SERIAL).stage("verity")?;
-    let want = job.verity_mb << 20;
-    if dbytes < want {
-        return Err(StepError {
-            stage: "verity",
-            message: format!("data disk {dname} has {dbytes} bytes, verity_mb wants {want}"),
-        });
-    }
-    let blocks = want / verity::BLOCK as u64;
-    let data_disk = PathBuf::from(format!("/dev/{dname}"));
-    let data = direct_io::open(&data_disk, true).stage("verity")?;
-    // 1 MiB at a time: the data is never held whole, only its leaf digests.
-    const CHUNK: u64 = 256;
-    let mut buf = AlignedBuf::new(CHUNK as usize * verity::BLOCK);
-    let mut leaves = Vec::with_capacity(blocks as usize);
-    for first in (0..blocks).step_by(CHUNK as usize) {
-        let n = CHUNK.min(blocks - first) as usize;
-        for (i, block) in buf.chunks_mut(verity::BLOCK).take(n).enumerate() {
-            direct_io::fill_block(DATA_SEED, first + i as u64, block);
-            leaves.push(verity::hash_block(&SALT, block));
-        }
-        let bytes = &buf[..n * verity::BLOCK];
-        use std::os::unix::fs::FileExt;
-        data.write_all_at(bytes, first * verity::BLOCK as u64)
-            .stage("verity")?;
-    }
-    data.sync_all().stage("verity")?;
-    drop(data);
-    let tree = verity::tree_from_leaves(&SALT, &leaves);
-    if tree.tree.len() as u64 > hbytes {
-        return Err(StepError {
-            stage: "verity",
-            message: format!(
-                "hash disk {hname} has {hbytes} bytes, the tree needs {}",
-                tree.tree.len()
-            ),
-        });
-    }
-    let hash_disk = PathBuf::from(format!("/dev/{hname}"));
-    let hash = direct_io::open(&hash_disk, true).stage("verity")?;
-    let mut tbuf = AlignedBuf::new(tree.tree.len());
-    tbuf.copy_from_slice(&tree.tree);
-    direct_io::write_block(&hash, &tbuf, 0).stage("verity")?;
-    hash.sync_all().stage("verity")?;
-    drop(hash);
-    let target = dm::Target {
-        start: 0,
-        length: blocks * (verity::BLOCK as u64 / 512),
-        kind: "verity".into(),
-        params: verity::table_params((dmaj, dmin), (hmaj, hmin), blocks, &tree.root, &SALT),
-    };
-    let node =
-        dm::create_device("mmci-verity", &[target], dm::DM_READONLY_FLAG).stage("dm-verity")?;
-    let detail = format!(
-        "{} over {dname} ({dmaj}:{dmin}) + {hname} ({hmaj}:{hmin}): {blocks} blocks, {} hash blocks in {} levels, root {}",
-        node.display(),
-        verity::hash_blocks(blocks),
-        verity::level_blocks(blocks).len(),
-        verity::hex(&tree.root)
-    );
-    Ok((
-        Verity {
-            node,
-            data_disk,
-            blocks,
-        },
-        detail,
-    ))
-}
-
-/// Proves the device: blocks read through it equal what was written, a
-/// flipped byte on the data disk makes the read fail with EIO, and once the
-/// byte is restored the block reads back again.
-fn check_verity(v: &Verity) -> Result<((), String), StepError> {
-    let err = |message: String| StepError {
-        stage: "verity-check",
-        message,
-    };
-    let dev = direct_io::open(&v.node, false).stage("verity-check")?;
-    let mut buf = AlignedBuf::new(verity::BLOCK);
-    let mut want = vec![0u8; verity::BLOCK];
-    let picks: Vec<u64> = (0..8).map(|i| i * (v.blocks - 1) / 7).collect();
-    for &b in &picks {
-        direct_io::read_block(&dev, &mut buf, b).map_err(|e| err(format!("block {b}: {e}")))?;
-        direct_io::fill_block(DATA_SEED, b, &mut want);
-        if buf[..] != want[..] {
-            return Err(err(format!("block {b} reads back different data")));
-        }
-    }
-    let victim = v.blocks / 3;
-    let data = direct_io::open(&v.data_disk, true).stage("verity-check")?;
-    let mut raw = AlignedBuf::new(verity::BLOCK);
-    direct_io::read_block(&data, &mut raw, victim).stage("verity-check")?;
-    raw[100] ^= 0xff;
-    direct_io::write_block(&data, &raw, victim).stage("verity-check")?;
-    let corrupted = direct_io::read_block(&dev, &mut buf, victim);
-    raw[100] ^= 0xff;
-    direct_io::write_block(&data, &raw, victim).stage("verity-check")?;
-    match corrupted {
-        Err(e) if e.raw_os_error() == Some(libc::EIO) => {}
-        Err(e) => return Err(err(format!("corrupted block {victim}: {e}, not EIO"))),
-        Ok(()) => return Err(err(format!("corrupted block {victim} read without error"))),
-    }
-    direct_io::read_block(&dev, &mut buf, victim)
-        .map_err(|e| err(format!("restored block {victim}: {e}")))?;
-    direct_io::fill_block(DATA_SEED, victim, &mut want);
-    if buf[..] != want[..] {
-        return Err(err(format!(
-            "restored block {victim} reads back different data"
-        )));
-    }
-    Ok((
-        (),
-        format!(
-            "{} blocks read back equal; byte flipped in block {victim}: EIO; restored: equal",
-            picks.len()
-        ),
-    ))
 }
 
 /// The hog: `guest-init workload` in its own unlimited cgroup, filling its
@@ -354,8 +215,8 @@ pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
             ),
         ))
     })?;
-    let verity = setup_step(port, "verity", || setup_verity(job))?;
-    setup_step(port, "verity-check", || check_verity(&verity))?;
+    let verity = setup_step(port, "verity", || verity_dev::setup(job.verity_mb))?;
+    setup_step(port, "verity-check", || verity_dev::check(&verity))?;
     // The trace buffers cannot be allocated once the hog has the memory.
     setup_step(port, "trace-buffers", || {
         trace::size_buffers(job.trace_buffer_kb).stage("trace")?;
@@ -376,7 +237,7 @@ pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
 fn read_under_pressure(
     job: &GuestJob,
     port: &Arc<RecordPort>,
-    verity: &Verity,
+    verity: &verity_dev::Verity,
     cg: &Path,
 ) -> Result<(), StepError> {
     setup_step(port, "bufio", || {
