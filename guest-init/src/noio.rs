@@ -121,6 +121,7 @@ fn mem_state(cg: &Path) -> MemState {
     let kb = |k| procfs::meminfo_kb(&meminfo, k).unwrap_or(0);
     let get = |k: &str| stat.get(k).copied().unwrap_or(0);
     MemState {
+        anon: get("anon"),
         inactive_anon: get("inactive_anon"),
         inactive_file: get("inactive_file"),
         swapcached: get("swapcached"),

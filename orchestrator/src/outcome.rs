@@ -227,6 +227,7 @@ mod tests {
             swappiness: 60,
             lru_gen: "0x0000".into(),
             at_start: mmci_record::MemState {
+                anon: 400 << 20,
                 inactive_anon: 400 << 20,
                 inactive_file: 2 << 20,
                 swapcached: 0,

@@ -152,8 +152,16 @@ pub fn noio_rows(m: &NoioMetrics) -> Vec<(String, String)> {
         ),
     ));
     rows.push((
+        "hog anon (start / end)".into(),
+        format!("{} / {}", mib(s.anon), mib(p.at_end.anon)),
+    ));
+    rows.push((
         "hog swapcached (start / end)".into(),
-        format!("{} / {}", mib(s.swapcached), mib(p.at_end.swapcached)),
+        format!(
+            "{} / {} (need <= anon/64)",
+            mib(s.swapcached),
+            mib(p.at_end.swapcached)
+        ),
     ));
     rows.push((
         "swap free (start / end)".into(),

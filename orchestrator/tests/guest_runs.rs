@@ -184,18 +184,18 @@ async fn completed_run_reports_scenario_a_metrics() {
 }
 
 /// Scenario B, shrunk to fit a CI run: a 32 MiB verity device, the hog at
-/// MemTotal - 16 MiB of a 512 MiB guest, 3000 reads. A read count rather
-/// than a duration: when the host's two cores are busy, TCG slows down and
-/// a fixed duration does less of everything (a run during a kernel build
-/// did 477 reads in 20 s and no GFP_NOIO reclaim; unloaded, 3000 reads take
-/// about 15 s and gave 10 to 40 GFP_NOIO calls).
+/// MemTotal - 16 MiB of a 512 MiB guest (4 threads), 4000 reads. A read
+/// count rather than a duration: when the host's two cores are busy, TCG
+/// slows down and a fixed duration does less of everything (a run during a
+/// kernel build did 477 reads in 20 s and no GFP_NOIO reclaim). 3000 reads
+/// gave 15 and 45 GFP_NOIO calls with 4 hog threads, 0 to 10 with 2.
 #[tokio::test]
 async fn scenario_b_gfp_noio_direct_reclaim_through_dm_verity() {
     let tmp = tempfile::tempdir().unwrap();
     let job = GuestJob {
         scenario: Scenario::NoioVerity,
         verity_mb: 32,
-        reads: 3000,
+        reads: 4000,
         duration_s: 240,
         ..GuestJob::default()
     };

@@ -14,7 +14,10 @@ pub const NOIO_PREFIX: &str = "GFP_NOIO";
 /// "inactive_anon >> inactive_file": at least this many times more.
 pub const ANON_TO_FILE_MIN: u64 = 8;
 
-/// "small swapcache": at most inactive_anon >> 6, the RFC's own ratio.
+/// "small swapcache": at most anon >> 6, the RFC's own ratio. Against all of
+/// the hog's anon, not only the inactive part: how much of the hog sits on
+/// the inactive list swings with the activations of its random writes
+/// (67 to 415 MiB of 475 in two runs), its size does not.
 pub const SWAPCACHE_SHIFT: u32 = 6;
 
 /// Direct-reclaim calls of one gfp class.
@@ -116,11 +119,11 @@ pub fn failed_preconditions(p: &Preconditions, noio_calls: u64, allocstall: u64)
             mib(s.inactive_file)
         ));
     }
-    if s.swapcached > s.inactive_anon >> SWAPCACHE_SHIFT {
+    if s.swapcached > s.anon >> SWAPCACHE_SHIFT {
         failed.push(format!(
-            "swapcache {} is above inactive_anon/64 ({})",
+            "swapcache {} is above anon/64 ({})",
             mib(s.swapcached),
-            mib(s.inactive_anon >> SWAPCACHE_SHIFT)
+            mib(s.anon >> SWAPCACHE_SHIFT)
         ));
     }
     if p.watermark.below_min == 0 && allocstall == 0 {
@@ -324,6 +327,7 @@ mod tests {
             swappiness: 60,
             lru_gen: "0x0000".into(),
             at_start: MemState {
+                anon: 400 << 20,
                 inactive_anon: 300 << 20,
                 inactive_file: 4 << 20,
                 swapcached: 1 << 20,
@@ -373,7 +377,7 @@ mod tests {
                 "vm.swappiness was 0",
                 "swap was full",
                 "inactive_anon 300.0 MiB is not 8x inactive_file 100.0 MiB",
-                "swapcache 10.0 MiB is above inactive_anon/64 (4.7 MiB)",
+                "swapcache 10.0 MiB is above anon/64 (6.2 MiB)",
                 "free memory never went under the min watermark (100 readings, lowest margin -20 pages, no allocstall)",
             ]
         );
