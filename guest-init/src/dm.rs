@@ -30,7 +30,6 @@ const OFF_NAME: usize = 48;
 const DM_VERSION: [u32; 3] = [4, 0, 0];
 
 /// Read-only table (dm-verity needs it; scenario B).
-#[allow(dead_code)]
 pub const DM_READONLY_FLAG: u32 = 1 << 0;
 
 const DM_DEV_CREATE_CMD: u8 = 3;

@@ -1,5 +1,6 @@
 //! Parsers for the text files the guest samples: /proc/vmstat, cgroup v2
-//! memory.stat / memory.events, /proc/pressure/memory, /proc/meminfo.
+//! memory.stat / memory.events, /proc/pressure/memory, /proc/meminfo,
+//! /proc/zoneinfo.
 
 use std::collections::BTreeMap;
 
@@ -65,6 +66,53 @@ pub fn parse_psi(text: &str) -> Psi {
     psi
 }
 
+/// One zone of /proc/zoneinfo: free pages against the min watermark.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ZoneFree {
+    pub zone: String,
+    pub free: u64,
+    pub min: u64,
+    pub managed: u64,
+}
+
+/// The zones of /proc/zoneinfo ("Node 0, zone   DMA32" blocks with their
+/// "pages free", "min" and "managed" lines; the per-node "nr_*" stats that
+/// some blocks carry are skipped).
+pub fn parse_zoneinfo(text: &str) -> Vec<ZoneFree> {
+    let mut zones: Vec<ZoneFree> = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("Node ") {
+            let zone = line.split_whitespace().last().unwrap_or("?").to_string();
+            zones.push(ZoneFree {
+                zone,
+                free: 0,
+                min: 0,
+                managed: 0,
+            });
+            continue;
+        }
+        let Some(z) = zones.last_mut() else { continue };
+        let mut words = line.split_whitespace();
+        match (words.next(), words.next(), words.next()) {
+            (Some("pages"), Some("free"), Some(v)) => z.free = v.parse().unwrap_or(0),
+            (Some("min"), Some(v), None) => z.min = v.parse().unwrap_or(0),
+            (Some("managed"), Some(v), None) => z.managed = v.parse().unwrap_or(0),
+            _ => {}
+        }
+    }
+    zones
+}
+
+/// The lowest `free - min` over zones that have pages, in pages (negative
+/// when a zone is under its min watermark); None when no zone has pages.
+pub fn lowest_watermark_margin(zones: &[ZoneFree]) -> Option<i64> {
+    zones
+        .iter()
+        .filter(|z| z.managed > 0)
+        .map(|z| z.free as i64 - z.min as i64)
+        .min()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,5 +147,48 @@ mod tests {
         assert_eq!(p.some.avg10, 1.5);
         assert_eq!(p.some.total_us, 12345);
         assert_eq!(p.full.total_us, 6789);
+    }
+
+    #[test]
+    fn zoneinfo() {
+        // Trimmed from a 6.12 guest's /proc/zoneinfo.
+        let text = "Node 0, zone      DMA
+  per-node stats
+      nr_inactive_anon 3
+      nr_min_unmapped_pages 0
+  pages free     3840
+        boost    0
+        min      33
+        low      41
+        high     49
+        spanned  4095
+        present  3998
+        managed  3840
+Node 0, zone    DMA32
+  pages free     1200
+        boost    0
+        min      1304
+        low      1630
+        high     1956
+        managed  118000
+Node 0, zone   Normal
+  pages free     0
+        min      0
+        managed  0
+";
+        let zones = parse_zoneinfo(text);
+        assert_eq!(zones.len(), 3);
+        assert_eq!(
+            zones[1],
+            ZoneFree {
+                zone: "DMA32".into(),
+                free: 1200,
+                min: 1304,
+                managed: 118000
+            }
+        );
+        assert_eq!(zones[0].min, 33, "nr_min_unmapped_pages is not min");
+        assert_eq!(lowest_watermark_margin(&zones), Some(-104));
+        assert_eq!(lowest_watermark_margin(&zones[2..]), None);
     }
 }

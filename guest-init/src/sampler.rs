@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use mmci_record::Record;
+use mmci_record::{Record, WatermarkStat};
 
 use crate::port::RecordPort;
 use crate::procfs;
@@ -112,5 +112,46 @@ impl Sampler {
     pub fn finish(self) {
         self.stop.store(true, Ordering::Release);
         let _ = self.handle.join();
+    }
+}
+
+/// Scenario B: polls /proc/zoneinfo to see whether free memory went under a
+/// zone's min watermark while the readers ran.
+pub struct WatermarkSampler {
+    stop: Arc<AtomicBool>,
+    handle: JoinHandle<WatermarkStat>,
+}
+
+impl WatermarkSampler {
+    pub fn start(every: Duration) -> io::Result<Self> {
+        let mut zoneinfo = Rereader::open("/proc/zoneinfo")?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("watermarks".into())
+            .spawn(move || {
+                let mut stat = WatermarkStat::default();
+                while !stop_flag.load(Ordering::Acquire) {
+                    if let Ok(text) = zoneinfo.read() {
+                        let zones = procfs::parse_zoneinfo(text);
+                        if let Some(margin) = procfs::lowest_watermark_margin(&zones) {
+                            stat.samples += 1;
+                            if margin < 0 {
+                                stat.below_min += 1;
+                            }
+                            stat.lowest_margin_pages =
+                                Some(stat.lowest_margin_pages.map_or(margin, |m| m.min(margin)));
+                        }
+                    }
+                    std::thread::sleep(every);
+                }
+                stat
+            })?;
+        Ok(WatermarkSampler { stop, handle })
+    }
+
+    pub fn finish(self) -> WatermarkStat {
+        self.stop.store(true, Ordering::Release);
+        self.handle.join().unwrap_or_default()
     }
 }

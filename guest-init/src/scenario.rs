@@ -19,7 +19,7 @@ pub struct StepError {
     pub message: String,
 }
 
-trait Stage<T> {
+pub(crate) trait Stage<T> {
     fn stage(self, stage: &'static str) -> Result<T, StepError>;
 }
 
@@ -33,7 +33,7 @@ impl<T, E: std::fmt::Display> Stage<T> for Result<T, E> {
 }
 
 const CGROUP_NAME: &str = "mmci-workload";
-const LRU_GEN: &str = "/sys/kernel/mm/lru_gen/enabled";
+pub(crate) const LRU_GEN: &str = "/sys/kernel/mm/lru_gen/enabled";
 
 pub fn hello(job: &GuestJob) -> Record {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
@@ -52,11 +52,12 @@ pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     match job.scenario {
         Scenario::Probe => Ok(()),
         Scenario::MglruIsolation => mglru_isolation(job, port),
+        Scenario::NoioVerity => crate::noio::run(job, port),
     }
 }
 
 /// Times a set-up step and reports it.
-fn setup_step<T>(
+pub(crate) fn setup_step<T>(
     port: &RecordPort,
     step: &'static str,
     f: impl FnOnce() -> Result<(T, String), StepError>,
@@ -71,7 +72,7 @@ fn setup_step<T>(
     Ok(value)
 }
 
-fn set_lru_gen(enabled: bool) -> Result<((), String), StepError> {
+pub(crate) fn set_lru_gen(enabled: bool) -> Result<((), String), StepError> {
     std::fs::write(LRU_GEN, if enabled { "y" } else { "n" })
         .map_err(|e| format!("{LRU_GEN}: {e}"))
         .stage("mglru")?;
@@ -89,7 +90,7 @@ fn set_lru_gen(enabled: bool) -> Result<((), String), StepError> {
 }
 
 /// The virtio disk whose serial is `serial`: (name, major, minor, bytes).
-fn find_disk(serial: &str) -> Result<(String, u32, u32, u64), String> {
+pub(crate) fn find_disk(serial: &str) -> Result<(String, u32, u32, u64), String> {
     let dir = std::fs::read_dir("/sys/block").map_err(|e| format!("/sys/block: {e}"))?;
     for entry in dir.flatten() {
         let path = entry.path();
@@ -114,20 +115,20 @@ fn find_disk(serial: &str) -> Result<(String, u32, u32, u64), String> {
     Err(format!("no virtio disk with serial {serial}"))
 }
 
-fn setup_swap(job: &GuestJob) -> Result<(PathBuf, String), StepError> {
+pub(crate) fn setup_swap(delay_ms: u32) -> Result<(PathBuf, String), StepError> {
     let (name, major, minor, bytes) = find_disk(SWAP_DISK_SERIAL).stage("swap")?;
-    let (device, how) = if job.swap_delay_ms > 0 {
+    let (device, how) = if delay_ms > 0 {
         let target = dm::Target {
             start: 0,
             length: bytes / 512,
             kind: "delay".into(),
-            params: dm::delay_params(major, minor, job.swap_delay_ms),
+            params: dm::delay_params(major, minor, delay_ms),
         };
         let node = dm::create_device("mmci-swap-delay", &[target], 0).stage("dm-delay")?;
         let how = format!(
             "dm-delay {} over {name} ({major}:{minor}), {} ms",
             node.display(),
-            job.swap_delay_ms
+            delay_ms
         );
         (node, how)
     } else {
@@ -140,13 +141,13 @@ fn setup_swap(job: &GuestJob) -> Result<(PathBuf, String), StepError> {
     Ok((device, format!("{how}, {} MiB", bytes >> 20)))
 }
 
-fn read_map(path: &Path) -> BTreeMap<String, u64> {
+pub(crate) fn read_map(path: &Path) -> BTreeMap<String, u64> {
     std::fs::read_to_string(path)
         .map(|t| procfs::parse_key_values(&t))
         .unwrap_or_default()
 }
 
-fn snapshot(phase: Phase, cgroup: &Path) -> Record {
+pub(crate) fn snapshot(phase: Phase, cgroup: &Path) -> Record {
     Record::Snapshot {
         phase,
         vmstat: read_map(Path::new("/proc/vmstat")),
@@ -161,7 +162,7 @@ fn snapshot(phase: Phase, cgroup: &Path) -> Record {
 fn mglru_isolation(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     setup_step(port, "mglru", || set_lru_gen(job.mglru))?;
     if job.swap {
-        setup_step(port, "swap", || setup_swap(job))?;
+        setup_step(port, "swap", || setup_swap(job.swap_delay_ms))?;
     }
     let cg = setup_step(port, "cgroup", || {
         let dir = cgroup::create(CGROUP_NAME, job.memcg_max_mb).stage("cgroup")?;
@@ -193,6 +194,7 @@ fn mglru_isolation(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepErr
         threads: job.threads,
         working_set_mb: job.working_set_mb,
         duration_s: job.duration_s,
+        fill_first: false,
     };
     let start = Instant::now();
     let mut child = Command::new("/proc/self/exe")

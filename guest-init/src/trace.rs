@@ -1,5 +1,6 @@
-//! Tracepoints through tracefs: enable mm_vmscan_throttled, read trace_pipe
-//! on a thread while the workload runs, and count events by reason.
+//! Tracepoints through tracefs: enable events, read trace_pipe on a thread
+//! while the workload runs; scenario A counts mm_vmscan_throttled by reason
+//! (scenario B's events are parsed in reclaim_trace.rs).
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
@@ -21,8 +22,19 @@ fn write(path: &str, value: &str) -> io::Result<()> {
 
 /// Sizes the buffers, clears them and enables `events` (e.g. "vmscan/mm_vmscan_throttled").
 pub fn enable(events: &[&str], buffer_kb: u64) -> io::Result<()> {
+    size_buffers(buffer_kb)?;
+    start(events)
+}
+
+/// Allocates the per-CPU buffers, tracing off. Under memory pressure the
+/// allocation fails (ENOMEM), so scenario B does this before its hog runs.
+pub fn size_buffers(buffer_kb: u64) -> io::Result<()> {
     write("tracing_on", "0")?;
-    write("buffer_size_kb", &buffer_kb.to_string())?;
+    write("buffer_size_kb", &buffer_kb.to_string())
+}
+
+/// Clears the (already sized) buffers and enables `events`.
+pub fn start(events: &[&str]) -> io::Result<()> {
     write("trace", "")?;
     for event in events {
         write(&format!("events/{event}/enable"), "1")?;
@@ -91,14 +103,18 @@ pub fn account(totals: &mut BTreeMap<String, ThrottleStat>, event: ThrottleEvent
     stat.usec_delayed_max = stat.usec_delayed_max.max(event.usec_delayed);
 }
 
-/// Reads trace_pipe until stopped, then drains it; returns the totals.
-pub struct ThrottleReader {
+/// Reads trace_pipe on a thread until stopped, then drains it, handing each
+/// complete line to a callback; returns what the callback accumulated.
+pub struct PipeReader<T> {
     stop: Arc<AtomicBool>,
-    handle: JoinHandle<io::Result<BTreeMap<String, ThrottleStat>>>,
+    handle: JoinHandle<io::Result<T>>,
 }
 
-impl ThrottleReader {
-    pub fn start() -> io::Result<Self> {
+impl<T: Send + 'static> PipeReader<T> {
+    pub fn start(
+        mut state: T,
+        mut on_line: impl FnMut(&mut T, &str) + Send + 'static,
+    ) -> io::Result<Self> {
         let mut pipe = OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NONBLOCK)
@@ -108,7 +124,6 @@ impl ThrottleReader {
         let handle = std::thread::Builder::new()
             .name("trace".into())
             .spawn(move || {
-                let mut totals = BTreeMap::new();
                 let mut buf = vec![0u8; 1 << 16];
                 let mut pending = Vec::new();
                 loop {
@@ -118,11 +133,7 @@ impl ThrottleReader {
                             pending.extend_from_slice(&buf[..n]);
                             while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
                                 let line: Vec<u8> = pending.drain(..=pos).collect();
-                                if let Some(ev) =
-                                    parse_throttle_line(&String::from_utf8_lossy(&line))
-                                {
-                                    account(&mut totals, ev);
-                                }
+                                on_line(&mut state, String::from_utf8_lossy(&line).trim_end());
                             }
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -136,17 +147,35 @@ impl ThrottleReader {
                         Err(e) => return Err(e),
                     }
                 }
-                Ok(totals)
+                Ok(state)
             })?;
-        Ok(ThrottleReader { stop, handle })
+        Ok(PipeReader { stop, handle })
     }
 
-    /// Call after tracing is stopped: drains what is left and returns totals.
-    pub fn finish(self) -> io::Result<BTreeMap<String, ThrottleStat>> {
+    /// Call after tracing is stopped: drains what is left and returns the state.
+    pub fn finish(self) -> io::Result<T> {
         self.stop.store(true, Ordering::Release);
         self.handle
             .join()
             .unwrap_or_else(|_| Err(io::Error::other("trace reader panicked")))
+    }
+}
+
+/// Scenario A's reader: mm_vmscan_throttled totals by reason.
+pub struct ThrottleReader(PipeReader<BTreeMap<String, ThrottleStat>>);
+
+impl ThrottleReader {
+    pub fn start() -> io::Result<Self> {
+        PipeReader::start(BTreeMap::new(), |totals, line| {
+            if let Some(ev) = parse_throttle_line(line) {
+                account(totals, ev);
+            }
+        })
+        .map(ThrottleReader)
+    }
+
+    pub fn finish(self) -> io::Result<BTreeMap<String, ThrottleStat>> {
+        self.0.finish()
     }
 }
 

@@ -5,6 +5,10 @@
 //! for T seconds. Each write is a "touch"; the total is printed on stdout as
 //! `touches <n>` every 200 ms and at the end, so PID 1 keeps the last figure
 //! even when the process is killed.
+//!
+//! Scenario B uses it as its anonymous hog, with `fill`: one write to every
+//! page first (so that the whole size is resident or swapped, not left to
+//! chance), then `filled` on stdout, then the random writes.
 
 use std::io::Write;
 use std::path::Path;
@@ -21,22 +25,38 @@ pub struct WorkloadArgs {
     pub threads: u32,
     pub working_set_mb: u64,
     pub duration_s: u64,
+    /// Write every page once before the random writes.
+    pub fill_first: bool,
 }
+
+/// The line printed once the fill pass is over.
+pub const FILLED: &str = "filled";
 
 impl WorkloadArgs {
     pub fn to_args(&self) -> Vec<String> {
-        vec![
+        let mut args = vec![
             "workload".into(),
             self.cgroup.clone(),
             self.threads.to_string(),
             self.working_set_mb.to_string(),
             self.duration_s.to_string(),
-        ]
+        ];
+        if self.fill_first {
+            args.push("fill".into());
+        }
+        args
     }
 
     pub fn parse(args: &[String]) -> Result<Self, String> {
+        let (fill_first, args) = match args {
+            [rest @ .., last] if last == "fill" => (true, rest),
+            _ => (false, args),
+        };
         let [cgroup, threads, ws, dur] = args else {
-            return Err(format!("workload wants 4 arguments, got {}", args.len()));
+            return Err(format!(
+                "workload wants 4 arguments (and `fill`), got {}",
+                args.len()
+            ));
         };
         let num = |s: &str, what: &str| s.parse::<u64>().map_err(|_| format!("bad {what}: {s}"));
         Ok(WorkloadArgs {
@@ -44,6 +64,7 @@ impl WorkloadArgs {
             threads: num(threads, "threads")? as u32,
             working_set_mb: num(ws, "working set")?,
             duration_s: num(dur, "duration")?,
+            fill_first,
         })
     }
 }
@@ -140,6 +161,12 @@ pub fn main(args: &[String]) -> i32 {
             return 4;
         }
     };
+    if args.fill_first {
+        for p in 0..pages as usize {
+            mapping.touch(p * page, 1);
+        }
+        let _ = writeln!(std::io::stdout().lock(), "{FILLED}");
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let counters: Arc<Vec<PaddedCounter>> = Arc::new(
         (0..args.threads)
@@ -207,8 +234,15 @@ mod tests {
             threads: 64,
             working_set_mb: 48,
             duration_s: 60,
+            fill_first: false,
         };
         assert_eq!(WorkloadArgs::parse(&a.to_args()[1..]).unwrap(), a);
+        let hog = WorkloadArgs {
+            fill_first: true,
+            ..a
+        };
+        assert_eq!(hog.to_args().last().unwrap(), "fill");
+        assert_eq!(WorkloadArgs::parse(&hog.to_args()[1..]).unwrap(), hog);
         assert!(WorkloadArgs::parse(&["x".to_string()]).is_err());
     }
 

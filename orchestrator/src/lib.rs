@@ -14,6 +14,7 @@ pub mod arch;
 pub mod bench;
 pub mod bench_matrix;
 pub mod build;
+pub mod disks;
 pub mod doctor;
 pub mod guest_bin;
 pub mod image;

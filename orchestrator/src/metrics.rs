@@ -1,5 +1,10 @@
 //! Scenario A's metrics, derived from one run's records (before/after
-//! snapshot deltas, the sampled time series, the tracepoint totals).
+//! snapshot deltas, the sampled time series, the tracepoint totals);
+//! scenario B's are in [`noio`].
+
+pub mod noio;
+
+pub use noio::{noio_metrics, NoioMetrics};
 
 use std::collections::BTreeMap;
 

@@ -12,6 +12,10 @@ use crate::vm::VmRun;
 pub enum Outcome {
     /// guest-init sent its last record with ok = true.
     Completed,
+    /// Scenario B completed, but its preconditions did not hold (or no
+    /// GFP_NOIO direct reclaim happened): the case was not reproduced, so
+    /// the run is no evidence either way and never counts as a pass.
+    NotReproduced,
     /// guest-init ran but a set-up step failed (it says which).
     GuestError,
     /// The kernel never reached our PID 1.
@@ -28,6 +32,7 @@ impl Outcome {
     pub fn name(self) -> &'static str {
         match self {
             Outcome::Completed => "completed",
+            Outcome::NotReproduced => "not reproduced",
             Outcome::GuestError => "guest error",
             Outcome::BootFailure => "boot failure",
             Outcome::KernelCrash => "kernel crash",
@@ -137,7 +142,15 @@ pub fn classify(run: &VmRun) -> Classification {
         return result(Outcome::KernelCrash, line, Some(report));
     }
     match done {
-        Some(true) => result(Outcome::Completed, "completed".into(), None),
+        Some(true) => {
+            let records: Vec<Record> = run.records.iter().map(|r| r.record.clone()).collect();
+            match crate::metrics::noio_metrics(&records) {
+                Some(m) if !m.reproduced() => {
+                    result(Outcome::NotReproduced, m.not_reproduced.join("; "), None)
+                }
+                _ => result(Outcome::Completed, "completed".into(), None),
+            }
+        }
         Some(false) => {
             let why = run
                 .records
@@ -205,6 +218,54 @@ mod tests {
     #[test]
     fn completed() {
         let c = classify(&run(vec![hello(), done(true)], "boot log", false));
+        assert_eq!(c.outcome, Outcome::Completed);
+    }
+
+    #[test]
+    fn scenario_b_without_its_preconditions_is_not_reproduced() {
+        let pre = |below_min| Record::Preconditions {
+            swappiness: 60,
+            lru_gen: "0x0000".into(),
+            at_start: mmci_record::MemState {
+                anon: 400 << 20,
+                inactive_anon: 400 << 20,
+                inactive_file: 2 << 20,
+                swapcached: 0,
+                swap_total_kb: 1000,
+                swap_free_kb: 900,
+                mem_free_kb: 0,
+            },
+            at_end: mmci_record::MemState {
+                swap_free_kb: 800,
+                ..Default::default()
+            },
+            watermark: mmci_record::WatermarkStat {
+                samples: 10,
+                below_min,
+                lowest_margin_pages: Some(5),
+            },
+        };
+        let noio = Record::ReclaimCall(mmci_record::ReclaimCall {
+            gfp_flags: "GFP_NOIO|__GFP_NOWARN".into(),
+            ..Default::default()
+        });
+        // No zoneinfo reading under min and no snapshots (so no allocstall).
+        let c = classify(&run(
+            vec![hello(), noio.clone(), pre(0), done(true)],
+            "",
+            false,
+        ));
+        assert_eq!(c.outcome, Outcome::NotReproduced);
+        assert_eq!(c.outcome.name(), "not reproduced");
+        assert!(
+            c.reason.starts_with("free memory never went under"),
+            "{}",
+            c.reason
+        );
+        assert!(!c.outcome.retryable());
+        let c = classify(&run(vec![hello(), pre(1), done(true)], "", false));
+        assert_eq!(c.reason, "no GFP_NOIO direct-reclaim call");
+        let c = classify(&run(vec![hello(), noio, pre(1), done(true)], "", false));
         assert_eq!(c.outcome, Outcome::Completed);
     }
 

@@ -9,7 +9,7 @@ use mmci_record::GuestJob;
 use serde::{Deserialize, Serialize};
 
 use crate::arch::Arch;
-use crate::metrics::MglruMetrics;
+use crate::metrics::{MglruMetrics, NoioMetrics};
 use crate::outcome::Classification;
 use crate::vm::Accel;
 
@@ -72,7 +72,11 @@ pub struct RunResult {
     pub timed_out: bool,
     /// Lines on the record port that did not parse.
     pub bad_lines: Vec<String>,
+    /// Scenario A's metrics.
     pub metrics: Option<MglruMetrics>,
+    /// Scenario B's metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noio_metrics: Option<NoioMetrics>,
     pub timing: Timing,
 }
 

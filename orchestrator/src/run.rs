@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use mmci_record::{GuestJob, Record, Scenario, SWAP_DISK_SERIAL};
 
 use crate::arch::Arch;
+use crate::disks;
 use crate::image;
 use crate::metrics;
 use crate::outcome::{self, Outcome};
@@ -40,6 +41,8 @@ pub fn default_timeout(job: &GuestJob) -> Duration {
     match job.scenario {
         Scenario::Probe => Duration::from_secs(60),
         Scenario::MglruIsolation => Duration::from_secs(90 + job.duration_s * 4),
+        // Filling the verity device and the hog under TCG comes on top.
+        Scenario::NoioVerity => Duration::from_secs(300 + job.duration_s * 4),
     }
 }
 
@@ -110,7 +113,11 @@ pub async fn run_guest(
         };
         let metrics = match cfg.job.scenario {
             Scenario::MglruIsolation => metrics::mglru_metrics(&records),
-            Scenario::Probe => None,
+            Scenario::Probe | Scenario::NoioVerity => None,
+        };
+        let noio_metrics = match cfg.job.scenario {
+            Scenario::NoioVerity => metrics::noio_metrics(&records),
+            _ => None,
         };
         let result = RunResult {
             format: results::RESULT_FORMAT,
@@ -131,6 +138,7 @@ pub async fn run_guest(
             timed_out: run.timed_out,
             bad_lines: run.bad_lines.clone(),
             metrics,
+            noio_metrics,
             timing,
         };
         let mut jsonl = String::new();
@@ -168,6 +176,11 @@ async fn attempt(
             path,
             serial: SWAP_DISK_SERIAL.to_string(),
         });
+    }
+    for (serial, mb) in disks::scenario_disks(&cfg.job) {
+        let path = scratch.join(format!("{serial}.img"));
+        sparse_file(&path, mb).map_err(io_err(&path))?;
+        disks.push(Disk { path, serial });
     }
     let spec = VmSpec {
         arch: cfg.arch,

@@ -25,3 +25,13 @@ fn oom_killed_run() {
 fn boot_failure() {
     insta::assert_snapshot!(render("boot-failure"));
 }
+
+#[test]
+fn scenario_b_run() {
+    insta::assert_snapshot!(render("noio-completed"));
+}
+
+#[test]
+fn scenario_b_not_reproduced() {
+    insta::assert_snapshot!(render("noio-not-reproduced"));
+}

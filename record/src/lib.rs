@@ -22,6 +22,19 @@ pub const RECORD_PORT_NAME: &str = "org.mmci.records";
 /// `/sys/block/*/serial`).
 pub const SWAP_DISK_SERIAL: &str = "mmci-swap";
 
+/// Serial of scenario B's dm-verity data disk (`verity_mb` MiB).
+pub const VERITY_DATA_DISK_SERIAL: &str = "mmci-vdata";
+
+/// Serial of scenario B's dm-verity hash disk (see [`verity_hash_disk_mb`]).
+pub const VERITY_HASH_DISK_SERIAL: &str = "mmci-vhash";
+
+/// Size of the hash disk for `data_mb` MiB of data: a sha256 tree of 4 KiB
+/// blocks needs data/128 for its leaves plus a little for the levels above,
+/// so data/32 plus 1 MiB leaves ample room.
+pub fn verity_hash_disk_mb(data_mb: u64) -> u64 {
+    data_mb / 32 + 1
+}
+
 /// Path of the job description inside the initramfs.
 pub const JOB_PATH: &str = "/mmci/job.json";
 
@@ -37,15 +50,26 @@ pub enum Scenario {
     /// Scenario A of docs/workloads.md: many threads thrashing an anonymous
     /// working set in a small memory cgroup over slow swap.
     MglruIsolation,
+    /// Scenario B of docs/workloads.md: GFP_NOIO direct reclaim from
+    /// dm-verity's dm-bufio allocations while an anonymous hog fills memory.
+    /// Always runs the classic LRU (MGLRU off), swap on the disk directly and
+    /// an unlimited hog cgroup; `mglru`, `swap_delay_ms`, `memcg_max_mb`,
+    /// `threads` and `working_set_mb` are scenario A's.
+    NoioVerity,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 2] = [Scenario::Probe, Scenario::MglruIsolation];
+    pub const ALL: [Scenario; 3] = [
+        Scenario::Probe,
+        Scenario::MglruIsolation,
+        Scenario::NoioVerity,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Scenario::Probe => "probe",
             Scenario::MglruIsolation => "mglru_isolation",
+            Scenario::NoioVerity => "noio_verity",
         }
     }
 }
@@ -57,9 +81,11 @@ impl fmt::Display for Scenario {
 }
 
 /// The job description the guest reads from [`JOB_PATH`], optionally
-/// overridden by `mmci.<key>=<value>` on the kernel command line.
+/// overridden by `mmci.<key>=<value>` on the kernel command line. Fields
+/// missing from the JSON take their defaults (run.json files written before
+/// a field existed still read).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct GuestJob {
     /// Which scenario to run. Default: mglru_isolation.
     pub scenario: Scenario,
@@ -85,6 +111,26 @@ pub struct GuestJob {
     pub report_interval_ms: u64,
     /// Per-CPU trace buffer in KiB (`buffer_size_kb`). Default: 4096.
     pub trace_buffer_kb: u64,
+    /// Scenario B: the anonymous hog in MiB; 0 sizes it to MemTotal minus
+    /// 16 MiB: more than fits beside the kernel, so the hog keeps swapping
+    /// and free memory keeps falling to the min watermark. Default: 0.
+    pub hog_mb: u64,
+    /// Scenario B: threads of the hog touching its pages at random after
+    /// filling them. Default: 4 (on a 2-vCPU TCG guest with a 32 MiB device
+    /// and 3000 reads, 2 threads gave 0 to 10 GFP_NOIO calls, 4 gave 15 and 45).
+    pub hog_threads: u32,
+    /// Scenario B: size of the dm-verity data device in MiB. Default: 64.
+    pub verity_mb: u64,
+    /// Scenario B: threads doing O_DIRECT random 4 KiB reads. Default: 2.
+    pub readers: u32,
+    /// Scenario B: reads in all, over all readers; 0 reads until `duration_s`
+    /// is over (which ends the readers in any case). Default: 0.
+    pub reads: u64,
+    /// Scenario B: vm.swappiness. Default: 60 (the kernel's).
+    pub swappiness: u32,
+    /// Scenario B: dm_bufio's max_cache_size_bytes, small so that hash
+    /// blocks are re-read and their buffers re-allocated. Default: 65536.
+    pub bufio_cache_bytes: u64,
 }
 
 impl Default for GuestJob {
@@ -101,6 +147,13 @@ impl Default for GuestJob {
             sample_interval_ms: 10,
             report_interval_ms: 1000,
             trace_buffer_kb: 4096,
+            hog_mb: 0,
+            hog_threads: 4,
+            verity_mb: 64,
+            readers: 2,
+            reads: 0,
+            swappiness: 60,
+            bufio_cache_bytes: 65536,
         }
     }
 }
@@ -128,6 +181,21 @@ fn parse_num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, ParamErr
     })
 }
 
+/// A whole number of which 0 makes no sense (a device of 0 MiB, 0 readers).
+fn parse_positive<T: std::str::FromStr + PartialEq + Default>(
+    key: &str,
+    value: &str,
+) -> Result<T, ParamError> {
+    match value.parse::<T>() {
+        Ok(v) if v != T::default() => Ok(v),
+        _ => Err(ParamError::BadValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            expected: "a whole number of at least 1",
+        }),
+    }
+}
+
 fn parse_bool(key: &str, value: &str) -> Result<bool, ParamError> {
     match value {
         "1" | "y" | "yes" | "true" | "on" => Ok(true),
@@ -142,7 +210,7 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, ParamError> {
 
 impl GuestJob {
     /// Every key accepted by [`GuestJob::set`], in the order of the struct.
-    pub const PARAM_KEYS: [&'static str; 11] = [
+    pub const PARAM_KEYS: [&'static str; 18] = [
         "scenario",
         "threads",
         "working_set_mb",
@@ -154,6 +222,13 @@ impl GuestJob {
         "sample_interval_ms",
         "report_interval_ms",
         "trace_buffer_kb",
+        "hog_mb",
+        "hog_threads",
+        "verity_mb",
+        "readers",
+        "reads",
+        "swappiness",
+        "bufio_cache_bytes",
     ];
 
     /// Sets one parameter from its textual form, as given on the kernel
@@ -167,7 +242,7 @@ impl GuestJob {
                     .ok_or_else(|| ParamError::BadValue {
                         key: key.to_string(),
                         value: value.to_string(),
-                        expected: "a scenario (probe, mglru_isolation)",
+                        expected: "a scenario (probe, mglru_isolation, noio_verity)",
                     })?
             }
             "threads" => self.threads = parse_num(key, value)?,
@@ -180,6 +255,13 @@ impl GuestJob {
             "sample_interval_ms" => self.sample_interval_ms = parse_num(key, value)?,
             "report_interval_ms" => self.report_interval_ms = parse_num(key, value)?,
             "trace_buffer_kb" => self.trace_buffer_kb = parse_num(key, value)?,
+            "hog_mb" => self.hog_mb = parse_num(key, value)?,
+            "hog_threads" => self.hog_threads = parse_positive(key, value)?,
+            "verity_mb" => self.verity_mb = parse_positive(key, value)?,
+            "readers" => self.readers = parse_positive(key, value)?,
+            "reads" => self.reads = parse_num(key, value)?,
+            "swappiness" => self.swappiness = parse_num(key, value)?,
+            "bufio_cache_bytes" => self.bufio_cache_bytes = parse_num(key, value)?,
             _ => {
                 return Err(ParamError::UnknownKey {
                     key: key.to_string(),
@@ -252,6 +334,65 @@ pub struct WorkloadExit {
     pub oom_killed: bool,
 }
 
+/// Scenario B: memory state relevant to its preconditions, at one moment.
+/// Fields missing from older records read as 0.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct MemState {
+    /// memory.stat of the hog's cgroup, in bytes: all its anon memory
+    /// (active and inactive).
+    pub anon: u64,
+    pub inactive_anon: u64,
+    pub inactive_file: u64,
+    /// Anon pages of the cgroup that are also in the swap cache (bytes).
+    pub swapcached: u64,
+    /// /proc/meminfo, in kB.
+    pub swap_total_kb: u64,
+    pub swap_free_kb: u64,
+    pub mem_free_kb: u64,
+}
+
+/// Scenario B: /proc/zoneinfo polled while the readers ran.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatermarkStat {
+    /// Readings of /proc/zoneinfo.
+    pub samples: u64,
+    /// Readings in which some zone had fewer free pages than its min watermark.
+    pub below_min: u64,
+    /// Lowest `free - min` over zones and readings, in pages (negative: under
+    /// min); None before the first reading.
+    pub lowest_margin_pages: Option<i64>,
+}
+
+/// Scenario B: one direct-reclaim call, from mm_vmscan_direct_reclaim_begin
+/// to _end of one task, with the mm_vmscan_lru_shrink_inactive events that
+/// task emitted in between.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReclaimCall {
+    pub pid: u32,
+    pub comm: String,
+    /// Trace timestamp of the begin event, in µs.
+    pub begin_us: u64,
+    /// end - begin timestamps, in µs.
+    pub latency_us: u64,
+    /// As the kernel prints them: `GFP_NOIO|__GFP_NOWARN|...`.
+    pub gfp_flags: String,
+    pub order: u32,
+    /// From the end event.
+    pub nr_reclaimed: u64,
+    /// Lowest reclaim priority of its shrink_inactive events (12 is the
+    /// first pass, 0 the last); None when it isolated nothing from an LRU.
+    pub min_priority: Option<u32>,
+    pub anon_scanned: u64,
+    pub file_scanned: u64,
+    pub anon_reclaimed: u64,
+    pub file_reclaimed: u64,
+    /// Anon nr_scanned of its shrink_inactive events at priority 0.
+    pub anon_scanned_prio0: u64,
+    /// Its mm_vmscan_lru_shrink_inactive events.
+    pub shrink_events: u32,
+}
+
 /// One record streamed by the guest.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -305,6 +446,39 @@ pub enum Record {
         touches: u64,
         elapsed_ms: u64,
         exit: WorkloadExit,
+    },
+    /// Scenario B: its preconditions as measured, at the readers' start and
+    /// end; the host judges them (a run where they failed is "not reproduced").
+    Preconditions {
+        /// /proc/sys/vm/swappiness.
+        swappiness: u32,
+        /// /sys/kernel/mm/lru_gen/enabled as read back (0x0000: MGLRU off).
+        lru_gen: String,
+        at_start: MemState,
+        at_end: MemState,
+        watermark: WatermarkStat,
+    },
+    /// Scenario B: one direct-reclaim call, streamed as it completes.
+    ReclaimCall(ReclaimCall),
+    /// Scenario B: the direct-reclaim tracing session, after its last call.
+    ReclaimTrace {
+        /// Calls paired and streamed as ReclaimCall records.
+        calls: u64,
+        /// Begin events with no end before tracing stopped.
+        unpaired_begins: u64,
+        /// End events with no begin (the begin was before tracing started).
+        orphan_ends: u64,
+        /// Events the kernel dropped: per-CPU overruns plus `[LOST n EVENTS]`
+        /// markers in trace_pipe.
+        lost_events: u64,
+    },
+    /// Scenario B: what the O_DIRECT readers of the verity device did.
+    Reader {
+        reads: u64,
+        /// Reads that failed (EIO would mean verity found corruption).
+        errors: u64,
+        elapsed_ms: u64,
+        first_error: Option<String>,
     },
     /// A set-up or run step failed; the run ends after this.
     Error { stage: String, message: String },
@@ -432,6 +606,48 @@ mod tests {
             Err(LineError::Version { found: 2 })
         ));
         assert!(parse_line("Linux version 6.12").is_err());
+    }
+
+    #[test]
+    fn scenario_b_params_and_zero_where_it_makes_no_sense() {
+        let mut job = GuestJob::default();
+        job.apply_cmdline(
+            "mmci.scenario=noio_verity mmci.hog_mb=200 mmci.verity_mb=16 mmci.reads=500",
+        )
+        .unwrap();
+        assert_eq!(job.scenario, Scenario::NoioVerity);
+        assert_eq!((job.hog_mb, job.verity_mb, job.reads), (200, 16, 500));
+        let err = job.set("readers", "0").unwrap_err().to_string();
+        assert!(
+            err.contains("`mmci.readers`") && err.contains("at least 1"),
+            "{err}"
+        );
+        assert!(job.set("verity_mb", "0").is_err());
+    }
+
+    #[test]
+    fn jobs_written_before_a_field_existed_still_read() {
+        let mut json = serde_json::to_value(GuestJob::default()).unwrap();
+        json.as_object_mut().unwrap().remove("hog_mb");
+        let job: GuestJob = serde_json::from_value(json).unwrap();
+        assert_eq!(job, GuestJob::default());
+    }
+
+    #[test]
+    fn reclaim_call_is_a_flat_record() {
+        let rec = Record::ReclaimCall(ReclaimCall {
+            pid: 45,
+            comm: "kworker/u9:1".into(),
+            gfp_flags: "GFP_NOIO|__GFP_NOWARN".into(),
+            min_priority: Some(0),
+            ..ReclaimCall::default()
+        });
+        let line = Envelope::new(rec.clone()).to_line();
+        assert!(
+            line.starts_with("{\"v\":1,\"type\":\"reclaim_call\",\"pid\":45,"),
+            "{line}"
+        );
+        assert_eq!(parse_line(line.trim_end()).unwrap(), rec);
     }
 
     #[test]

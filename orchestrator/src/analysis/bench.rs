@@ -180,6 +180,7 @@ fn synthetic_run(id: &str, metrics: MglruMetrics) -> RunResult {
         timed_out: false,
         bad_lines: vec![],
         metrics: Some(metrics),
+        noio_metrics: None,
         timing: Timing::default(),
     }
 }
