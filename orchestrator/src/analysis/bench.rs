@@ -268,7 +268,11 @@ mod tests {
         assert_eq!(series.len(), 100);
         let b = analysis(100, 1);
         assert_eq!(b.runs, 100);
-        // 10 cells x 1 candidate x 16 metrics.
-        assert_eq!(b.comparisons, 10 * super::super::catalog::CATALOG.len());
+        // 10 cells x 1 candidate x scenario A's metrics.
+        let scenario_a = super::super::catalog::CATALOG
+            .iter()
+            .filter(|m| m.scenario == mmci_record::Scenario::MglruIsolation)
+            .count();
+        assert_eq!(b.comparisons, 10 * scenario_a);
     }
 }
