@@ -30,6 +30,9 @@ pub mod exit {
     pub const FETCH: i32 = 7;
     /// The patch series does not apply to its base.
     pub const DOES_NOT_APPLY: i32 = 6;
+    /// Posting failed: GitHub or the SMTP server refused or could not be
+    /// reached (the results dir is untouched; post again).
+    pub const POST: i32 = 8;
     /// Interrupted (Ctrl-C).
     pub const INTERRUPTED: i32 = 130;
 }
@@ -58,6 +61,8 @@ pub enum AppError {
     MatrixRun(#[from] MatrixRunError),
     #[error(transparent)]
     ResultsDir(#[from] crate::results_dir::ResultsDirError),
+    #[error(transparent)]
+    Post(#[from] crate::post::PostError),
 }
 
 impl AppError {
@@ -80,6 +85,8 @@ impl AppError {
                 MatrixRunError::MissingQemu(_) | MatrixRunError::MissingGuestInit { .. },
             ) => exit::ENVIRONMENT,
             AppError::MatrixRun(MatrixRunError::Run { .. }) => exit::INFRA,
+            AppError::Post(e) if e.is_remote() => exit::POST,
+            AppError::Post(_) => exit::USAGE,
         }
     }
 }

@@ -3,7 +3,7 @@
 //! One module per stage; data flows one way: `tree` (kernel sources in git)
 //! -> `build` (configured, cached kernel builds) -> `image` (initramfs) ->
 //! `vm` (QEMU) -> `run` (one guest run, classified by `outcome`, measured by
-//! `metrics`, stored by `results`) -> `report`. `app` strings them together
+//! `metrics`, stored by `results`) -> `report` -> `post` (GitHub, email). `app` strings them together
 //! for the command line.
 
 pub mod accel;
@@ -23,6 +23,7 @@ pub mod matrix_run;
 pub mod metrics;
 pub mod outcome;
 pub mod paths;
+pub mod post;
 pub mod process;
 pub mod progress;
 pub mod report;
