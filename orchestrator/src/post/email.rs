@@ -466,9 +466,13 @@ impl Smtp {
 
     /// Sends the message's exact bytes; returns the server's final answer.
     pub async fn send(&self, o: &Outgoing) -> Result<String, EmailError> {
+        // lettre ends DATA with CRLF.CRLF after the bytes: without this the
+        // server would store the message with one more empty line than
+        // the dry run showed.
+        let bytes = o.bytes.strip_suffix(b"\r\n").unwrap_or(&o.bytes);
         let r = self
             .transport
-            .send_raw(o.message.envelope(), &o.bytes)
+            .send_raw(o.message.envelope(), bytes)
             .await
             .map_err(|e| EmailError::Smtp {
                 server: self.server.clone(),
