@@ -63,6 +63,8 @@ pub enum AppError {
     ResultsDir(#[from] crate::results_dir::ResultsDirError),
     #[error(transparent)]
     Post(#[from] crate::post::PostError),
+    #[error(transparent)]
+    Watch(#[from] crate::watch::WatchError),
 }
 
 impl AppError {
@@ -87,6 +89,9 @@ impl AppError {
             AppError::MatrixRun(MatrixRunError::Run { .. }) => exit::INFRA,
             AppError::Post(e) if e.is_remote() => exit::POST,
             AppError::Post(_) => exit::USAGE,
+            AppError::Watch(crate::watch::WatchError::Fetch(_)) => exit::FETCH,
+            AppError::Watch(e) if e.is_remote() => exit::POST,
+            AppError::Watch(_) => exit::USAGE,
         }
     }
 }

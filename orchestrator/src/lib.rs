@@ -35,3 +35,4 @@ pub mod series;
 pub mod tree;
 pub mod vm;
 pub mod warnings;
+pub mod watch;

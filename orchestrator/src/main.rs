@@ -218,6 +218,9 @@ enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// Follow a mailing list for new patch series touching mm/ and run each
+    /// once, here (--run) or by a repository_dispatch to GitHub (--dispatch).
+    Watch(Box<WatchArgs>),
     /// Post a rendered report: GitHub check run and sticky comment, or an
     /// email reply on the patch thread.
     Post {
@@ -294,6 +297,59 @@ struct GithubArgs {
     #[arg(long, requires = "app_id")]
     installation_id: Option<u64>,
     /// Print the requests instead of sending them (no credentials needed).
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(clap::Args)]
+struct WatchArgs {
+    /// A public-inbox Atom feed (e.g. https://lore.kernel.org/linux-mm/new.atom).
+    #[arg(long, required_unless_present_any = ["mbox", "maildir"], conflicts_with_all = ["mbox", "maildir"])]
+    atom: Option<String>,
+    /// A local mbox (e.g. kept up to date by lei or a mail client).
+    #[arg(long, conflicts_with = "maildir")]
+    mbox: Option<PathBuf>,
+    /// A local maildir.
+    #[arg(long)]
+    maildir: Option<PathBuf>,
+    /// public-inbox server the threads of --atom entries are fetched from.
+    #[arg(long, default_value = mmci::series::fetch::LORE_URL)]
+    lore_url: String,
+    /// Path prefix a series must touch (repeatable).
+    #[arg(long = "path", default_values_t = vec!["mm/".to_string()])]
+    paths: Vec<String>,
+    /// State file: the series already handled [default: <work dir>/watch/state.json].
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// Send a repository_dispatch (type mmci-series) to OWNER/REPO, which runs series.yml.
+    #[arg(
+        long,
+        value_name = "OWNER/REPO",
+        required_unless_present = "run",
+        conflicts_with = "run"
+    )]
+    dispatch: Option<String>,
+    /// Run `mmci run --series` here on each new series.
+    #[arg(long)]
+    run: bool,
+    /// Results dir of --run's runs (one subdir per series).
+    #[arg(long, default_value = "mmci-results/watch")]
+    results: PathBuf,
+    /// Extra argument for --run's `mmci run` (repeatable), e.g. --run-arg=--matrix=matrix/smoke.yaml.
+    #[arg(long = "run-arg", allow_hyphen_values = true)]
+    run_args: Vec<String>,
+    /// GitHub API base URL for --dispatch [default: $GITHUB_API_URL, else https://api.github.com].
+    #[arg(long)]
+    api: Option<String>,
+    /// Environment variable holding the token for --dispatch.
+    #[arg(long, default_value = "GITHUB_TOKEN")]
+    token_env: String,
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Poll every this many seconds [default: one pass, then exit].
+    #[arg(long)]
+    interval: Option<u64>,
+    /// Print what would be done; record nothing.
     #[arg(long)]
     dry_run: bool,
 }
@@ -821,6 +877,79 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             print!("{text}");
             println!("work dir: {}", work.root().display());
             Ok(if ok { exit::OK } else { exit::ENVIRONMENT })
+        }
+        Command::Watch(a) => {
+            use mmci::post::github;
+            use mmci::watch::{Action, Source};
+            let source = match (&a.atom, &a.mbox, &a.maildir) {
+                (Some(url), _, _) => {
+                    fetch::check_base_url("--atom", url)
+                        .map_err(|e| AppError::BadOption(e.to_string()))?;
+                    fetch::check_base_url("--lore-url", &a.lore_url)
+                        .map_err(|e| AppError::BadOption(e.to_string()))?;
+                    Source::Atom {
+                        url: url.clone(),
+                        lore_url: a.lore_url.clone(),
+                    }
+                }
+                (_, Some(p), _) => Source::Mbox(p.clone()),
+                (_, _, Some(d)) => Source::Maildir(d.clone()),
+                _ => unreachable!("clap requires a source"),
+            };
+            let gh = |e: github::GitHubError| AppError::Watch(e.into());
+            let action = match &a.dispatch {
+                Some(repo) => {
+                    let api = a
+                        .api
+                        .clone()
+                        .or_else(|| env_nonempty("GITHUB_API_URL"))
+                        .unwrap_or_else(|| fetch::GITHUB_API.to_string());
+                    github::check_api(&api).map_err(gh)?;
+                    let auth = if a.dry_run {
+                        None
+                    } else {
+                        Some(
+                            github::AuthOptions {
+                                token_env: a.token_env.clone(),
+                                token_file: a.token_file.clone(),
+                                ..Default::default()
+                            }
+                            .resolve()
+                            .map_err(gh)?,
+                        )
+                    };
+                    Action::Dispatch {
+                        api,
+                        repo: repo.parse().map_err(gh)?,
+                        auth,
+                    }
+                }
+                None => Action::Run {
+                    mmci: std::env::current_exe().map_err(|e| {
+                        AppError::BadOption(format!("cannot find the mmci binary: {e}"))
+                    })?,
+                    results: a.results.clone(),
+                    args: a.run_args.clone(),
+                },
+            };
+            let state = a
+                .state
+                .clone()
+                .unwrap_or_else(|| work.root().join("watch/state.json"));
+            let fetcher = fetch::Fetcher::default();
+            loop {
+                let lines =
+                    mmci::watch::pass(&source, &a.paths, &action, &state, a.dry_run, &fetcher)
+                        .await?;
+                for l in &lines {
+                    println!("{l}");
+                }
+                match a.interval {
+                    Some(s) => tokio::time::sleep(Duration::from_secs(s.max(1))).await,
+                    None => break,
+                }
+            }
+            Ok(exit::OK)
         }
         Command::Post {
             command: PostCommand::Github(a),

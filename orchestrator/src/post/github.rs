@@ -573,6 +573,23 @@ impl Client {
         Ok((id_of(&v, &what)?, created))
     }
 
+    /// `POST /repos/{repo}/dispatches` (answered 204 No Content): starts
+    /// the workflows listening for `body.event_type`.
+    pub async fn dispatch(&self, repo: &Repo, body: &Value) -> Result<(), GitHubError> {
+        let what = format!("sending a repository_dispatch to {repo}");
+        let path = format!("/repos/{repo}/dispatches");
+        tracing::debug!(method = "POST", %path, "GitHub API");
+        let resp = self
+            .crab
+            ._post(path, Some(body))
+            .await
+            .map_err(|e| api_error(&what, &e, &self.secrets()))?;
+        octocrab::map_github_error(resp)
+            .await
+            .map_err(|e| api_error(&what, &e, &self.secrets()))?;
+        Ok(())
+    }
+
     pub fn api(&self) -> &str {
         &self.api
     }
