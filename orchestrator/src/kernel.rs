@@ -135,7 +135,7 @@ pub async fn prepare(
         head_commit: Some(built.head_commit),
         build_sandboxed: Some(built.sandboxed),
         build_warnings: built.warnings,
-        series,
+        series: series.as_ref().map(series::Series::metadata),
     })
 }
 

@@ -523,3 +523,52 @@ fn bad_input_fails_before_anything_is_sent() {
         assert_eq!(stderr(&o).trim(), *want);
     }
 }
+
+#[test]
+fn smtp_auth_over_starttls_and_the_password_is_never_printed() {
+    const PASSWORD: &str = "s3cret-smtp-Passw0rd";
+    let tmp = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = certificates(tmp.path());
+    let server = SmtpServer::start(
+        &tmp.path().join("smtp"),
+        &[
+            "--cert",
+            cert.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+            "--auth",
+            &format!("ci:{PASSWORD}"),
+        ],
+    );
+    let results = results_dir(tmp.path());
+    let body = tmp.path().join("report.txt");
+    std::fs::write(&body, BODY).unwrap();
+    let smtp = format!("127.0.0.1:{}", server.port);
+    let send = |password: &str| {
+        Command::new(env!("CARGO_BIN_EXE_mmci"))
+            .args(["post", "email", "--results", results.to_str().unwrap()])
+            .args(["--body", body.to_str().unwrap(), "--from", FROM, "--send"])
+            .args(["--smtp", &smtp, "--smtp-ca", ca.to_str().unwrap()])
+            .args(["--smtp-user", "ci", "--smtp-timeout", "20"])
+            .env("MMCI_SMTP_PASSWORD", password)
+            .env("MMCI_LOG", "trace")
+            .output()
+            .unwrap()
+    };
+    let o = send("wrong-password-123");
+    assert_eq!(o.status.code(), Some(8), "{}", stderr(&o));
+    assert!(stderr(&o).contains("535"), "{}", stderr(&o));
+    assert!(server.messages().is_empty());
+    let o = send(PASSWORD);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for text in [
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    ] {
+        assert!(!text.contains(PASSWORD), "the password was printed: {text}");
+    }
+    let msgs = server.messages();
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["login"], "ci");
+    assert_eq!(msgs[0]["tls"], true);
+}

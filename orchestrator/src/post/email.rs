@@ -416,6 +416,7 @@ impl SmtpOptions {
 pub struct Smtp {
     transport: AsyncSmtpTransport<Tokio1Executor>,
     server: String,
+    timeout: Duration,
 }
 
 impl Smtp {
@@ -456,11 +457,19 @@ impl Smtp {
             .timeout(Some(opts.timeout));
         if let Some(user) = &opts.user {
             let password = opts.password()?.unwrap_or_default();
-            b = b.credentials(Credentials::new(user.clone(), password));
+            // PLAIN only (inside TLS): after a refused PLAIN, lettre's
+            // fallback to LOGIN waited for the timeout on aiosmtpd instead
+            // of reporting the refusal.
+            b = b
+                .credentials(Credentials::new(user.clone(), password))
+                .authentication(vec![
+                    lettre::transport::smtp::authentication::Mechanism::Plain,
+                ]);
         }
         Ok(Smtp {
             transport: b.build(),
             server,
+            timeout: opts.timeout,
         })
     }
 
@@ -470,10 +479,19 @@ impl Smtp {
         // server would store the message with one more empty line than
         // the dry run showed.
         let bytes = o.bytes.strip_suffix(b"\r\n").unwrap_or(&o.bytes);
-        let r = self
-            .transport
-            .send_raw(o.message.envelope(), bytes)
+        // lettre's timeout covers each read and write; a server that stops
+        // answering mid-exchange (e.g. after AUTH) is bounded here too.
+        let whole = self.timeout * 3;
+        let r = tokio::time::timeout(whole, self.transport.send_raw(o.message.envelope(), bytes))
             .await
+            .map_err(|_| EmailError::Smtp {
+                server: self.server.clone(),
+                message: format!(
+                    "no answer within {} s (--smtp-timeout {} s per exchange): delivery not confirmed",
+                    whole.as_secs(),
+                    self.timeout.as_secs()
+                ),
+            })?
             .map_err(|e| EmailError::Smtp {
                 server: self.server.clone(),
                 message: smtp_message(&e),

@@ -176,6 +176,16 @@ pub struct Series {
 }
 
 impl Series {
+    /// The series without the patches' raw mails: what the manifest keeps
+    /// (and reads back equal) for posting.
+    pub fn metadata(&self) -> Series {
+        let mut s = self.clone();
+        for p in &mut s.patches {
+            p.raw = Vec::new();
+        }
+        s
+    }
+
     /// A short name for messages and directories: "v2-1a2b3c4d".
     pub fn short_id(&self) -> String {
         format!("v{}-{}", self.version, &self.hash[..8])
@@ -579,6 +589,18 @@ mod tests {
         }
         let s = assemble(&mails, "patch 1").unwrap();
         assert_eq!((s.total, s.patches.len()), (1, 1));
+    }
+
+    #[test]
+    fn metadata_round_trips_through_json() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
+        let s = assemble(&mails_from_mbox(&std::fs::read(path).unwrap()), "b").unwrap();
+        assert!(!s.patches[0].raw.is_empty());
+        let m = s.metadata();
+        let back: Series = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(back.cover.unwrap().cc.len(), 2);
     }
 
     #[test]
