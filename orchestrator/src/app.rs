@@ -33,6 +33,9 @@ pub mod exit {
     /// `mmci analyse`: the verdict is inconclusive (too few runs, timing
     /// metrics under TCG, runs without a result).
     pub const INCONCLUSIVE: i32 = 8;
+    /// Posting failed: GitHub or the SMTP server refused or could not be
+    /// reached (the results dir is untouched; post again).
+    pub const POST: i32 = 9;
     /// Interrupted (Ctrl-C).
     pub const INTERRUPTED: i32 = 130;
 }
@@ -63,6 +66,10 @@ pub enum AppError {
     ResultsDir(#[from] crate::results_dir::ResultsDirError),
     #[error(transparent)]
     Analysis(#[from] crate::analysis::AnalysisError),
+    #[error(transparent)]
+    Post(#[from] crate::post::PostError),
+    #[error(transparent)]
+    Watch(#[from] crate::watch::WatchError),
 }
 
 impl AppError {
@@ -86,6 +93,11 @@ impl AppError {
                 MatrixRunError::MissingQemu(_) | MatrixRunError::MissingGuestInit { .. },
             ) => exit::ENVIRONMENT,
             AppError::MatrixRun(MatrixRunError::Run { .. }) => exit::INFRA,
+            AppError::Post(e) if e.is_remote() => exit::POST,
+            AppError::Post(_) => exit::USAGE,
+            AppError::Watch(crate::watch::WatchError::Fetch(_)) => exit::FETCH,
+            AppError::Watch(e) if e.is_remote() => exit::POST,
+            AppError::Watch(_) => exit::USAGE,
         }
     }
 }

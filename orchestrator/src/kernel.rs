@@ -77,6 +77,7 @@ pub async fn prepare(
             head_commit: None,
             build_sandboxed: None,
             build_warnings: vec![],
+            series: None,
         });
     }
     let fragments = if source.fragments.is_empty() {
@@ -134,6 +135,7 @@ pub async fn prepare(
         head_commit: Some(built.head_commit),
         build_sandboxed: Some(built.sandboxed),
         build_warnings: built.warnings,
+        series: series.as_ref().map(series::Series::metadata),
     })
 }
 

@@ -4,7 +4,8 @@
 //! -> `build` (configured, cached kernel builds) -> `image` (initramfs) ->
 //! `vm` (QEMU) -> `run` (one guest run, classified by `outcome`, measured by
 //! `metrics`, stored by `results`) -> `report`; a matrix's results dir
-//! -> `analysis` (base vs candidates, expectations, verdict). `app` strings them together
+//! -> `analysis` (base vs candidates, expectations, verdict) -> `post`
+//! (GitHub, email). `app` strings them together
 //! for the command line.
 
 pub mod accel;
@@ -26,6 +27,7 @@ pub mod matrix_run;
 pub mod metrics;
 pub mod outcome;
 pub mod paths;
+pub mod post;
 pub mod process;
 pub mod progress;
 pub mod report;
@@ -37,3 +39,4 @@ pub mod series;
 pub mod tree;
 pub mod vm;
 pub mod warnings;
+pub mod watch;

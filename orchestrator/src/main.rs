@@ -245,6 +245,195 @@ enum Command {
         #[command(subcommand)]
         command: BenchCommand,
     },
+    /// Follow a mailing list for new patch series touching mm/ and run each
+    /// once, here (--run) or by a repository_dispatch to GitHub (--dispatch).
+    Watch(Box<WatchArgs>),
+    /// Post a rendered report: GitHub check run and sticky comment, or an
+    /// email reply on the patch thread.
+    Post {
+        #[command(subcommand)]
+        command: PostCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PostCommand {
+    /// A check run on the tested commit (--start: in progress; else
+    /// completed with --conclusion and --body) and, with --pr, one sticky
+    /// comment per series on the pull request, updated in place.
+    Github(Box<GithubArgs>),
+    /// The plain-text report as a reply on the series' thread. A dry run
+    /// (the message printed) unless --send or --write.
+    Email(Box<EmailArgs>),
+}
+
+#[derive(clap::Args)]
+struct GithubArgs {
+    /// Create the check run as in progress (the run is starting).
+    #[arg(long, conflicts_with_all = ["conclusion", "body"])]
+    start: bool,
+    /// The verdict of the completed check run.
+    #[arg(long, value_enum, required_unless_present = "start")]
+    conclusion: Option<mmci::post::github::Conclusion>,
+    /// The rendered markdown report.
+    #[arg(long, required_unless_present = "start")]
+    body: Option<PathBuf>,
+    /// Results dir whose manifest names the series (title, sticky key).
+    #[arg(long)]
+    results: Option<PathBuf>,
+    /// OWNER/REPO [default: $GITHUB_REPOSITORY].
+    #[arg(long)]
+    repo: Option<String>,
+    /// Commit the check run belongs to [default: $GITHUB_SHA].
+    #[arg(long)]
+    sha: Option<String>,
+    /// Pull request for the sticky comment.
+    #[arg(long)]
+    pr: Option<u64>,
+    /// The check run's name.
+    #[arg(long, default_value = "mmci")]
+    check_name: String,
+    /// Complete this check run [default: the open one of --check-name on --sha].
+    #[arg(long)]
+    check_run_id: Option<u64>,
+    /// The check run's title [default: the series' title].
+    #[arg(long)]
+    title: Option<String>,
+    /// Key of the sticky comment [default: the series' title, stable across revisions].
+    #[arg(long)]
+    sticky_key: Option<String>,
+    /// Link shown on the check run (e.g. the workflow run).
+    #[arg(long)]
+    details_url: Option<String>,
+    /// GitHub API base URL [default: $GITHUB_API_URL, else https://api.github.com].
+    #[arg(long)]
+    api: Option<String>,
+    /// Environment variable holding the token.
+    #[arg(long, default_value = "GITHUB_TOKEN")]
+    token_env: String,
+    /// File holding the token (instead of the environment).
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Authenticate as this GitHub App (with --app-key).
+    #[arg(long)]
+    app_id: Option<u64>,
+    /// The App's private key (PEM).
+    #[arg(long, requires = "app_id")]
+    app_key: Option<PathBuf>,
+    /// The App's installation [default: the one on --repo].
+    #[arg(long, requires = "app_id")]
+    installation_id: Option<u64>,
+    /// Print the requests instead of sending them (no credentials needed).
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(clap::Args)]
+struct WatchArgs {
+    /// A public-inbox Atom feed (e.g. https://lore.kernel.org/linux-mm/new.atom).
+    #[arg(long, required_unless_present_any = ["mbox", "maildir"], conflicts_with_all = ["mbox", "maildir"])]
+    atom: Option<String>,
+    /// A local mbox (e.g. kept up to date by lei or a mail client).
+    #[arg(long, conflicts_with = "maildir")]
+    mbox: Option<PathBuf>,
+    /// A local maildir.
+    #[arg(long)]
+    maildir: Option<PathBuf>,
+    /// public-inbox server the threads of --atom entries are fetched from.
+    #[arg(long, default_value = mmci::series::fetch::LORE_URL)]
+    lore_url: String,
+    /// Path prefix a series must touch (repeatable).
+    #[arg(long = "path", default_values_t = vec!["mm/".to_string()])]
+    paths: Vec<String>,
+    /// State file: the series already handled [default: <work dir>/watch/state.json].
+    #[arg(long)]
+    state: Option<PathBuf>,
+    /// Send a repository_dispatch (type mmci-series) to OWNER/REPO, which runs series.yml.
+    #[arg(
+        long,
+        value_name = "OWNER/REPO",
+        required_unless_present = "run",
+        conflicts_with = "run"
+    )]
+    dispatch: Option<String>,
+    /// Run `mmci run --series` here on each new series.
+    #[arg(long)]
+    run: bool,
+    /// Results dir of --run's runs (one subdir per series).
+    #[arg(long, default_value = "mmci-results/watch")]
+    results: PathBuf,
+    /// Extra argument for --run's `mmci run` (repeatable), e.g. --run-arg=--matrix=matrix/smoke.yaml.
+    #[arg(long = "run-arg", allow_hyphen_values = true)]
+    run_args: Vec<String>,
+    /// GitHub API base URL for --dispatch [default: $GITHUB_API_URL, else https://api.github.com].
+    #[arg(long)]
+    api: Option<String>,
+    /// Environment variable holding the token for --dispatch.
+    #[arg(long, default_value = "GITHUB_TOKEN")]
+    token_env: String,
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Poll every this many seconds [default: one pass, then exit].
+    #[arg(long)]
+    interval: Option<u64>,
+    /// Print what would be done; record nothing.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+#[derive(clap::Args)]
+struct EmailArgs {
+    /// The rendered plain-text report.
+    #[arg(long)]
+    body: PathBuf,
+    /// Results dir whose manifest holds the series and its thread.
+    #[arg(long, required_unless_present = "series", conflicts_with = "series")]
+    results: Option<PathBuf>,
+    /// The series' mbox (or format-patch dir) instead of --results.
+    #[arg(long)]
+    series: Option<PathBuf>,
+    /// Sender [default: $MMCI_EMAIL_FROM].
+    #[arg(long)]
+    from: Option<String>,
+    /// Extra To (repeatable); the series' author is always To.
+    #[arg(long)]
+    to: Vec<String>,
+    /// Extra Cc (repeatable); the thread's To and Cc are always Cc.
+    #[arg(long)]
+    cc: Vec<String>,
+    /// Only --to and --cc: leave out the author and the lists.
+    #[arg(long)]
+    only_given_recipients: bool,
+    /// Message-ID instead of a fresh one.
+    #[arg(long)]
+    message_id: Option<String>,
+    /// Date as Unix seconds instead of now.
+    #[arg(long)]
+    date: Option<u64>,
+    /// Send it over SMTP.
+    #[arg(long)]
+    send: bool,
+    /// Store it: FILE.eml, or appended to FILE.mbox (for git send-email).
+    #[arg(long)]
+    write: Option<PathBuf>,
+    /// SMTP server HOST[:PORT] [default: $MMCI_SMTP].
+    #[arg(long)]
+    smtp: Option<String>,
+    #[arg(long, value_enum, default_value = "starttls")]
+    smtp_tls: mmci::post::email::SmtpTls,
+    /// Extra CA certificate (PEM) to trust for the SMTP server.
+    #[arg(long)]
+    smtp_ca: Option<PathBuf>,
+    #[arg(long)]
+    smtp_user: Option<String>,
+    /// Environment variable with the SMTP password.
+    #[arg(long, default_value = "MMCI_SMTP_PASSWORD")]
+    smtp_password_env: String,
+    #[arg(long)]
+    smtp_password_file: Option<PathBuf>,
+    /// Seconds before an SMTP exchange gives up.
+    #[arg(long, default_value_t = 60)]
+    smtp_timeout: u64,
 }
 
 #[derive(Subcommand)]
@@ -370,6 +559,163 @@ fn utc_stamp() -> String {
         rem % 3600 / 60,
         rem % 60
     )
+}
+
+fn env_nonempty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Reads and checks every input of `mmci post github` before any request.
+fn github_post(a: &GithubArgs) -> Result<mmci::post::GitHubPost, AppError> {
+    use mmci::post::{self, github, GitHubPhase, PostError};
+    let gh = |e: github::GitHubError| AppError::Post(PostError::GitHub(e));
+    let api = a
+        .api
+        .clone()
+        .or_else(|| env_nonempty("GITHUB_API_URL"))
+        .unwrap_or_else(|| fetch::GITHUB_API.to_string());
+    github::check_api(&api).map_err(gh)?;
+    let repo: github::Repo = a
+        .repo
+        .clone()
+        .or_else(|| env_nonempty("GITHUB_REPOSITORY"))
+        .unwrap_or_default()
+        .parse()
+        .map_err(gh)?;
+    let head_sha = a
+        .sha
+        .clone()
+        .or_else(|| env_nonempty("GITHUB_SHA"))
+        .ok_or(github::GitHubError::NoSha)
+        .map_err(gh)?;
+    let series = match &a.results {
+        Some(dir) => post::series_from_results(dir)?,
+        None => None,
+    };
+    let series_title = series.as_ref().map(post::series_title);
+    let title = a
+        .title
+        .clone()
+        .or_else(|| series_title.clone())
+        .unwrap_or_else(|| "mmci report".into());
+    let phase = if a.start {
+        GitHubPhase::Start
+    } else {
+        let markdown = post::read_body(a.body.as_deref().expect("clap requires --body"))?;
+        GitHubPhase::Finish {
+            conclusion: a.conclusion.expect("clap requires --conclusion"),
+            markdown,
+            pr: a.pr.map(|n| {
+                let key = a
+                    .sticky_key
+                    .clone()
+                    .or_else(|| series_title.clone())
+                    .unwrap_or_else(|| a.check_name.clone());
+                (n, key)
+            }),
+            check_run_id: a.check_run_id,
+        }
+    };
+    let auth = if a.dry_run {
+        None
+    } else {
+        Some(
+            github::AuthOptions {
+                token_env: a.token_env.clone(),
+                token_file: a.token_file.clone(),
+                app_id: a.app_id,
+                app_key: a.app_key.clone(),
+                installation_id: a.installation_id,
+            }
+            .resolve()
+            .map_err(gh)?,
+        )
+    };
+    Ok(mmci::post::GitHubPost {
+        api,
+        target: github::CheckTarget {
+            repo,
+            head_sha,
+            name: a.check_name.clone(),
+            details_url: a.details_url.clone(),
+        },
+        title,
+        phase,
+        auth,
+        step_summary: env_nonempty("GITHUB_STEP_SUMMARY")
+            .filter(|_| !a.dry_run)
+            .map(PathBuf::from),
+    })
+}
+
+/// Reads and checks every input of `mmci post email` before anything is sent.
+async fn email_post(a: &EmailArgs) -> Result<mmci::post::EmailPost, AppError> {
+    use mmci::post::{self, email, PostError};
+    let body = post::read_body(&a.body)?;
+    let series = match (&a.results, &a.series) {
+        (Some(dir), _) => post::series_from_results(dir)?.ok_or_else(|| {
+            AppError::BadOption(format!(
+                "--results {}: no kernel in it had a series applied: give the series with --series",
+                dir.display()
+            ))
+        })?,
+        (None, Some(path)) => {
+            if !path.exists() {
+                return Err(AppError::BadOption(format!(
+                    "--series {}: no such file or directory",
+                    path.display()
+                )));
+            }
+            let store = tempfile::tempdir()
+                .map_err(|e| AppError::BadOption(format!("cannot create a temporary dir: {e}")))?;
+            mmci::series::load(
+                &SeriesSource::from_path(path),
+                &fetch::Fetcher::default(),
+                store.path(),
+            )
+            .await
+            .map_err(|e| AppError::Kernel(mmci::kernel::KernelError::Series(e)))?
+        }
+        (None, None) => unreachable!("clap requires --results or --series"),
+    };
+    let options = email::EmailOptions {
+        from: a.from.clone().or_else(|| env_nonempty("MMCI_EMAIL_FROM")),
+        to: a.to.clone(),
+        cc: a.cc.clone(),
+        only_given_recipients: a.only_given_recipients,
+        message_id: a.message_id.clone(),
+        date: a.date,
+    };
+    // Build once now so that a bad address fails before the SMTP set-up.
+    email::build(&series, &body, &options).map_err(PostError::Email)?;
+    let smtp = if a.send {
+        let server = a
+            .smtp
+            .clone()
+            .or_else(|| env_nonempty("MMCI_SMTP"))
+            .ok_or(PostError::Email(email::EmailError::NoSmtp))?;
+        Some(
+            email::Smtp::new(&email::SmtpOptions {
+                server,
+                tls: a.smtp_tls,
+                ca: a.smtp_ca.clone(),
+                user: a.smtp_user.clone(),
+                password_env: a.smtp_password_env.clone(),
+                password_file: a.smtp_password_file.clone(),
+                timeout: Duration::from_secs(a.smtp_timeout),
+            })
+            .map_err(PostError::Email)?,
+        )
+    } else {
+        None
+    };
+    Ok(mmci::post::EmailPost {
+        series,
+        body,
+        options,
+        write: a.write.clone(),
+        smtp,
+    })
 }
 
 async fn real_main(cli: Cli) -> Result<i32, AppError> {
@@ -616,6 +962,93 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             print!("{text}");
             println!("work dir: {}", work.root().display());
             Ok(if ok { exit::OK } else { exit::ENVIRONMENT })
+        }
+        Command::Watch(a) => {
+            use mmci::post::github;
+            use mmci::watch::{Action, Source};
+            let source = match (&a.atom, &a.mbox, &a.maildir) {
+                (Some(url), _, _) => {
+                    fetch::check_base_url("--atom", url)
+                        .map_err(|e| AppError::BadOption(e.to_string()))?;
+                    fetch::check_base_url("--lore-url", &a.lore_url)
+                        .map_err(|e| AppError::BadOption(e.to_string()))?;
+                    Source::Atom {
+                        url: url.clone(),
+                        lore_url: a.lore_url.clone(),
+                    }
+                }
+                (_, Some(p), _) => Source::Mbox(p.clone()),
+                (_, _, Some(d)) => Source::Maildir(d.clone()),
+                _ => unreachable!("clap requires a source"),
+            };
+            let gh = |e: github::GitHubError| AppError::Watch(e.into());
+            let action = match &a.dispatch {
+                Some(repo) => {
+                    let api = a
+                        .api
+                        .clone()
+                        .or_else(|| env_nonempty("GITHUB_API_URL"))
+                        .unwrap_or_else(|| fetch::GITHUB_API.to_string());
+                    github::check_api(&api).map_err(gh)?;
+                    let auth = if a.dry_run {
+                        None
+                    } else {
+                        Some(
+                            github::AuthOptions {
+                                token_env: a.token_env.clone(),
+                                token_file: a.token_file.clone(),
+                                ..Default::default()
+                            }
+                            .resolve()
+                            .map_err(gh)?,
+                        )
+                    };
+                    Action::Dispatch {
+                        api,
+                        repo: repo.parse().map_err(gh)?,
+                        auth,
+                    }
+                }
+                None => Action::Run {
+                    mmci: std::env::current_exe().map_err(|e| {
+                        AppError::BadOption(format!("cannot find the mmci binary: {e}"))
+                    })?,
+                    results: a.results.clone(),
+                    args: a.run_args.clone(),
+                },
+            };
+            let state = a
+                .state
+                .clone()
+                .unwrap_or_else(|| work.root().join("watch/state.json"));
+            let fetcher = fetch::Fetcher::default();
+            loop {
+                let lines =
+                    mmci::watch::pass(&source, &a.paths, &action, &state, a.dry_run, &fetcher)
+                        .await?;
+                for l in &lines {
+                    println!("{l}");
+                }
+                match a.interval {
+                    Some(s) => tokio::time::sleep(Duration::from_secs(s.max(1))).await,
+                    None => break,
+                }
+            }
+            Ok(exit::OK)
+        }
+        Command::Post {
+            command: PostCommand::Github(a),
+        } => {
+            let job = github_post(&a)?;
+            print!("{}", mmci::post::post_github(&job).await?);
+            Ok(exit::OK)
+        }
+        Command::Post {
+            command: PostCommand::Email(a),
+        } => {
+            let job = email_post(&a).await?;
+            print!("{}", mmci::post::post_email(&job).await?);
+            Ok(exit::OK)
         }
         Command::Bench {
             command: BenchCommand::Matrix { cells, rounds },

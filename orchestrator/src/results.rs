@@ -37,6 +37,10 @@ pub struct KernelInfo {
     /// Compiler warnings of the build (see build::warnings).
     #[serde(default)]
     pub build_warnings: Vec<String>,
+    /// The series applied, with its thread (cover letter, authors, lists):
+    /// what `mmci post` replies to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub series: Option<crate::series::Series>,
 }
 
 /// Time spent, for the report and for `mmci bench`.

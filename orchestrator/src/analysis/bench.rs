@@ -173,6 +173,7 @@ fn synthetic_run(id: &str, metrics: MglruMetrics) -> RunResult {
             head_commit: None,
             build_sandboxed: None,
             build_warnings: vec![],
+            series: None,
         },
         job: Default::default(),
         attempts: 1,

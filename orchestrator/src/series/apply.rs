@@ -203,6 +203,9 @@ mod tests {
                     subject: t.to_string(),
                     message_id: String::new(),
                     from: String::new(),
+                    to: vec![],
+                    cc: vec![],
+                    references: vec![],
                     raw: vec![],
                 })
                 .collect(),

@@ -231,6 +231,12 @@ impl Fetcher {
         }
     }
 
+    /// A text document (an Atom feed), with the same retries.
+    pub async fn get_text(&self, url: &str) -> Result<String, FetchError> {
+        let bytes = self.get(url, &[]).await?;
+        Ok(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
     /// The whole thread of `message_id` as an mbox.
     pub async fn lore_thread(&self, base: &str, message_id: &str) -> Result<Vec<u8>, FetchError> {
         let url = lore_thread_url(base, message_id);

@@ -77,6 +77,11 @@ pub struct Mail {
     pub message_id: String,
     pub from: String,
     pub date: String,
+    /// Addresses of To and Cc, `Name <addr>` or bare: a reply on the thread goes to them.
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+    /// The References chain (message-ids without <>), oldest first.
+    pub references: Vec<String>,
     pub body: String,
     /// The whole message, headers included, as `git am` wants it.
     pub raw: Vec<u8>,
@@ -118,27 +123,42 @@ pub enum SeriesError {
 }
 
 /// A patch of the series, in order.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Patch {
     pub index: u32,
     pub title: String,
     pub subject: String,
     pub message_id: String,
     pub from: String,
+    /// To and Cc of the mail, for a reply when there is no cover letter.
+    #[serde(default)]
+    pub to: Vec<String>,
+    #[serde(default)]
+    pub cc: Vec<String>,
+    #[serde(default)]
+    pub references: Vec<String>,
     #[serde(skip)]
     pub raw: Vec<u8>,
 }
 
 /// The cover letter: kept for the reply on the thread.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Cover {
     pub subject: String,
     pub message_id: String,
     pub from: String,
+    /// The lists and people the series was sent to.
+    #[serde(default)]
+    pub to: Vec<String>,
+    #[serde(default)]
+    pub cc: Vec<String>,
+    /// The cover's own References (a v2 sent in reply to v1 has some).
+    #[serde(default)]
+    pub references: Vec<String>,
 }
 
 /// A complete revision of a series.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Series {
     pub version: u32,
     pub total: u32,
@@ -156,6 +176,16 @@ pub struct Series {
 }
 
 impl Series {
+    /// The series without the patches' raw mails: what the manifest keeps
+    /// (and reads back equal) for posting.
+    pub fn metadata(&self) -> Series {
+        let mut s = self.clone();
+        for p in &mut s.patches {
+            p.raw = Vec::new();
+        }
+        s
+    }
+
     /// A short name for messages and directories: "v2-1a2b3c4d".
     pub fn short_id(&self) -> String {
         format!("v{}-{}", self.version, &self.hash[..8])
@@ -248,6 +278,9 @@ pub fn assemble(mails: &[Mail], source_name: &str) -> Result<Series, SeriesError
             subject: mail.subject.clone(),
             message_id: mail.message_id.clone(),
             from: mail.from.clone(),
+            to: mail.to.clone(),
+            cc: mail.cc.clone(),
+            references: mail.references.clone(),
             raw: mail.raw.clone(),
         });
     }
@@ -276,6 +309,9 @@ pub fn assemble(mails: &[Mail], source_name: &str) -> Result<Series, SeriesError
             subject: m.subject.clone(),
             message_id: m.message_id.clone(),
             from: m.from.clone(),
+            to: m.to.clone(),
+            cc: m.cc.clone(),
+            references: m.references.clone(),
         }),
         patches,
         base_commit,
@@ -291,21 +327,38 @@ pub fn parse_mail(raw: &[u8]) -> Option<Mail> {
     let from = msg
         .from()
         .and_then(|a| a.first())
-        .map(|a| match (a.name(), a.address()) {
-            (Some(n), Some(e)) => format!("{n} <{e}>"),
-            (None, Some(e)) => e.to_string(),
-            (Some(n), None) => n.to_string(),
-            (None, None) => String::new(),
-        })
+        .map(addr_text)
         .unwrap_or_default();
+    let addresses = |a: Option<&mail_parser::Address>| -> Vec<String> {
+        a.map(|a| a.iter().map(addr_text).filter(|s| !s.is_empty()).collect())
+            .unwrap_or_default()
+    };
+    let references = match msg.references() {
+        mail_parser::HeaderValue::Text(t) => vec![t.to_string()],
+        mail_parser::HeaderValue::TextList(l) => l.iter().map(|t| t.to_string()).collect(),
+        _ => vec![],
+    };
     Some(Mail {
         subject: msg.subject().unwrap_or_default().to_string(),
         message_id: msg.message_id().unwrap_or_default().to_string(),
         from,
         date: msg.date().map(|d| d.to_rfc3339()).unwrap_or_default(),
+        to: addresses(msg.to()),
+        cc: addresses(msg.cc()),
+        references,
         body: msg.body_text(0).map(|b| b.into_owned()).unwrap_or_default(),
         raw: raw.to_vec(),
     })
+}
+
+/// `Name <addr>`, or the bare address.
+fn addr_text(a: &mail_parser::Addr) -> String {
+    match (a.name(), a.address()) {
+        (Some(n), Some(e)) => format!("{n} <{e}>"),
+        (None, Some(e)) => e.to_string(),
+        (Some(n), None) => n.to_string(),
+        (None, None) => String::new(),
+    }
 }
 
 /// The mails of an mbox.
@@ -442,6 +495,9 @@ mod tests {
             message_id: id.into(),
             from: "A U Thor <a@example.org>".into(),
             date: String::new(),
+            to: vec![],
+            cc: vec![],
+            references: vec![],
             body: body.into(),
             raw: format!("Subject: {subject}\n\n{body}").into_bytes(),
         }
@@ -533,6 +589,18 @@ mod tests {
         }
         let s = assemble(&mails, "patch 1").unwrap();
         assert_eq!((s.total, s.patches.len()), (1, 1));
+    }
+
+    #[test]
+    fn metadata_round_trips_through_json() {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
+        let s = assemble(&mails_from_mbox(&std::fs::read(path).unwrap()), "b").unwrap();
+        assert!(!s.patches[0].raw.is_empty());
+        let m = s.metadata();
+        let back: Series = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
+        assert_eq!(back.cover.unwrap().cc.len(), 2);
     }
 
     #[test]

@@ -1,0 +1,701 @@
+//! Email: the plain-text report as a reply on the patch thread, in the
+//! style of the 0-day bot: `Re: <cover subject>`, In-Reply-To the cover
+//! letter (or the first patch), the References chain, a fresh Message-ID,
+//! To the author, Cc the lists and people the series went to.
+//!
+//! The message is built once, as bytes: a dry run prints exactly those
+//! bytes and the SMTP envelope, `--write` stores them as .eml or mbox for
+//! `git send-email` or a mail client, and `--send` hands the same bytes to
+//! an SMTP server (STARTTLS by default, lettre).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use lettre::message::header::ContentType;
+use lettre::message::{Body, Mailbox, Mailboxes};
+use lettre::transport::smtp::authentication::Credentials;
+use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
+use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+
+use crate::series::Series;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmailError {
+    #[error("--from: missing (who the report comes from, e.g. --from 'mmci <mmci@example.org>'; or $MMCI_EMAIL_FROM)")]
+    NoFrom,
+    #[error("{option} `{given}`: not an email address")]
+    BadAddress { option: String, given: String },
+    #[error("the series has no cover letter and no patch with a Message-ID: nothing to reply to")]
+    NoThread,
+    #[error("no recipients: the thread has none and neither --to nor --cc was given")]
+    NoRecipients,
+    #[error("building the message")]
+    Build(#[source] lettre::error::Error),
+    #[error("--send needs --smtp HOST[:PORT]")]
+    NoSmtp,
+    #[error("--smtp {0}: expected HOST or HOST:PORT")]
+    BadSmtp(String),
+    #[error("--smtp-ca {path}: cannot read a PEM certificate")]
+    Ca {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--smtp-ca {path}: {message}")]
+    BadCa { path: PathBuf, message: String },
+    #[error("--smtp-user needs a password: set ${0} or --smtp-password-file")]
+    NoPassword(String),
+    #[error("--smtp-password-file {path}: cannot read")]
+    PasswordFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--write {path}: cannot write")]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("SMTP {server}: {message}")]
+    Smtp { server: String, message: String },
+}
+
+impl EmailError {
+    /// The SMTP server refused or could not be reached (exit 9).
+    pub fn is_remote(&self) -> bool {
+        matches!(self, EmailError::Smtp { .. })
+    }
+}
+
+/// The sender and any recipients beyond the thread's, from the command
+/// line or the environment.
+#[derive(Clone, Debug, Default)]
+pub struct EmailOptions {
+    pub from: Option<String>,
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+    /// Only --to and --cc, not the thread's author and lists (to try a
+    /// report on oneself first).
+    pub only_given_recipients: bool,
+    /// Message-ID to use instead of a fresh one (reproducible output).
+    pub message_id: Option<String>,
+    /// Date (Unix seconds) instead of now.
+    pub date: Option<u64>,
+}
+
+/// The threading of the reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplyTo {
+    pub subject: String,
+    /// Message-id of the mail replied to, without <>.
+    pub in_reply_to: String,
+    /// Its References and then its own id, oldest first.
+    pub references: Vec<String>,
+    /// The author of the series.
+    pub author: String,
+    /// The lists and people the series went to.
+    pub to: Vec<String>,
+    pub cc: Vec<String>,
+}
+
+/// Replies to the cover letter, or to the first patch without one.
+pub fn reply_to(series: &Series) -> Result<ReplyTo, EmailError> {
+    let (subject, id, refs, author, to, cc) = match &series.cover {
+        Some(c) if !c.message_id.is_empty() => (
+            &c.subject,
+            &c.message_id,
+            &c.references,
+            &c.from,
+            &c.to,
+            &c.cc,
+        ),
+        _ => {
+            let p = series
+                .patches
+                .first()
+                .filter(|p| !p.message_id.is_empty())
+                .ok_or(EmailError::NoThread)?;
+            (
+                &p.subject,
+                &p.message_id,
+                &p.references,
+                &p.from,
+                &p.to,
+                &p.cc,
+            )
+        }
+    };
+    let subject = subject.trim();
+    let subject = if subject.to_ascii_lowercase().starts_with("re:") {
+        subject.to_string()
+    } else {
+        format!("Re: {subject}")
+    };
+    let mut references: Vec<String> = refs.iter().filter(|r| *r != id).cloned().collect();
+    references.push(id.clone());
+    Ok(ReplyTo {
+        subject,
+        in_reply_to: id.clone(),
+        references,
+        author: author.clone(),
+        to: to.clone(),
+        cc: cc.clone(),
+    })
+}
+
+/// A message ready to go: its envelope and its exact bytes.
+#[derive(Clone, Debug)]
+pub struct Outgoing {
+    pub message_id: String,
+    pub envelope_from: String,
+    pub envelope_to: Vec<String>,
+    pub bytes: Vec<u8>,
+    message: Message,
+}
+
+/// `Name <addr>` or a bare address, as a mailbox. Split by hand: display
+/// names in the wild (`A. U. Thor`) are not always RFC 5322 phrases.
+pub fn mailbox(option: &str, given: &str) -> Result<Mailbox, EmailError> {
+    let bad = || EmailError::BadAddress {
+        option: option.to_string(),
+        given: given.to_string(),
+    };
+    let given_t = given.trim();
+    let (name, addr) = match given_t.rfind('<') {
+        Some(i) if given_t.ends_with('>') => {
+            let name = given_t[..i].trim().trim_matches('"').trim();
+            (
+                (!name.is_empty()).then(|| name.to_string()),
+                &given_t[i + 1..given_t.len() - 1],
+            )
+        }
+        _ => (None, given_t),
+    };
+    let addr: Address = addr.trim().parse().map_err(|_| bad())?;
+    Ok(Mailbox::new(name, addr))
+}
+
+fn domain_of(m: &Mailbox) -> String {
+    m.email.domain().to_string()
+}
+
+/// A fresh Message-ID: time, the series' hash and randomness, at the
+/// sender's domain.
+pub fn fresh_message_id(series: &Series, from: &Mailbox, unix: u64) -> String {
+    let mut rnd = [0u8; 6];
+    let _ = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut rnd));
+    format!(
+        "mmci-{unix}-{}-{}@{}",
+        &series.hash[..series.hash.len().min(12)],
+        hex::encode(rnd),
+        domain_of(from)
+    )
+}
+
+/// Builds the reply. To: the author (and --to); Cc: the thread's To and Cc
+/// (and --cc), each address once, never the sender.
+pub fn build(series: &Series, body: &str, opts: &EmailOptions) -> Result<Outgoing, EmailError> {
+    let from_text = opts.from.as_deref().ok_or(EmailError::NoFrom)?;
+    let from = mailbox("--from", from_text)?;
+    let reply = reply_to(series)?;
+    let mut seen = vec![from.email.to_string().to_ascii_lowercase()];
+    let mut add = |list: &mut Vec<Mailbox>, m: Mailbox| {
+        let key = m.email.to_string().to_ascii_lowercase();
+        if !seen.contains(&key) {
+            seen.push(key);
+            list.push(m);
+        }
+    };
+    let mut to = Vec::new();
+    let mut cc = Vec::new();
+    for t in &opts.to {
+        add(&mut to, mailbox("--to", t)?);
+    }
+    if !opts.only_given_recipients {
+        // A thread address lettre cannot parse is skipped, not fatal: the
+        // rest of the thread still gets the report.
+        if let Ok(m) = mailbox("the series' From", &reply.author) {
+            add(&mut to, m);
+        }
+    }
+    for c in &opts.cc {
+        add(&mut cc, mailbox("--cc", c)?);
+    }
+    if !opts.only_given_recipients {
+        for a in reply.to.iter().chain(&reply.cc) {
+            match mailbox("the thread's To/Cc", a) {
+                Ok(m) => add(&mut cc, m),
+                Err(_) => tracing::warn!(address = %a, "skipping an address of the thread"),
+            }
+        }
+    }
+    if to.is_empty() && cc.is_empty() {
+        return Err(EmailError::NoRecipients);
+    }
+    if to.is_empty() {
+        to.push(cc.remove(0));
+    }
+    let unix = opts.date.unwrap_or_else(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+    });
+    let message_id = opts
+        .message_id
+        .as_deref()
+        .map(|m| m.trim_matches(|c| c == '<' || c == '>').to_string())
+        .unwrap_or_else(|| fresh_message_id(series, &from, unix));
+    let refs = reply
+        .references
+        .iter()
+        .map(|r| format!("<{r}>"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut b = Message::builder()
+        .from(from.clone())
+        .subject(reply.subject.clone())
+        .date(UNIX_EPOCH + Duration::from_secs(unix))
+        .message_id(Some(format!("<{message_id}>")))
+        .in_reply_to(format!("<{}>", reply.in_reply_to))
+        .references(refs)
+        .header(ContentType::TEXT_PLAIN)
+        .user_agent(format!("mmci {}", env!("CARGO_PKG_VERSION")));
+    b = b.mailbox(lettre::message::header::To::from(Mailboxes::from_iter(to)));
+    if !cc.is_empty() {
+        b = b.mailbox(lettre::message::header::Cc::from(Mailboxes::from_iter(cc)));
+    }
+    let text = if body.ends_with('\n') {
+        body.to_string()
+    } else {
+        format!("{body}\n")
+    };
+    // Plain 7/8-bit text, as the lists want it: no quoted-printable or
+    // base64 unless a line is too long for SMTP.
+    let encoding = if text.is_ascii() {
+        lettre::message::header::ContentTransferEncoding::SevenBit
+    } else {
+        lettre::message::header::ContentTransferEncoding::EightBit
+    };
+    let body = Body::new_with_encoding(text.clone(), encoding).unwrap_or_else(|_| Body::new(text));
+    let message = b.body(body).map_err(EmailError::Build)?;
+    let envelope = message.envelope();
+    Ok(Outgoing {
+        message_id,
+        envelope_from: envelope.from().map(|a| a.to_string()).unwrap_or_default(),
+        envelope_to: envelope.to().iter().map(|a| a.to_string()).collect(),
+        bytes: message.formatted(),
+        message,
+    })
+}
+
+/// What a dry run prints: the envelope, then the message as it would be sent.
+pub fn render_dry_run(o: &Outgoing) -> String {
+    format!(
+        "# dry run: nothing is sent (--send sends, --write FILE stores it)\n# MAIL FROM:<{}>\n{}# DATA:\n{}",
+        o.envelope_from,
+        o.envelope_to
+            .iter()
+            .map(|t| format!("# RCPT TO:<{t}>\n"))
+            .collect::<String>(),
+        String::from_utf8_lossy(&o.bytes)
+    )
+}
+
+/// Writes the message as an .eml file, or appends it to an mbox (a path
+/// ending in .mbox) for `git send-email` or a mail client.
+pub fn write(o: &Outgoing, path: &Path) -> Result<(), EmailError> {
+    use std::io::Write;
+    let err = |source| EmailError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = String::from_utf8_lossy(&o.bytes).replace("\r\n", "\n");
+    if path.extension().is_some_and(|e| e == "mbox") {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map_err(err)?;
+        let mut out = format!("From mmci@localhost {}\n", mbox_date(o));
+        for line in text.lines() {
+            // mboxrd: quote From lines (and already quoted ones).
+            if line.trim_start_matches('>').starts_with("From ") {
+                out.push('>');
+            }
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push('\n');
+        f.write_all(out.as_bytes()).map_err(err)
+    } else {
+        crate::results::write_atomic(path, text.as_bytes()).map_err(err)
+    }
+}
+
+fn mbox_date(_o: &Outgoing) -> &'static str {
+    // The separator line's date is not read by git am or mail clients;
+    // git format-patch writes this fixed one too.
+    "Mon Sep 17 00:00:00 2001"
+}
+
+/// How the SMTP connection is secured.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum SmtpTls {
+    /// Plain connection upgraded with STARTTLS, which must succeed (port 587).
+    #[default]
+    Starttls,
+    /// TLS from the first byte (port 465).
+    Tls,
+    /// No encryption: only for a trusted relay on this machine.
+    None,
+}
+
+#[derive(Clone, Debug)]
+pub struct SmtpOptions {
+    /// HOST or HOST:PORT [default port: 587, 465 for --smtp-tls tls, 25 for none].
+    pub server: String,
+    pub tls: SmtpTls,
+    /// Extra CA certificate (PEM) to trust, e.g. a company relay's.
+    pub ca: Option<PathBuf>,
+    pub user: Option<String>,
+    /// Environment variable with the password [default: MMCI_SMTP_PASSWORD].
+    pub password_env: String,
+    pub password_file: Option<PathBuf>,
+    pub timeout: Duration,
+}
+
+impl SmtpOptions {
+    fn host_port(&self) -> Result<(String, u16), EmailError> {
+        let default = match self.tls {
+            SmtpTls::Starttls => 587,
+            SmtpTls::Tls => 465,
+            SmtpTls::None => 25,
+        };
+        let s = self.server.trim();
+        if s.is_empty() {
+            return Err(EmailError::BadSmtp(self.server.clone()));
+        }
+        match s.rsplit_once(':') {
+            Some((h, p)) if !h.contains(':') => {
+                let port = p
+                    .parse()
+                    .map_err(|_| EmailError::BadSmtp(self.server.clone()))?;
+                Ok((h.to_string(), port))
+            }
+            _ => Ok((s.to_string(), default)),
+        }
+    }
+
+    fn password(&self) -> Result<Option<String>, EmailError> {
+        if self.user.is_none() {
+            return Ok(None);
+        }
+        if let Some(path) = &self.password_file {
+            let p = std::fs::read_to_string(path).map_err(|source| EmailError::PasswordFile {
+                path: path.clone(),
+                source,
+            })?;
+            return Ok(Some(p.trim_end_matches(['\r', '\n']).to_string()));
+        }
+        let env = if self.password_env.is_empty() {
+            "MMCI_SMTP_PASSWORD"
+        } else {
+            &self.password_env
+        };
+        std::env::var(env)
+            .ok()
+            .filter(|p| !p.is_empty())
+            .map(Some)
+            .ok_or_else(|| EmailError::NoPassword(env.to_string()))
+    }
+}
+
+/// A configured SMTP transport, checked before anything is sent.
+pub struct Smtp {
+    transport: AsyncSmtpTransport<Tokio1Executor>,
+    server: String,
+    timeout: Duration,
+}
+
+impl Smtp {
+    /// Validates the options (server, CA, credentials) without connecting.
+    pub fn new(opts: &SmtpOptions) -> Result<Smtp, EmailError> {
+        let (host, port) = opts.host_port()?;
+        let server = format!("{host}:{port}");
+        let smtp_err = |e: lettre::transport::smtp::Error| EmailError::Smtp {
+            server: server.clone(),
+            message: smtp_message(&e),
+        };
+        let tls = match opts.tls {
+            SmtpTls::None => Tls::None,
+            SmtpTls::Starttls | SmtpTls::Tls => {
+                let mut params = TlsParameters::builder(host.clone());
+                if let Some(path) = &opts.ca {
+                    let pem = std::fs::read(path).map_err(|source| EmailError::Ca {
+                        path: path.clone(),
+                        source,
+                    })?;
+                    let cert = Certificate::from_pem(&pem).map_err(|e| EmailError::BadCa {
+                        path: path.clone(),
+                        message: e.to_string(),
+                    })?;
+                    params = params.add_root_certificate(cert);
+                }
+                let params = params.build_rustls().map_err(smtp_err)?;
+                if opts.tls == SmtpTls::Tls {
+                    Tls::Wrapper(params)
+                } else {
+                    Tls::Required(params)
+                }
+            }
+        };
+        let mut b = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
+            .port(port)
+            .tls(tls)
+            .timeout(Some(opts.timeout));
+        if let Some(user) = &opts.user {
+            let password = opts.password()?.unwrap_or_default();
+            // PLAIN only (inside TLS): after a refused PLAIN, lettre's
+            // fallback to LOGIN waited for the timeout on aiosmtpd instead
+            // of reporting the refusal.
+            b = b
+                .credentials(Credentials::new(user.clone(), password))
+                .authentication(vec![
+                    lettre::transport::smtp::authentication::Mechanism::Plain,
+                ]);
+        }
+        Ok(Smtp {
+            transport: b.build(),
+            server,
+            timeout: opts.timeout,
+        })
+    }
+
+    /// Sends the message's exact bytes; returns the server's final answer.
+    pub async fn send(&self, o: &Outgoing) -> Result<String, EmailError> {
+        // lettre ends DATA with CRLF.CRLF after the bytes: without this the
+        // server would store the message with one more empty line than
+        // the dry run showed.
+        let bytes = o.bytes.strip_suffix(b"\r\n").unwrap_or(&o.bytes);
+        // lettre's timeout covers each read and write; a server that stops
+        // answering mid-exchange (e.g. after AUTH) is bounded here too.
+        let whole = self.timeout * 3;
+        let r = tokio::time::timeout(whole, self.transport.send_raw(o.message.envelope(), bytes))
+            .await
+            .map_err(|_| EmailError::Smtp {
+                server: self.server.clone(),
+                message: format!(
+                    "no answer within {} s (--smtp-timeout {} s per exchange): delivery not confirmed",
+                    whole.as_secs(),
+                    self.timeout.as_secs()
+                ),
+            })?
+            .map_err(|e| EmailError::Smtp {
+                server: self.server.clone(),
+                message: smtp_message(&e),
+            })?;
+        Ok(format!(
+            "{} {}",
+            r.code(),
+            r.message().collect::<Vec<_>>().join(" ")
+        ))
+    }
+
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+}
+
+/// lettre's error and its causes on one line, with a hint for the usual
+/// cases.
+fn smtp_message(e: &lettre::transport::smtp::Error) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = std::error::Error::source(e);
+    while let Some(s) = cur {
+        let t = s.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        cur = s.source();
+    }
+    let mut text = parts.join(": ");
+    if e.is_permanent() {
+        text.push_str(" (the server refused the message: nothing was delivered)");
+    } else if e.is_transient() {
+        text.push_str(" (a temporary refusal: try again later)");
+    }
+    text
+}
+
+/// Civil UTC date and time of a Unix time (Howard Hinnant's algorithm).
+pub fn civil(secs: u64) -> (i64, i64, i64, u64, u64, u64) {
+    let days = (secs / 86400) as i64;
+    let rem = secs % 86400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bundled() -> Series {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
+        let mails = crate::series::mails_from_mbox(&std::fs::read(path).unwrap());
+        crate::series::assemble(&mails, "bundled").unwrap()
+    }
+
+    #[test]
+    fn reply_threads_on_the_cover_letter() {
+        let s = bundled();
+        let r = reply_to(&s).unwrap();
+        assert_eq!(
+            r.subject,
+            "Re: [PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation"
+        );
+        assert_eq!(r.in_reply_to, "cover.1796033954.git.mmci-dev@example.org");
+        assert_eq!(r.references, vec![r.in_reply_to.clone()]);
+        let mut no_cover = s.clone();
+        no_cover.cover = None;
+        no_cover.patches[0].references = vec!["older@x".into()];
+        let r = reply_to(&no_cover).unwrap();
+        assert_eq!(r.in_reply_to, s.patches[0].message_id);
+        assert_eq!(r.references, ["older@x".to_string(), r.in_reply_to.clone()]);
+        assert!(r.subject.starts_with("Re: [PATCH v1 1/2] "));
+    }
+
+    #[test]
+    fn recipients_and_headers() {
+        let s = bundled();
+        let opts = EmailOptions {
+            from: Some("mmci bot <bot@ci.example.org>".into()),
+            cc: vec!["linux-mm@kvack.org".into(), "extra@example.org".into()],
+            message_id: Some("fixed@ci.example.org".into()),
+            date: Some(1_796_040_000),
+            ..Default::default()
+        };
+        let o = build(&s, "report body\nline 2", &opts).unwrap();
+        let text = String::from_utf8(o.bytes.clone()).unwrap();
+        let msg = mail_parser::MessageParser::default()
+            .parse(text.as_bytes())
+            .unwrap();
+        assert_eq!(
+            msg.subject(),
+            Some("Re: [PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation")
+        );
+        assert_eq!(msg.message_id(), Some("fixed@ci.example.org"));
+        assert_eq!(
+            msg.in_reply_to().as_text(),
+            Some("cover.1796033954.git.mmci-dev@example.org")
+        );
+        let to: Vec<_> = msg
+            .to()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a.address())
+            .collect();
+        assert_eq!(to, ["mmci-dev@example.org"]);
+        let cc: Vec<_> = msg
+            .cc()
+            .unwrap()
+            .iter()
+            .filter_map(|a| a.address())
+            .collect();
+        // Each address once, in the order given then the thread's.
+        assert_eq!(
+            cc,
+            [
+                "linux-mm@kvack.org",
+                "extra@example.org",
+                "akpm@linux-foundation.org",
+                "linux-kernel@vger.kernel.org"
+            ]
+        );
+        // CRLF on the wire, as SMTP wants.
+        assert_eq!(msg.body_text(0).unwrap(), "report body\r\nline 2\r\n");
+        assert!(text.contains("Content-Transfer-Encoding: 7bit"));
+        assert_eq!(o.envelope_from, "bot@ci.example.org");
+        assert_eq!(o.envelope_to.len(), 5);
+        let dry = render_dry_run(&o);
+        assert!(dry.starts_with("# dry run: nothing is sent"));
+        assert!(dry.ends_with(&text));
+    }
+
+    #[test]
+    fn bad_input_is_named() {
+        let s = bundled();
+        assert!(matches!(
+            build(&s, "x", &EmailOptions::default()),
+            Err(EmailError::NoFrom)
+        ));
+        let e = build(
+            &s,
+            "x",
+            &EmailOptions {
+                from: Some("not an address".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--from `not an address`: not an email address"
+        );
+        let e = build(
+            &s,
+            "x",
+            &EmailOptions {
+                from: Some("a@b.org".into()),
+                only_given_recipients: true,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+        assert!(matches!(e, EmailError::NoRecipients));
+        let o = SmtpOptions {
+            server: "mail:xx".into(),
+            tls: SmtpTls::Starttls,
+            ca: None,
+            user: None,
+            password_env: String::new(),
+            password_file: None,
+            timeout: Duration::from_secs(1),
+        };
+        assert!(matches!(Smtp::new(&o), Err(EmailError::BadSmtp(_))));
+    }
+
+    #[test]
+    fn mbox_output_quotes_from_lines() {
+        let s = bundled();
+        let o = build(
+            &s,
+            "From the start\n>From quoted\nbody",
+            &EmailOptions {
+                from: Some("a@b.org".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("out.mbox");
+        write(&o, &p).unwrap();
+        write(&o, &p).unwrap();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(text.matches("\nFrom mmci@localhost ").count() + 1, 2);
+        assert!(text.contains("\n>From the start\n>>From quoted\n"));
+        let mails = crate::series::mails_from_mbox(text.as_bytes());
+        assert_eq!(mails.len(), 2);
+        assert_eq!(mails[0].message_id, o.message_id);
+    }
+}

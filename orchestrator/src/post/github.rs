@@ -1,0 +1,804 @@
+//! GitHub: a check run on the tested commit (created `in_progress` when the
+//! run starts, completed with the verdict and the markdown report) and one
+//! sticky comment per series on the pull request, found again by a hidden
+//! marker and edited in place.
+//!
+//! Requests go through octocrab (token or GitHub App installation auth,
+//! configurable API base for GitHub Enterprise and the tests). Their bodies
+//! are built here by small pure functions, so that `--dry-run` prints
+//! exactly what would be sent. Tokens live only in the client: errors are
+//! built from status codes and GitHub's messages, and redacted anyway.
+
+use std::path::{Path, PathBuf};
+
+use octocrab::Octocrab;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// GitHub's limit on a check run's summary and on a comment's body.
+pub const MAX_TEXT: usize = 65_535;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitHubError {
+    #[error("no GitHub credentials: set ${env} (or --token-file FILE), or --app-id with --app-key for a GitHub App")]
+    NoCredentials { env: String },
+    #[error("--token-file {path}: cannot read")]
+    TokenFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--token-file {0}: the file is empty")]
+    EmptyToken(PathBuf),
+    #[error("--app-key {path}: cannot read")]
+    AppKeyFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--app-key {path}: not an RSA private key in PEM form ({why})")]
+    AppKey { path: PathBuf, why: String },
+    #[error("--app-id needs --app-key FILE (the App's private key)")]
+    AppWithoutKey,
+    #[error("--repo {0}: expected OWNER/REPO (default: $GITHUB_REPOSITORY)")]
+    BadRepo(String),
+    #[error("--sha: missing (the commit the check run belongs to; default: $GITHUB_SHA)")]
+    NoSha,
+    #[error("--api {0}: not an http(s) URL")]
+    BadApi(String),
+    #[error("GitHub API {what}: HTTP {status}: {message}{hint}")]
+    Api {
+        what: String,
+        status: u16,
+        message: String,
+        hint: &'static str,
+    },
+    #[error("GitHub API {what}: {message}")]
+    Transport { what: String, message: String },
+    #[error("$GITHUB_STEP_SUMMARY {path}: cannot append")]
+    StepSummary {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl GitHubError {
+    /// GitHub answered with an error or could not be reached (exit 9), as
+    /// opposed to bad input (exit 2).
+    pub fn is_remote(&self) -> bool {
+        matches!(
+            self,
+            GitHubError::Api { .. } | GitHubError::Transport { .. }
+        )
+    }
+}
+
+/// Where credentials come from, as given on the command line.
+#[derive(Clone, Debug, Default)]
+pub struct AuthOptions {
+    /// Environment variable holding a token [default: GITHUB_TOKEN].
+    pub token_env: String,
+    pub token_file: Option<PathBuf>,
+    pub app_id: Option<u64>,
+    pub app_key: Option<PathBuf>,
+    /// The App's installation [default: the one on --repo].
+    pub installation_id: Option<u64>,
+}
+
+/// Resolved credentials. Debug never shows the secret.
+#[derive(Clone)]
+pub enum Auth {
+    Token(String),
+    App {
+        app_id: u64,
+        key_pem: Vec<u8>,
+        installation_id: Option<u64>,
+    },
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Auth::Token(_) => write!(f, "Token([redacted])"),
+            Auth::App {
+                app_id,
+                installation_id,
+                ..
+            } => write!(f, "App({app_id}, installation {installation_id:?})"),
+        }
+    }
+}
+
+impl AuthOptions {
+    /// The credentials, or a clear error before anything is sent: App first
+    /// (when --app-id is given), then --token-file, then the environment.
+    pub fn resolve(&self) -> Result<Auth, GitHubError> {
+        self.resolve_with(|k| std::env::var(k).ok())
+    }
+
+    pub fn resolve_with(&self, env: impl Fn(&str) -> Option<String>) -> Result<Auth, GitHubError> {
+        if let Some(app_id) = self.app_id {
+            let path = self.app_key.as_ref().ok_or(GitHubError::AppWithoutKey)?;
+            let key_pem = std::fs::read(path).map_err(|source| GitHubError::AppKeyFile {
+                path: path.clone(),
+                source,
+            })?;
+            // Parse now: a bad key is bad input, found before any request.
+            jsonwebtoken::EncodingKey::from_rsa_pem(&key_pem).map_err(|e| GitHubError::AppKey {
+                path: path.clone(),
+                why: e.to_string(),
+            })?;
+            return Ok(Auth::App {
+                app_id,
+                key_pem,
+                installation_id: self.installation_id,
+            });
+        }
+        if let Some(path) = &self.token_file {
+            let text = std::fs::read_to_string(path).map_err(|source| GitHubError::TokenFile {
+                path: path.clone(),
+                source,
+            })?;
+            let token = text.trim();
+            if token.is_empty() {
+                return Err(GitHubError::EmptyToken(path.clone()));
+            }
+            return Ok(Auth::Token(token.to_string()));
+        }
+        let env_name = if self.token_env.is_empty() {
+            "GITHUB_TOKEN"
+        } else {
+            &self.token_env
+        };
+        match env(env_name).map(|t| t.trim().to_string()) {
+            Some(t) if !t.is_empty() => Ok(Auth::Token(t)),
+            _ => Err(GitHubError::NoCredentials {
+                env: env_name.to_string(),
+            }),
+        }
+    }
+}
+
+/// The repository posted to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Repo {
+    pub owner: String,
+    pub name: String,
+}
+
+impl std::str::FromStr for Repo {
+    type Err = GitHubError;
+    fn from_str(s: &str) -> Result<Repo, GitHubError> {
+        match s.split_once('/') {
+            Some((o, n))
+                if !o.is_empty() && !n.is_empty() && !n.contains('/') && !s.contains(' ') =>
+            {
+                Ok(Repo {
+                    owner: o.to_string(),
+                    name: n.to_string(),
+                })
+            }
+            _ => Err(GitHubError::BadRepo(s.to_string())),
+        }
+    }
+}
+
+impl std::fmt::Display for Repo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.owner, self.name)
+    }
+}
+
+/// The verdict of a completed check run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Conclusion {
+    Success,
+    Failure,
+    Neutral,
+}
+
+impl Conclusion {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Conclusion::Success => "success",
+            Conclusion::Failure => "failure",
+            Conclusion::Neutral => "neutral",
+        }
+    }
+}
+
+/// A check run's identity: its name on one commit.
+#[derive(Clone, Debug)]
+pub struct CheckTarget {
+    pub repo: Repo,
+    pub head_sha: String,
+    /// The check's name [default: mmci].
+    pub name: String,
+    /// Link to the workflow run or elsewhere.
+    pub details_url: Option<String>,
+}
+
+/// One request, as it is sent (and as `--dry-run` prints it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Request {
+    pub method: &'static str,
+    /// Relative to the API base.
+    pub path: String,
+    pub body: Value,
+}
+
+impl Request {
+    pub fn render(&self, api: &str) -> String {
+        format!(
+            "{} {}{}\n{}\n",
+            self.method,
+            api.trim_end_matches('/'),
+            self.path,
+            serde_json::to_string_pretty(&self.body).expect("serializable")
+        )
+    }
+}
+
+/// RFC 3339 UTC time for check runs' timestamps.
+pub fn rfc3339(unix: u64) -> String {
+    let (y, m, d, hh, mm, ss) = crate::post::email::civil(unix);
+    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}Z")
+}
+
+/// POST /repos/{o}/{r}/check-runs: a check run that has started.
+pub fn check_run_start(t: &CheckTarget, title: &str, now: u64) -> Request {
+    let mut body = json!({
+        "name": t.name,
+        "head_sha": t.head_sha,
+        "status": "in_progress",
+        "started_at": rfc3339(now),
+        "output": {
+            "title": title,
+            "summary": "mmci is building the kernels and running the matrix.",
+        },
+    });
+    if let Some(u) = &t.details_url {
+        body["details_url"] = json!(u);
+    }
+    Request {
+        method: "POST",
+        path: format!("/repos/{}/check-runs", t.repo),
+        body,
+    }
+}
+
+/// The body completing a check run with its verdict and report.
+pub fn check_run_complete_body(
+    t: &CheckTarget,
+    title: &str,
+    conclusion: Conclusion,
+    summary: &str,
+    now: u64,
+) -> Value {
+    let mut body = json!({
+        "name": t.name,
+        "head_sha": t.head_sha,
+        "status": "completed",
+        "conclusion": conclusion.as_str(),
+        "completed_at": rfc3339(now),
+        "output": {
+            "title": title,
+            "summary": crate::post::truncate_note(summary, MAX_TEXT),
+        },
+    });
+    if let Some(u) = &t.details_url {
+        body["details_url"] = json!(u);
+    }
+    body
+}
+
+/// The hidden first line that finds a series' sticky comment again.
+pub fn sticky_marker(key: &str) -> String {
+    // `--` would end the HTML comment early.
+    let key: String = key
+        .chars()
+        .map(|c| if c == '-' || c == '>' { '_' } else { c })
+        .collect();
+    format!("<!-- mmci-sticky: {} -->", key.trim())
+}
+
+/// The sticky comment: the marker, then the report.
+pub fn sticky_body(key: &str, markdown: &str) -> String {
+    let marker = sticky_marker(key);
+    let room = MAX_TEXT - marker.len() - 1;
+    format!("{marker}\n{}", crate::post::truncate_note(markdown, room))
+}
+
+/// What a completed posting did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Posted {
+    pub check_run_id: Option<u64>,
+    /// The sticky comment and whether it was created (else updated).
+    pub comment: Option<(u64, bool)>,
+}
+
+/// An authenticated client for one API base.
+pub struct Client {
+    crab: Octocrab,
+    api: String,
+    secrets: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Created {
+    id: u64,
+}
+
+#[derive(Deserialize)]
+struct CheckRunList {
+    check_runs: Vec<CheckRunItem>,
+}
+
+#[derive(Deserialize)]
+struct CheckRunItem {
+    id: u64,
+    status: String,
+}
+
+#[derive(Deserialize)]
+struct Comment {
+    id: u64,
+    #[serde(default)]
+    body: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct Installation {
+    id: u64,
+}
+
+/// Checks the API base before building a client.
+pub fn check_api(api: &str) -> Result<(), GitHubError> {
+    if api.starts_with("https://") || api.starts_with("http://") {
+        Ok(())
+    } else {
+        Err(GitHubError::BadApi(api.to_string()))
+    }
+}
+
+impl Client {
+    /// Builds the client. A GitHub App first signs a JWT (RS256, iss = the
+    /// App id), finds its installation on `repo` unless given, and trades
+    /// the JWT for an installation token, so that bad credentials fail
+    /// here, before anything is posted.
+    pub async fn connect(api: &str, auth: &Auth, repo: &Repo) -> Result<Client, GitHubError> {
+        check_api(api)?;
+        // Rustls needs one process-wide crypto provider; octocrab picks ring
+        // itself when none is installed, as does reqwest.
+        let builder = || {
+            Octocrab::builder()
+                .base_uri(api)
+                .map_err(|_| GitHubError::BadApi(api.to_string()))
+        };
+        match auth {
+            Auth::Token(token) => {
+                let crab = builder()?
+                    .personal_token(token.clone())
+                    .build()
+                    .map_err(|e| transport("building the client", &e, &[token]))?;
+                Ok(Client {
+                    crab,
+                    api: api.to_string(),
+                    secrets: vec![token.clone()],
+                })
+            }
+            Auth::App {
+                app_id,
+                key_pem,
+                installation_id,
+            } => {
+                let key = jsonwebtoken::EncodingKey::from_rsa_pem(key_pem).map_err(|e| {
+                    GitHubError::AppKey {
+                        path: PathBuf::from("(App key)"),
+                        why: e.to_string(),
+                    }
+                })?;
+                let app = builder()?
+                    .app((*app_id).into(), key)
+                    .build()
+                    .map_err(|e| transport("building the client", &e, &[]))?;
+                let installation = match installation_id {
+                    Some(id) => *id,
+                    None => {
+                        let what = format!("finding the App's installation on {repo}");
+                        let i: Installation = app
+                            .get(format!("/repos/{repo}/installation"), None::<&()>)
+                            .await
+                            .map_err(|e| api_error(&what, &e, &[]))?;
+                        i.id
+                    }
+                };
+                let (crab, token) = app
+                    .installation_and_token(installation.into())
+                    .await
+                    .map_err(|e| {
+                        api_error(
+                            &format!("getting an installation token (installation {installation})"),
+                            &e,
+                            &[],
+                        )
+                    })?;
+                use secrecy::ExposeSecret;
+                let token = token.expose_secret().to_string();
+                Ok(Client {
+                    crab,
+                    api: api.to_string(),
+                    secrets: vec![token],
+                })
+            }
+        }
+    }
+
+    fn secrets(&self) -> Vec<&str> {
+        self.secrets.iter().map(String::as_str).collect()
+    }
+
+    async fn send(&self, what: &str, req: &Request) -> Result<Value, GitHubError> {
+        tracing::debug!(method = req.method, path = %req.path, "GitHub API");
+        let r: Result<Value, octocrab::Error> = match req.method {
+            "POST" => self.crab.post(&req.path, Some(&req.body)).await,
+            "PATCH" => self.crab.patch(&req.path, Some(&req.body)).await,
+            _ => self.crab.get(&req.path, None::<&()>).await,
+        };
+        r.map_err(|e| api_error(what, &e, &self.secrets()))
+    }
+
+    /// Creates the `in_progress` check run; returns its id.
+    pub async fn start_check(&self, t: &CheckTarget, title: &str) -> Result<u64, GitHubError> {
+        let req = check_run_start(t, title, now());
+        let v = self.send("creating the check run", &req).await?;
+        id_of(&v, "creating the check run")
+    }
+
+    /// Completes the check run `id`, or else the latest unfinished run of
+    /// this name on the commit, or else creates a completed one.
+    pub async fn finish_check(
+        &self,
+        t: &CheckTarget,
+        id: Option<u64>,
+        title: &str,
+        conclusion: Conclusion,
+        summary: &str,
+    ) -> Result<u64, GitHubError> {
+        let body = check_run_complete_body(t, title, conclusion, summary, now());
+        let id = match id {
+            Some(id) => Some(id),
+            None => self.open_check_run(t).await?,
+        };
+        let req = match id {
+            Some(id) => Request {
+                method: "PATCH",
+                path: format!("/repos/{}/check-runs/{id}", t.repo),
+                body,
+            },
+            None => Request {
+                method: "POST",
+                path: format!("/repos/{}/check-runs", t.repo),
+                body,
+            },
+        };
+        let v = self.send("completing the check run", &req).await?;
+        id_of(&v, "completing the check run")
+    }
+
+    async fn open_check_run(&self, t: &CheckTarget) -> Result<Option<u64>, GitHubError> {
+        let what = "listing the commit's check runs";
+        let path = format!(
+            "/repos/{}/commits/{}/check-runs?check_name={}&filter=latest",
+            t.repo,
+            t.head_sha,
+            query_escape(&t.name)
+        );
+        let v: Value = self
+            .crab
+            .get(&path, None::<&()>)
+            .await
+            .map_err(|e| api_error(what, &e, &self.secrets()))?;
+        let list: CheckRunList = serde_json::from_value(v).map_err(|e| GitHubError::Transport {
+            what: what.into(),
+            message: format!("unexpected answer: {e}"),
+        })?;
+        Ok(list
+            .check_runs
+            .iter()
+            .find(|c| c.status != "completed")
+            .map(|c| c.id))
+    }
+
+    /// Creates the series' sticky comment on pull request `pr`, or edits
+    /// the one already there (the oldest carrying the marker).
+    pub async fn upsert_comment(
+        &self,
+        repo: &Repo,
+        pr: u64,
+        key: &str,
+        markdown: &str,
+    ) -> Result<(u64, bool), GitHubError> {
+        let marker = sticky_marker(key);
+        let what = format!("listing the comments of pull request #{pr}");
+        let mut existing = None;
+        for page in 1..=50 {
+            let path = format!("/repos/{repo}/issues/{pr}/comments?per_page=100&page={page}");
+            let v: Value = self
+                .crab
+                .get(&path, None::<&()>)
+                .await
+                .map_err(|e| api_error(&what, &e, &self.secrets()))?;
+            let comments: Vec<Comment> =
+                serde_json::from_value(v).map_err(|e| GitHubError::Transport {
+                    what: what.clone(),
+                    message: format!("unexpected answer: {e}"),
+                })?;
+            existing = comments.iter().find_map(|c| {
+                c.body
+                    .as_deref()
+                    .is_some_and(|b| b.starts_with(&marker))
+                    .then_some(c.id)
+            });
+            if existing.is_some() || comments.len() < 100 {
+                break;
+            }
+        }
+        let body = json!({ "body": sticky_body(key, markdown) });
+        let (req, created) = match existing {
+            Some(id) => (
+                Request {
+                    method: "PATCH",
+                    path: format!("/repos/{repo}/issues/comments/{id}"),
+                    body,
+                },
+                false,
+            ),
+            None => (
+                Request {
+                    method: "POST",
+                    path: format!("/repos/{repo}/issues/{pr}/comments"),
+                    body,
+                },
+                true,
+            ),
+        };
+        let what = if created {
+            format!("creating the comment on pull request #{pr}")
+        } else {
+            format!("updating the comment on pull request #{pr}")
+        };
+        let v = self.send(&what, &req).await?;
+        Ok((id_of(&v, &what)?, created))
+    }
+
+    /// `POST /repos/{repo}/dispatches` (answered 204 No Content): starts
+    /// the workflows listening for `body.event_type`.
+    pub async fn dispatch(&self, repo: &Repo, body: &Value) -> Result<(), GitHubError> {
+        let what = format!("sending a repository_dispatch to {repo}");
+        let path = format!("/repos/{repo}/dispatches");
+        tracing::debug!(method = "POST", %path, "GitHub API");
+        let resp = self
+            .crab
+            ._post(path, Some(body))
+            .await
+            .map_err(|e| api_error(&what, &e, &self.secrets()))?;
+        octocrab::map_github_error(resp)
+            .await
+            .map_err(|e| api_error(&what, &e, &self.secrets()))?;
+        Ok(())
+    }
+
+    pub fn api(&self) -> &str {
+        &self.api
+    }
+}
+
+/// The requests a finishing post would send, for `--dry-run`: the comment
+/// is a POST or a PATCH depending on what the pull request already has.
+pub fn dry_run(
+    api: &str,
+    t: &CheckTarget,
+    title: &str,
+    conclusion: Conclusion,
+    summary: &str,
+    pr: Option<(u64, &str)>,
+) -> String {
+    let mut out = Request {
+        method: "PATCH",
+        path: format!(
+            "/repos/{}/check-runs/{{id of the open `{}` check run, else POST /repos/{}/check-runs}}",
+            t.repo, t.name, t.repo
+        ),
+        body: check_run_complete_body(t, title, conclusion, summary, now()),
+    }
+    .render(api);
+    if let Some((pr, key)) = pr {
+        out.push_str(
+            &Request {
+                method: "POST",
+                path: format!(
+                    "/repos/{}/issues/{pr}/comments (PATCH /repos/{}/issues/comments/{{id}} if a comment starts with {})",
+                    t.repo,
+                    t.repo,
+                    sticky_marker(key)
+                ),
+                body: json!({ "body": sticky_body(key, summary) }),
+            }
+            .render(api),
+        );
+    }
+    out
+}
+
+/// Appends the report to the job's summary page when running in GitHub
+/// Actions (`$GITHUB_STEP_SUMMARY`).
+pub fn write_step_summary(path: &Path, markdown: &str) -> Result<(), GitHubError> {
+    use std::io::Write;
+    let err = |source| GitHubError::StepSummary {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(err)?;
+    f.write_all(markdown.as_bytes()).map_err(err)?;
+    if !markdown.ends_with('\n') {
+        f.write_all(b"\n").map_err(err)?;
+    }
+    Ok(())
+}
+
+pub fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+fn id_of(v: &Value, what: &str) -> Result<u64, GitHubError> {
+    serde_json::from_value::<Created>(v.clone())
+        .map(|c| c.id)
+        .map_err(|_| GitHubError::Transport {
+            what: what.to_string(),
+            message: "the answer has no `id`".into(),
+        })
+}
+
+fn query_escape(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+fn hint(status: u16) -> &'static str {
+    match status {
+        401 => " (the token is invalid or expired)",
+        403 => " (the token or App lacks a permission: checks: write, pull-requests: write, issues: write)",
+        404 => " (no such repository, commit or pull request, or the token cannot see it)",
+        422 => " (GitHub refused the request's content)",
+        _ => "",
+    }
+}
+
+/// A short, token-free description of an octocrab error.
+fn api_error(what: &str, e: &octocrab::Error, secrets: &[&str]) -> GitHubError {
+    if let octocrab::Error::GitHub { source, .. } = e {
+        let mut message = source.message.clone();
+        if let Some(errors) = &source.errors {
+            if !errors.is_empty() {
+                message.push_str(&format!(
+                    " {}",
+                    serde_json::to_string(errors).unwrap_or_default()
+                ));
+            }
+        }
+        let status = source.status_code.as_u16();
+        return GitHubError::Api {
+            what: what.to_string(),
+            status,
+            message: crate::post::redact(&message, secrets),
+            hint: hint(status),
+        };
+    }
+    transport(what, e, secrets)
+}
+
+fn transport(what: &str, e: &octocrab::Error, secrets: &[&str]) -> GitHubError {
+    // octocrab's Display appends a backtrace to some variants: keep the
+    // first line of each cause.
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur: Option<&dyn std::error::Error> = Some(e);
+    while let Some(err) = cur {
+        let line = err.to_string();
+        let line = line.lines().next().unwrap_or("").trim().to_string();
+        if !line.is_empty() && !parts.iter().any(|p| p.contains(&line)) {
+            parts.push(line);
+        }
+        cur = err.source();
+    }
+    GitHubError::Transport {
+        what: what.to_string(),
+        message: crate::post::redact(&parts.join(": "), secrets),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_resolve_in_order_and_missing_ones_are_named() {
+        let opts = AuthOptions {
+            token_env: "GITHUB_TOKEN".into(),
+            ..Default::default()
+        };
+        let e = opts.resolve_with(|_| None).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "no GitHub credentials: set $GITHUB_TOKEN (or --token-file FILE), or --app-id with --app-key for a GitHub App"
+        );
+        assert!(!e.is_remote());
+        let a = opts
+            .resolve_with(|k| (k == "GITHUB_TOKEN").then(|| "tok123\n".into()))
+            .unwrap();
+        assert!(matches!(&a, Auth::Token(t) if t == "tok123"));
+        assert_eq!(format!("{a:?}"), "Token([redacted])");
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("t");
+        std::fs::write(&f, "  \n").unwrap();
+        let opts = AuthOptions {
+            token_file: Some(f.clone()),
+            ..Default::default()
+        };
+        assert!(matches!(
+            opts.resolve_with(|_| Some("env".into())),
+            Err(GitHubError::EmptyToken(_))
+        ));
+        let opts = AuthOptions {
+            app_id: Some(7),
+            app_key: Some(f),
+            ..Default::default()
+        };
+        assert!(matches!(
+            opts.resolve_with(|_| None),
+            Err(GitHubError::AppKey { .. })
+        ));
+    }
+
+    #[test]
+    fn request_bodies() {
+        let t = CheckTarget {
+            repo: "o/r".parse().unwrap(),
+            head_sha: "abc".into(),
+            name: "mmci".into(),
+            details_url: None,
+        };
+        let r = check_run_start(&t, "mm: series", 0);
+        assert_eq!(
+            (r.method, r.path.as_str()),
+            ("POST", "/repos/o/r/check-runs")
+        );
+        assert_eq!(r.body["status"], "in_progress");
+        assert_eq!(r.body["started_at"], "1970-01-01T00:00:00Z");
+        let b = check_run_complete_body(&t, "x", Conclusion::Failure, "report", 86_400);
+        assert_eq!(b["conclusion"], "failure");
+        assert_eq!(b["output"]["summary"], "report");
+        assert_eq!(b["completed_at"], "1970-01-02T00:00:00Z");
+        assert_eq!(
+            sticky_marker("mm/vmscan: a --> b"),
+            "<!-- mmci-sticky: mm/vmscan: a ___ b -->"
+        );
+        let body = sticky_body("k", &"x".repeat(70_000));
+        assert!(body.len() <= MAX_TEXT && body.starts_with("<!-- mmci-sticky: k -->\n"));
+        assert!("o".parse::<Repo>().is_err());
+        assert!("o/r/x".parse::<Repo>().is_err());
+    }
+}

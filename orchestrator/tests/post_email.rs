@@ -1,0 +1,589 @@
+//! `mmci post email` through the binary, against a real SMTP server
+//! (Python's aiosmtpd, installed by ./mmci-setup --test) on 127.0.0.1:
+//! STARTTLS with a CA made for the test, the reply's threading headers and
+//! body as they arrive, a refused recipient, and the dry run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const FROM: &str = "mmci bot <mmci@ci.example.org>";
+const BODY: &str = "mmci report for mm/vmscan: account and throttle MGLRU isolation\n\n\
+                    OOM kills                       0 -> 0\n\
+                    mm_vmscan_throttled (ISOLATED)  0 -> 10504\n";
+
+/// A Python 3 that has aiosmtpd: Debian's /usr/bin/python3 (where
+/// python3-aiosmtpd goes), else the first python3 on PATH.
+fn python() -> String {
+    for p in ["/usr/bin/python3", "python3"] {
+        let ok = Command::new(p)
+            .args(["-c", "import aiosmtpd"])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if ok {
+            return p.to_string();
+        }
+    }
+    panic!("no python3 with aiosmtpd: run ./mmci-setup --test (installs python3-aiosmtpd)");
+}
+
+/// aiosmtpd in a child process, stopped on drop.
+struct SmtpServer {
+    child: Child,
+    out: PathBuf,
+    port: u16,
+}
+
+impl SmtpServer {
+    fn start(out: &Path, args: &[&str]) -> SmtpServer {
+        std::fs::create_dir_all(out).unwrap();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smtp_server.py");
+        let child = Command::new(python())
+            .arg(script)
+            .arg(out)
+            .args(args)
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let port = loop {
+            if let Ok(p) = std::fs::read_to_string(out.join("port")) {
+                break p.trim().parse().unwrap();
+            }
+            assert!(Instant::now() < deadline, "aiosmtpd did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        SmtpServer {
+            child,
+            out: out.to_path_buf(),
+            port,
+        }
+    }
+
+    fn messages(&self) -> Vec<Value> {
+        let mut n = 1;
+        let mut out = Vec::new();
+        while let Ok(text) = std::fs::read_to_string(self.out.join(format!("{n}.json"))) {
+            out.push(serde_json::from_str(&text).unwrap());
+            n += 1;
+        }
+        out
+    }
+}
+
+impl Drop for SmtpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn openssl(args: &[&str]) {
+    let st = Command::new("openssl")
+        .args(args)
+        .stderr(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .expect("openssl is installed by ./mmci-setup");
+    assert!(st.success(), "openssl {args:?}");
+}
+
+/// A CA and a server certificate for 127.0.0.1 signed by it, made now.
+fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let p = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=mmci test CA",
+        "-keyout",
+        &p("ca.key"),
+        "-out",
+        &p("ca.pem"),
+    ]);
+    openssl(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-keyout",
+        &p("server.key"),
+        "-out",
+        &p("server.csr"),
+    ]);
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        &p("server.csr"),
+        "-CA",
+        &p("ca.pem"),
+        "-CAkey",
+        &p("ca.key"),
+        "-CAcreateserial",
+        "-days",
+        "1",
+        "-extfile",
+        &p("ext.cnf"),
+        "-out",
+        &p("server.pem"),
+    ]);
+    (
+        dir.join("ca.pem"),
+        dir.join("server.pem"),
+        dir.join("server.key"),
+    )
+}
+
+fn bundled_series() -> mmci::series::Series {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(path).unwrap());
+    mmci::series::assemble(&mails, "bundled").unwrap()
+}
+
+/// A results dir whose patched kernel carries the bundled series.
+fn results_dir(root: &Path) -> PathBuf {
+    use mmci::results::KernelInfo;
+    use mmci::results_dir::{Host, Manifest, VariantKernel};
+    let dir = root.join("results");
+    std::fs::create_dir_all(dir.join("runs")).unwrap();
+    let plan = mmci::matrix::default_plan(&Default::default()).unwrap();
+    let series = bundled_series();
+    let m = Manifest {
+        format: mmci::results_dir::MANIFEST_FORMAT,
+        mmci_version: "test".into(),
+        plan_id: plan.fingerprint(),
+        plan,
+        shards: None,
+        host: Host {
+            hostname: "h".into(),
+            cpus: 2,
+            memory_mb: 1024,
+        },
+        accel: Default::default(),
+        kernels: vec![VariantKernel {
+            variant: "patched".into(),
+            arch: mmci::arch::Arch::X86_64,
+            description: "patched".into(),
+            kernel: KernelInfo {
+                image: PathBuf::from("/cache/vmlinux"),
+                release: "6.12.95".into(),
+                tree: None,
+                tree_commit: None,
+                build_key: None,
+                series_hash: Some(series.hash.clone()),
+                head_commit: None,
+                build_sandboxed: None,
+                build_warnings: vec![],
+                series: Some(series),
+            },
+            new_warnings: vec![],
+        }],
+        failed_kernels: vec![],
+        created_unix: 0,
+    };
+    mmci::results_dir::write_manifest(&dir, &m).unwrap();
+    dir
+}
+
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for e in walk(dir) {
+        out.insert(e.clone(), std::fs::read(&e).unwrap());
+    }
+    out
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            files.extend(walk(&p));
+        } else {
+            files.push(p);
+        }
+    }
+    files
+}
+
+fn mmci(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .args(["post", "email"])
+        .args(args)
+        .env_remove("MMCI_EMAIL_FROM")
+        .env_remove("MMCI_SMTP")
+        .env_remove("MMCI_SMTP_PASSWORD")
+        .output()
+        .unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The DATA part of a dry run's output.
+fn dry_run_data(out: &str) -> String {
+    out.split_once("# DATA:\n").unwrap().1.to_string()
+}
+
+#[test]
+fn the_reply_arrives_over_starttls_threaded_on_the_cover_letter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = certificates(tmp.path());
+    let server = SmtpServer::start(
+        &tmp.path().join("smtp"),
+        &[
+            "--cert",
+            cert.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+        ],
+    );
+    let results = results_dir(tmp.path());
+    let before = snapshot(&results);
+    let body = tmp.path().join("report.txt");
+    std::fs::write(&body, BODY).unwrap();
+    let smtp = format!("127.0.0.1:{}", server.port);
+    let common = [
+        "--results",
+        results.to_str().unwrap(),
+        "--body",
+        body.to_str().unwrap(),
+        "--from",
+        FROM,
+        "--cc",
+        "mm-ci-archive@example.org",
+        "--message-id",
+        "mmci-test-1@ci.example.org",
+        "--date",
+        "1796040000",
+    ];
+
+    // The dry run first: it sends nothing.
+    let dry = mmci(&common);
+    assert!(dry.status.success(), "{}", stderr(&dry));
+    let dry_out = String::from_utf8(dry.stdout).unwrap();
+    assert!(server.messages().is_empty());
+
+    let mut send = common.to_vec();
+    send.extend(["--send", "--smtp", &smtp, "--smtp-ca", ca.to_str().unwrap()]);
+    let o = mmci(&send);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.starts_with(&format!(
+            "sent <mmci-test-1@ci.example.org> to 5 recipient(s) via {smtp}: 250 "
+        )),
+        "{out}"
+    );
+
+    let msgs = server.messages();
+    assert_eq!(msgs.len(), 1);
+    let m = &msgs[0];
+    assert_eq!(m["tls"], true, "not sent over STARTTLS");
+    assert_eq!(m["mail_from"], "mmci@ci.example.org");
+    let mut rcpts: Vec<&str> = m["rcpt_tos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    rcpts.sort_unstable();
+    assert_eq!(
+        rcpts,
+        [
+            "akpm@linux-foundation.org",
+            "linux-kernel@vger.kernel.org",
+            "linux-mm@kvack.org",
+            "mm-ci-archive@example.org",
+            "mmci-dev@example.org",
+        ]
+    );
+    let data = m["data"].as_str().unwrap();
+    // What arrived is byte for byte what the dry run printed.
+    assert_eq!(data, dry_run_data(&dry_out));
+
+    let msg = mail_parser::MessageParser::default()
+        .parse(data.as_bytes())
+        .unwrap();
+    assert_eq!(
+        msg.subject(),
+        Some("Re: [PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation")
+    );
+    assert_eq!(
+        msg.in_reply_to().as_text(),
+        Some("cover.1796033954.git.mmci-dev@example.org")
+    );
+    assert_eq!(
+        msg.references().as_text(),
+        Some("cover.1796033954.git.mmci-dev@example.org")
+    );
+    assert_eq!(msg.message_id(), Some("mmci-test-1@ci.example.org"));
+    let from = msg.from().unwrap().first().unwrap();
+    assert_eq!(from.address(), Some("mmci@ci.example.org"));
+    assert_eq!(from.name(), Some("mmci bot"));
+    let to: Vec<_> = msg
+        .to()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.address())
+        .collect();
+    assert_eq!(to, ["mmci-dev@example.org"]);
+    let cc: Vec<_> = msg
+        .cc()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.address())
+        .collect();
+    assert_eq!(
+        cc,
+        [
+            "mm-ci-archive@example.org",
+            "linux-mm@kvack.org",
+            "akpm@linux-foundation.org",
+            "linux-kernel@vger.kernel.org"
+        ]
+    );
+    assert_eq!(msg.date().unwrap().to_timestamp(), 1_796_040_000);
+    assert_eq!(msg.body_text(0).unwrap().replace("\r\n", "\n"), BODY);
+    assert_eq!(snapshot(&results), before, "the results dir was changed");
+
+    // Without the test CA the server's certificate is refused: nothing
+    // goes out in the clear, exit 9.
+    let mut untrusted = common.to_vec();
+    untrusted.extend(["--send", "--smtp", &smtp]);
+    let o = mmci(&untrusted);
+    assert_eq!(
+        o.status.code(),
+        Some(mmci::app::exit::POST),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).starts_with(&format!("mmci: error: SMTP {smtp}: ")));
+    assert_eq!(server.messages().len(), 1);
+}
+
+#[test]
+fn a_refused_recipient_is_a_clear_error_with_exit_8() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = SmtpServer::start(
+        &tmp.path().join("smtp"),
+        &["--reject", "linux-mm@kvack.org"],
+    );
+    let results = results_dir(tmp.path());
+    let before = snapshot(&results);
+    let body = tmp.path().join("report.txt");
+    std::fs::write(&body, BODY).unwrap();
+    let smtp = format!("127.0.0.1:{}", server.port);
+    let o = mmci(&[
+        "--results",
+        results.to_str().unwrap(),
+        "--body",
+        body.to_str().unwrap(),
+        "--from",
+        FROM,
+        "--send",
+        "--smtp",
+        &smtp,
+        "--smtp-tls",
+        "none",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(mmci::app::exit::POST),
+        "{}",
+        stderr(&o)
+    );
+    let err = stderr(&o);
+    assert!(
+        err.contains(&format!("mmci: error: SMTP {smtp}: permanent error (550): 5.1.1 <linux-mm@kvack.org>: Recipient address rejected: User unknown")),
+        "{err}"
+    );
+    assert!(
+        err.contains("the server refused the message: nothing was delivered"),
+        "{err}"
+    );
+    assert!(server.messages().is_empty());
+    assert_eq!(snapshot(&results), before, "the results dir was changed");
+}
+
+#[test]
+fn dry_run_by_default_and_eml_or_mbox_for_git_send_email() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = results_dir(tmp.path());
+    let body = tmp.path().join("report.txt");
+    std::fs::write(&body, BODY).unwrap();
+    let o = mmci(&[
+        "--results",
+        results.to_str().unwrap(),
+        "--body",
+        body.to_str().unwrap(),
+        "--from",
+        FROM,
+        "--message-id",
+        "<dry@ci.example.org>",
+        "--date",
+        "1796040000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let head: Vec<&str> = out.lines().take(8).collect();
+    assert_eq!(
+        head,
+        [
+            "# dry run: nothing is sent (--send sends, --write FILE stores it)",
+            "# MAIL FROM:<mmci@ci.example.org>",
+            "# RCPT TO:<mmci-dev@example.org>",
+            "# RCPT TO:<linux-mm@kvack.org>",
+            "# RCPT TO:<akpm@linux-foundation.org>",
+            "# RCPT TO:<linux-kernel@vger.kernel.org>",
+            "# DATA:",
+            "From: \"mmci bot\" <mmci@ci.example.org>",
+        ]
+    );
+    let data = dry_run_data(&out);
+    assert!(data.contains(
+        "\r\nSubject: Re: [PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation\r\n"
+    ));
+    assert!(data.contains("\r\nIn-Reply-To: <cover.1796033954.git.mmci-dev@example.org>\r\n"));
+    assert!(data.contains("\r\nMessage-ID: <dry@ci.example.org>\r\n"));
+    assert!(data.contains("\r\nDate: Mon, 30 Nov 2026 12:00:00 +0000\r\n"));
+    assert!(data.ends_with(&BODY.replace('\n', "\r\n")));
+
+    // --write: an .eml, or an mbox that git am / mail clients read.
+    let eml = tmp.path().join("reply.eml");
+    let mbox = tmp.path().join("replies.mbox");
+    for target in [&eml, &mbox] {
+        let o = mmci(&[
+            "--results",
+            results.to_str().unwrap(),
+            "--body",
+            body.to_str().unwrap(),
+            "--from",
+            FROM,
+            "--write",
+            target.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    let m = mmci::series::parse_mail(&std::fs::read(&eml).unwrap()).unwrap();
+    assert!(m.subject.starts_with("Re: [PATCH v1 0/2]"));
+    assert!(m
+        .references
+        .contains(&"cover.1796033954.git.mmci-dev@example.org".to_string()));
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(&mbox).unwrap());
+    assert_eq!(mails.len(), 1);
+    assert_eq!(mails[0].to, ["mmci developers <mmci-dev@example.org>"]);
+
+    // Each run gets its own fresh Message-ID at the sender's domain.
+    assert_ne!(m.message_id, mails[0].message_id);
+    assert!(m.message_id.starts_with("mmci-") && m.message_id.ends_with("@ci.example.org"));
+}
+
+#[test]
+fn bad_input_fails_before_anything_is_sent() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = results_dir(tmp.path());
+    let body = tmp.path().join("report.txt");
+    std::fs::write(&body, BODY).unwrap();
+    let r = results.to_str().unwrap();
+    let b = body.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--results", r, "--body", b],
+            "mmci: error: --from: missing (who the report comes from, e.g. --from 'mmci <mmci@example.org>'; or $MMCI_EMAIL_FROM)",
+        ),
+        (
+            &["--results", r, "--body", b, "--from", FROM, "--send"],
+            "mmci: error: --send needs --smtp HOST[:PORT]",
+        ),
+        (
+            &["--results", r, "--body", b, "--from", "nobody"],
+            "mmci: error: --from `nobody`: not an email address",
+        ),
+        (
+            &["--results", r, "--body", "/nonexistent.txt", "--from", FROM],
+            "mmci: error: --body /nonexistent.txt: cannot read the rendered report: No such file or directory (os error 2)",
+        ),
+        (
+            &["--results", r, "--body", b, "--from", FROM, "--send", "--smtp", "127.0.0.1:1", "--smtp-user", "ci"],
+            "mmci: error: --smtp-user needs a password: set $MMCI_SMTP_PASSWORD or --smtp-password-file",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = mmci(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).trim(), *want);
+    }
+}
+
+#[test]
+fn smtp_auth_over_starttls_and_the_password_is_never_printed() {
+    const PASSWORD: &str = "s3cret-smtp-Passw0rd";
+    let tmp = tempfile::tempdir().unwrap();
+    let (ca, cert, key) = certificates(tmp.path());
+    let server = SmtpServer::start(
+        &tmp.path().join("smtp"),
+        &[
+            "--cert",
+            cert.to_str().unwrap(),
+            "--key",
+            key.to_str().unwrap(),
+            "--auth",
+            &format!("ci:{PASSWORD}"),
+        ],
+    );
+    let results = results_dir(tmp.path());
+    let body = tmp.path().join("report.txt");
+    std::fs::write(&body, BODY).unwrap();
+    let smtp = format!("127.0.0.1:{}", server.port);
+    let send = |password: &str| {
+        Command::new(env!("CARGO_BIN_EXE_mmci"))
+            .args(["post", "email", "--results", results.to_str().unwrap()])
+            .args(["--body", body.to_str().unwrap(), "--from", FROM, "--send"])
+            .args(["--smtp", &smtp, "--smtp-ca", ca.to_str().unwrap()])
+            .args(["--smtp-user", "ci", "--smtp-timeout", "20"])
+            .env("MMCI_SMTP_PASSWORD", password)
+            .env("MMCI_LOG", "trace")
+            .output()
+            .unwrap()
+    };
+    let o = send("wrong-password-123");
+    assert_eq!(
+        o.status.code(),
+        Some(mmci::app::exit::POST),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("535"), "{}", stderr(&o));
+    assert!(server.messages().is_empty());
+    let o = send(PASSWORD);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for text in [
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    ] {
+        assert!(!text.contains(PASSWORD), "the password was printed: {text}");
+    }
+    let msgs = server.messages();
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["login"], "ci");
+    assert_eq!(msgs[0]["tls"], true);
+}

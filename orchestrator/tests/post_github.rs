@@ -1,0 +1,913 @@
+//! `mmci post github` through the binary, against a loopback HTTP/1.1
+//! server that speaks the GitHub REST endpoints mmci uses (check runs,
+//! issue comments, App installations and installation tokens) with
+//! GitHub's status codes and JSON, and records every request.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const TOKEN: &str = "ghp_mmciTestToken0123456789secret";
+const INSTALLATION_TOKEN: &str = "ghs_installationToken42secret";
+const APP_ID: u64 = 123_456;
+const INSTALLATION_ID: u64 = 4242;
+
+/// One request as the server saw it.
+#[derive(Clone, Debug)]
+struct Seen {
+    method: String,
+    path: String,
+    headers: BTreeMap<String, String>,
+    body: Value,
+}
+
+impl Seen {
+    fn auth(&self) -> &str {
+        self.headers
+            .get("authorization")
+            .map(String::as_str)
+            .unwrap_or("")
+    }
+}
+
+/// The fake GitHub's state.
+#[derive(Default)]
+struct GitHub {
+    seen: Vec<Seen>,
+    check_runs: Vec<Value>,
+    /// (pull request, comment)
+    comments: Vec<(u64, Value)>,
+    next_id: u64,
+    /// The App's public key: JWTs are verified with it.
+    app_public_pem: Option<Vec<u8>>,
+    /// Answer this status and message to requests whose "METHOD path"
+    /// starts with the key.
+    fail: Vec<(String, u16, Value)>,
+}
+
+type Shared = Arc<Mutex<GitHub>>;
+
+impl GitHub {
+    fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    fn jwt_ok(&self, auth: &str) -> bool {
+        let (Some(pem), Some(jwt)) = (&self.app_public_pem, auth.strip_prefix("Bearer ")) else {
+            return false;
+        };
+        let key = jsonwebtoken::DecodingKey::from_rsa_pem(pem).unwrap();
+        let mut v = jsonwebtoken::Validation::new(jsonwebtoken::Algorithm::RS256);
+        // GitHub takes `iss` as a number, which jsonwebtoken's own issuer
+        // check (strings only) cannot see: checked by hand below.
+        v.set_required_spec_claims(&["exp"]);
+        match jsonwebtoken::decode::<Value>(jwt, &key, &v) {
+            Ok(data) => {
+                data.claims["iss"] == json!(APP_ID) && data.claims["iat"].as_u64().is_some()
+            }
+            Err(e) => {
+                eprintln!("JWT refused: {e}");
+                false
+            }
+        }
+    }
+
+    fn token_ok(&self, auth: &str) -> bool {
+        auth == format!("Bearer {TOKEN}") || auth == format!("Bearer {INSTALLATION_TOKEN}")
+    }
+
+    /// GitHub's answer to one request.
+    fn answer(&mut self, s: &Seen) -> (u16, Value) {
+        let key = format!("{} {}", s.method, s.path);
+        if let Some((_, status, body)) = self.fail.iter().find(|(k, _, _)| key.starts_with(k)) {
+            return (*status, body.clone());
+        }
+        // GitHub Enterprise serves the same API under /api/v3.
+        let full = s.path.strip_prefix("/api/v3").unwrap_or(&s.path);
+        let (path, query) = full.split_once('?').unwrap_or((full, ""));
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let bad_credentials = (
+            401,
+            json!({"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"}),
+        );
+        // App endpoints take the App's JWT; the others a token.
+        match (s.method.as_str(), parts.as_slice()) {
+            ("POST", ["app", "installations", id, "access_tokens"]) => {
+                if !self.jwt_ok(s.auth()) {
+                    return bad_credentials;
+                }
+                if *id != INSTALLATION_ID.to_string() {
+                    return (404, json!({"message": "Not Found"}));
+                }
+                return (
+                    201,
+                    json!({"token": INSTALLATION_TOKEN, "expires_at": "2099-01-01T00:00:00Z", "permissions": {"checks": "write"}}),
+                );
+            }
+            ("GET", ["repos", _, _, "installation"]) => {
+                if !self.jwt_ok(s.auth()) {
+                    return bad_credentials;
+                }
+                return (200, json!({"id": INSTALLATION_ID, "app_id": APP_ID}));
+            }
+            _ => {}
+        }
+        if !self.token_ok(s.auth()) {
+            return bad_credentials;
+        }
+        match (s.method.as_str(), parts.as_slice()) {
+            ("POST", ["repos", _, _, "check-runs"]) => {
+                let mut run = s.body.clone();
+                run["id"] = json!(self.id());
+                self.check_runs.push(run.clone());
+                (201, run)
+            }
+            ("PATCH", ["repos", _, _, "check-runs", id]) => {
+                let id: u64 = id.parse().unwrap();
+                match self.check_runs.iter_mut().find(|r| r["id"] == json!(id)) {
+                    Some(run) => {
+                        for (k, v) in s.body.as_object().unwrap() {
+                            run[k] = v.clone();
+                        }
+                        (200, run.clone())
+                    }
+                    None => (404, json!({"message": "Not Found"})),
+                }
+            }
+            ("GET", ["repos", _, _, "commits", sha, "check-runs"]) => {
+                let name = query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix("check_name="))
+                    .unwrap_or("");
+                let runs: Vec<Value> = self
+                    .check_runs
+                    .iter()
+                    .filter(|r| r["head_sha"] == json!(sha) && r["name"] == json!(name))
+                    .rev()
+                    .cloned()
+                    .collect();
+                (200, json!({"total_count": runs.len(), "check_runs": runs}))
+            }
+            ("GET", ["repos", _, _, "issues", pr, "comments"]) => {
+                let pr: u64 = pr.parse().unwrap();
+                let list: Vec<Value> = self
+                    .comments
+                    .iter()
+                    .filter(|(p, _)| *p == pr)
+                    .map(|(_, c)| c.clone())
+                    .collect();
+                (200, json!(list))
+            }
+            ("POST", ["repos", _, _, "issues", pr, "comments"]) => {
+                let pr: u64 = pr.parse().unwrap();
+                let c = json!({"id": self.id(), "body": s.body["body"], "user": {"login": "mmci[bot]"}});
+                self.comments.push((pr, c.clone()));
+                (201, c)
+            }
+            ("PATCH", ["repos", _, _, "issues", "comments", id]) => {
+                let id: u64 = id.parse().unwrap();
+                match self.comments.iter_mut().find(|(_, c)| c["id"] == json!(id)) {
+                    Some((_, c)) => {
+                        c["body"] = s.body["body"].clone();
+                        (200, c.clone())
+                    }
+                    None => (404, json!({"message": "Not Found"})),
+                }
+            }
+            _ => (404, json!({"message": "Not Found"})),
+        }
+    }
+}
+
+/// Serves the fake GitHub on 127.0.0.1; returns its base URL.
+async fn serve(state: Shared) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let Ok((sock, _)) = listener.accept().await else {
+                return;
+            };
+            let state = state.clone();
+            tokio::spawn(async move { connection(sock, state).await });
+        }
+    });
+    base
+}
+
+/// One keep-alive connection: requests with Content-Length bodies.
+async fn connection(mut sock: tokio::net::TcpStream, state: Shared) {
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        let head_end = loop {
+            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                break i + 4;
+            }
+            let mut chunk = [0u8; 8192];
+            match sock.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        };
+        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+        let mut lines = head.split("\r\n");
+        let mut first = lines.next().unwrap_or("").split_whitespace();
+        let method = first.next().unwrap_or("").to_string();
+        let path = first.next().unwrap_or("").to_string();
+        let headers: BTreeMap<String, String> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let len: usize = headers
+            .get("content-length")
+            .and_then(|l| l.parse().ok())
+            .unwrap_or(0);
+        while buf.len() < head_end + len {
+            let mut chunk = [0u8; 8192];
+            match sock.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+        let body_bytes: Vec<u8> = buf[head_end..head_end + len].to_vec();
+        buf.drain(..head_end + len);
+        let body = serde_json::from_slice(&body_bytes).unwrap_or(Value::Null);
+        let seen = Seen {
+            method,
+            path,
+            headers,
+            body,
+        };
+        let (status, answer) = {
+            let mut gh = state.lock().unwrap();
+            gh.seen.push(seen.clone());
+            gh.answer(&seen)
+        };
+        let text = answer.to_string();
+        let reason = match status {
+            200 => "OK",
+            201 => "Created",
+            401 => "Unauthorized",
+            403 => "Forbidden",
+            404 => "Not Found",
+            422 => "Unprocessable Entity",
+            _ => "Status",
+        };
+        let resp = format!(
+            "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\nX-GitHub-Media-Type: github.v3\r\n\r\n{text}",
+            text.len()
+        );
+        if sock.write_all(resp.as_bytes()).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn bundled_series() -> mmci::series::Series {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(path).unwrap());
+    mmci::series::assemble(&mails, "bundled").unwrap()
+}
+
+/// A results dir as `mmci run` leaves it: a manifest whose patched kernel
+/// carries the bundled series, and one run.
+fn results_dir(root: &Path) -> PathBuf {
+    use mmci::results::KernelInfo;
+    use mmci::results_dir::{Host, Manifest, VariantKernel};
+    let dir = root.join("results");
+    std::fs::create_dir_all(&dir).unwrap();
+    let plan = mmci::matrix::default_plan(&Default::default()).unwrap();
+    let kernel = |variant: &str, series: Option<mmci::series::Series>| VariantKernel {
+        variant: variant.into(),
+        arch: mmci::arch::Arch::X86_64,
+        description: variant.into(),
+        kernel: KernelInfo {
+            image: PathBuf::from("/cache/vmlinux"),
+            release: "6.12.95".into(),
+            tree: Some("linux-source-6.12".into()),
+            tree_commit: Some("2a7be210a22a8655e73e347054808314e73be671".into()),
+            build_key: Some("k".into()),
+            series_hash: series.as_ref().map(|s| s.hash.clone()),
+            head_commit: Some("abc".into()),
+            build_sandboxed: Some(true),
+            build_warnings: vec![],
+            series,
+        },
+        new_warnings: vec![],
+    };
+    let m = Manifest {
+        format: mmci::results_dir::MANIFEST_FORMAT,
+        mmci_version: "test".into(),
+        plan_id: plan.fingerprint(),
+        plan,
+        shards: None,
+        host: Host {
+            hostname: "h".into(),
+            cpus: 2,
+            memory_mb: 1024,
+        },
+        accel: Default::default(),
+        kernels: vec![
+            kernel("base", None),
+            kernel("patched", Some(bundled_series())),
+        ],
+        failed_kernels: vec![],
+        created_unix: 0,
+    };
+    mmci::results_dir::write_manifest(&dir, &m).unwrap();
+    std::fs::create_dir_all(dir.join("runs/x86_64-a-base-r1")).unwrap();
+    std::fs::write(dir.join("runs/x86_64-a-base-r1/run.json"), "{}").unwrap();
+    dir
+}
+
+/// Every file of a dir with its content, to show it was not touched.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// Runs `mmci post github ARGS` with a clean environment plus `env`.
+async fn mmci(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    cmd.arg("post").arg("github").args(args);
+    for k in [
+        "GITHUB_TOKEN",
+        "GITHUB_REPOSITORY",
+        "GITHUB_SHA",
+        "GITHUB_API_URL",
+        "GITHUB_STEP_SUMMARY",
+    ] {
+        cmd.env_remove(k);
+    }
+    // Everything every crate logs (octocrab, hyper too): no token in it.
+    cmd.env("MMCI_LOG", "trace");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().await.unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// The error line (the debug log comes before it).
+fn error_line(o: &Output) -> String {
+    text(o)
+        .1
+        .lines()
+        .find(|l| l.starts_with("mmci: error: "))
+        .unwrap_or("")
+        .to_string()
+}
+
+fn assert_no_secret(o: &Output) {
+    let (out, err) = text(o);
+    for secret in [TOKEN, INSTALLATION_TOKEN] {
+        assert!(
+            !out.contains(secret) && !err.contains(secret),
+            "a token was printed:\n{out}\n{err}"
+        );
+    }
+}
+
+fn requests(state: &Shared) -> Vec<Seen> {
+    state.lock().unwrap().seen.clone()
+}
+
+#[tokio::test]
+async fn check_run_then_one_sticky_comment_updated_in_place() {
+    let state: Shared = Arc::default();
+    // Someone else's comment on the pull request: never touched.
+    state.lock().unwrap().comments.push((
+        7,
+        json!({"id": 900, "body": "LGTM", "user": {"login": "reviewer"}}),
+    ));
+    state.lock().unwrap().next_id = 1000;
+    let api = serve(state.clone()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let results = results_dir(tmp.path());
+    let before = snapshot(&results);
+    let summary = tmp.path().join("step-summary.md");
+    let env = [
+        ("GITHUB_TOKEN", TOKEN),
+        ("GITHUB_REPOSITORY", "mm/series"),
+        ("GITHUB_SHA", "0123abcd"),
+        ("GITHUB_API_URL", api.as_str()),
+        ("GITHUB_STEP_SUMMARY", summary.to_str().unwrap()),
+    ];
+
+    // The run starts.
+    let o = mmci(&["--start", "--results", results.to_str().unwrap()], &env).await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_no_secret(&o);
+    let seen = requests(&state);
+    assert_eq!(seen.len(), 1);
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].path.as_str()),
+        ("POST", "/repos/mm/series/check-runs")
+    );
+    assert_eq!(seen[0].body["status"], "in_progress");
+    assert_eq!(seen[0].body["head_sha"], "0123abcd");
+    assert_eq!(seen[0].body["name"], "mmci");
+    assert_eq!(
+        seen[0].body["output"]["title"],
+        "mm/vmscan: account and throttle MGLRU isolation"
+    );
+    assert_eq!(seen[0].auth(), format!("Bearer {TOKEN}"));
+    let run_id = state.lock().unwrap().check_runs[0]["id"].as_u64().unwrap();
+    assert!(String::from_utf8_lossy(&o.stdout).contains(&format!("check run {run_id} ")));
+
+    // The run is over: first report.
+    let body1 = tmp.path().join("report1.md");
+    std::fs::write(&body1, "## mmci\n\n| OOM kills | 0 -> 0 |\n").unwrap();
+    let finish = |body: PathBuf| {
+        let results = results.clone();
+        async move {
+            mmci(
+                &[
+                    "--conclusion",
+                    "failure",
+                    "--body",
+                    body.to_str().unwrap(),
+                    "--pr",
+                    "7",
+                    "--results",
+                    results.to_str().unwrap(),
+                ],
+                &env,
+            )
+            .await
+        }
+    };
+    let o = finish(body1.clone()).await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_no_secret(&o);
+    let seen = requests(&state);
+    let calls: Vec<String> = seen[1..]
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.path))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "GET /repos/mm/series/commits/0123abcd/check-runs?check_name=mmci&filter=latest"
+                .to_string(),
+            format!("PATCH /repos/mm/series/check-runs/{run_id}"),
+            "GET /repos/mm/series/issues/7/comments?per_page=100&page=1".into(),
+            "POST /repos/mm/series/issues/7/comments".into(),
+        ]
+    );
+    assert!(seen.iter().all(|s| s.auth() == format!("Bearer {TOKEN}")));
+    let patch = &seen[2].body;
+    assert_eq!(patch["status"], "completed");
+    assert_eq!(patch["conclusion"], "failure");
+    assert_eq!(
+        patch["output"]["summary"],
+        "## mmci\n\n| OOM kills | 0 -> 0 |\n"
+    );
+    let comment = seen[4].body["body"].as_str().unwrap().to_string();
+    assert_eq!(
+        comment,
+        "<!-- mmci-sticky: mm/vmscan: account and throttle MGLRU isolation -->\n## mmci\n\n| OOM kills | 0 -> 0 |\n"
+    );
+    let (out, _) = text(&o);
+    assert!(out.contains("created on pull request #7"), "{out}");
+
+    // The second run: the same comment is edited, no new one.
+    let body2 = tmp.path().join("report2.md");
+    std::fs::write(&body2, "## mmci\n\nsecond run\n").unwrap();
+    state.lock().unwrap().check_runs[0]["status"] = json!("completed");
+    let o = finish(body2).await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    let seen = requests(&state);
+    let calls: Vec<String> = seen[5..]
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.path))
+        .collect();
+    let gh = state.lock().unwrap();
+    // The first check run was completed: a new, completed one is created.
+    assert_eq!(calls[1], "POST /repos/mm/series/check-runs");
+    assert_eq!(gh.check_runs.len(), 2);
+    assert_eq!(gh.check_runs[1]["status"], "completed");
+    let mine: Vec<&Value> = gh
+        .comments
+        .iter()
+        .filter(|(pr, c)| *pr == 7 && c["id"] != json!(900))
+        .map(|(_, c)| c)
+        .collect();
+    assert_eq!(mine.len(), 1, "the sticky comment was duplicated");
+    let id = mine[0]["id"].as_u64().unwrap();
+    assert_eq!(
+        calls[3],
+        format!("PATCH /repos/mm/series/issues/comments/{id}")
+    );
+    assert!(mine[0]["body"]
+        .as_str()
+        .unwrap()
+        .ends_with("\nsecond run\n"));
+    assert_eq!(gh.comments[0].1["body"], "LGTM");
+    drop(gh);
+    assert!(text(&o).0.contains("updated on pull request #7"));
+
+    // In GitHub Actions the reports also went to the job summary.
+    let s = std::fs::read_to_string(&summary).unwrap();
+    assert_eq!(
+        s,
+        "## mmci\n\n| OOM kills | 0 -> 0 |\n## mmci\n\nsecond run\n"
+    );
+    assert_eq!(snapshot(&results), before, "the results dir was changed");
+}
+
+fn openssl(args: &[&str]) {
+    let st = std::process::Command::new("openssl")
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("openssl is installed by ./mmci-setup");
+    assert!(st.success(), "openssl {args:?}");
+}
+
+#[tokio::test]
+async fn github_app_trades_a_jwt_for_an_installation_token() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A throwaway key, made for this test only; PKCS#1, as GitHub hands
+    // them out.
+    let key = tmp.path().join("app.pem");
+    let public = tmp.path().join("app.pub.pem");
+    openssl(&[
+        "genrsa",
+        "-traditional",
+        "-out",
+        key.to_str().unwrap(),
+        "2048",
+    ]);
+    openssl(&[
+        "rsa",
+        "-in",
+        key.to_str().unwrap(),
+        "-pubout",
+        "-out",
+        public.to_str().unwrap(),
+    ]);
+    let state: Shared = Arc::default();
+    state.lock().unwrap().app_public_pem = Some(std::fs::read(&public).unwrap());
+    let api = serve(state.clone()).await;
+    let o = mmci(
+        &[
+            "--start",
+            "--api",
+            &api,
+            "--repo",
+            "mm/series",
+            "--sha",
+            "feed",
+            "--app-id",
+            &APP_ID.to_string(),
+            "--app-key",
+            key.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_no_secret(&o);
+    let seen = requests(&state);
+    let calls: Vec<String> = seen
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.path))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            "GET /repos/mm/series/installation",
+            "POST /app/installations/4242/access_tokens",
+            "POST /repos/mm/series/check-runs",
+        ]
+    );
+    // The server only answered the first two because their JWT verified
+    // (RS256 with the App's public key, iss = the App id); check the
+    // header itself too.
+    {
+        let gh = state.lock().unwrap();
+        for s in &seen[..2] {
+            assert!(gh.jwt_ok(s.auth()), "not a valid App JWT: {}", s.auth());
+            let header = s.auth().strip_prefix("Bearer ").unwrap();
+            let h = jsonwebtoken::decode_header(header).unwrap();
+            assert_eq!(h.alg, jsonwebtoken::Algorithm::RS256);
+        }
+        assert_eq!(seen[2].auth(), format!("Bearer {INSTALLATION_TOKEN}"));
+        assert_eq!(gh.check_runs.len(), 1);
+    }
+
+    // A key that is not the App's: the JWT is refused, exit 9, no post.
+    let other = tmp.path().join("other.pem");
+    openssl(&[
+        "genrsa",
+        "-traditional",
+        "-out",
+        other.to_str().unwrap(),
+        "2048",
+    ]);
+    let o = mmci(
+        &[
+            "--start",
+            "--api",
+            &api,
+            "--repo",
+            "mm/series",
+            "--sha",
+            "feed",
+            "--app-id",
+            &APP_ID.to_string(),
+            "--app-key",
+            other.to_str().unwrap(),
+            "--installation-id",
+            &INSTALLATION_ID.to_string(),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(
+        o.status.code(),
+        Some(mmci::app::exit::POST),
+        "{:?}",
+        text(&o)
+    );
+    let (_, err) = text(&o);
+    assert!(
+        err.contains(
+            "getting an installation token (installation 4242): HTTP 401: Bad credentials"
+        ),
+        "{err}"
+    );
+    assert_eq!(state.lock().unwrap().check_runs.len(), 1);
+}
+
+#[tokio::test]
+async fn missing_credentials_fail_before_any_request() {
+    let state: Shared = Arc::default();
+    let api = serve(state.clone()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let body = tmp.path().join("r.md");
+    std::fs::write(&body, "report").unwrap();
+    let o = mmci(
+        &[
+            "--api",
+            &api,
+            "--repo",
+            "mm/series",
+            "--sha",
+            "feed",
+            "--conclusion",
+            "success",
+            "--body",
+            body.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
+    assert_eq!(
+        error_line(&o),
+        "mmci: error: no GitHub credentials: set $GITHUB_TOKEN (or --token-file FILE), or --app-id with --app-key for a GitHub App"
+    );
+    // Other bad input, also before any request.
+    let o = mmci(
+        &["--api", &api, "--repo", "noslash", "--sha", "f", "--start"],
+        &[("GITHUB_TOKEN", TOKEN)],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--repo noslash: expected OWNER/REPO"));
+    let o = mmci(
+        &[
+            "--api",
+            &api,
+            "--repo",
+            "mm/series",
+            "--sha",
+            "f",
+            "--conclusion",
+            "success",
+            "--body",
+            "/nonexistent/report.md",
+        ],
+        &[("GITHUB_TOKEN", TOKEN)],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o)
+        .1
+        .contains("--body /nonexistent/report.md: cannot read the rendered report"));
+    assert!(requests(&state).is_empty());
+}
+
+#[tokio::test]
+async fn refusals_are_clear_errors_with_exit_8_and_results_untouched() {
+    let state: Shared = Arc::default();
+    state.lock().unwrap().fail.push((
+        "POST /repos/mm/series/check-runs".into(),
+        403,
+        json!({"message": "Resource not accessible by integration", "documentation_url": "https://docs.github.com/rest/checks/runs#create-a-check-run"}),
+    ));
+    state.lock().unwrap().fail.push((
+        "POST /repos/mm/series/issues/7/comments".into(),
+        422,
+        json!({"message": "Validation Failed", "errors": [{"resource": "IssueComment", "code": "custom", "field": "body", "message": "body is too long"}]}),
+    ));
+    let api = serve(state.clone()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let results = results_dir(tmp.path());
+    let before = snapshot(&results);
+    let env = [
+        ("GITHUB_TOKEN", TOKEN),
+        ("GITHUB_REPOSITORY", "mm/series"),
+        ("GITHUB_SHA", "0123abcd"),
+        ("GITHUB_API_URL", api.as_str()),
+    ];
+    let o = mmci(&["--start", "--results", results.to_str().unwrap()], &env).await;
+    assert_eq!(
+        o.status.code(),
+        Some(mmci::app::exit::POST),
+        "{:?}",
+        text(&o)
+    );
+    assert_no_secret(&o);
+    assert_eq!(
+        error_line(&o),
+        "mmci: error: GitHub API creating the check run: HTTP 403: Resource not accessible by integration (the token or App lacks a permission: checks: write, pull-requests: write, issues: write)"
+    );
+
+    // The check run succeeds (the PATCH/POST of completion), the comment is
+    // refused.
+    state.lock().unwrap().fail.remove(0);
+    let body = tmp.path().join("r.md");
+    std::fs::write(&body, "report").unwrap();
+    let o = mmci(
+        &[
+            "--conclusion",
+            "success",
+            "--body",
+            body.to_str().unwrap(),
+            "--pr",
+            "7",
+            "--results",
+            results.to_str().unwrap(),
+        ],
+        &env,
+    )
+    .await;
+    assert_eq!(
+        o.status.code(),
+        Some(mmci::app::exit::POST),
+        "{:?}",
+        text(&o)
+    );
+    assert_no_secret(&o);
+    let err = text(&o).1;
+    assert!(
+        err.contains("GitHub API creating the comment on pull request #7: HTTP 422: Validation Failed [{\"code\":\"custom\",\"field\":\"body\",\"message\":\"body is too long\",\"resource\":\"IssueComment\"}] (GitHub refused the request's content)"),
+        "{err}"
+    );
+    assert_eq!(snapshot(&results), before, "the results dir was changed");
+
+    // A bad token: 401 from the API, named as such.
+    let o = mmci(
+        &["--start", "--results", results.to_str().unwrap()],
+        &[
+            ("GITHUB_TOKEN", "ghp_wrongWrongWrong"),
+            ("GITHUB_REPOSITORY", "mm/series"),
+            ("GITHUB_SHA", "0123abcd"),
+            ("GITHUB_API_URL", api.as_str()),
+        ],
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(mmci::app::exit::POST));
+    let err = text(&o).1;
+    assert!(
+        err.contains("HTTP 401: Bad credentials (the token is invalid or expired)"),
+        "{err}"
+    );
+    assert!(!err.contains("ghp_wrongWrongWrong"));
+}
+
+#[tokio::test]
+async fn dry_run_prints_exactly_the_requests_and_sends_nothing() {
+    let state: Shared = Arc::default();
+    let api = serve(state.clone()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let results = results_dir(tmp.path());
+    let body = tmp.path().join("r.md");
+    std::fs::write(&body, "## mmci\n\nreport\n").unwrap();
+    let args = [
+        "--api",
+        &api,
+        "--repo",
+        "mm/series",
+        "--sha",
+        "0123abcd",
+        "--conclusion",
+        "neutral",
+        "--body",
+        body.to_str().unwrap(),
+        "--pr",
+        "7",
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    let mut dry = args.to_vec();
+    dry.push("--dry-run");
+    // No credentials are needed for a dry run.
+    let o = mmci(&dry, &[]).await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert!(requests(&state).is_empty(), "a dry run sent a request");
+    let out = text(&o).0;
+    assert!(out.starts_with("# dry run: nothing is sent\n"), "{out}");
+
+    // The JSON bodies it printed are the ones a real run sends.
+    let printed: Vec<Value> = json_blocks(&out);
+    assert_eq!(printed.len(), 2, "{out}");
+    let o = mmci(&args, &[("GITHUB_TOKEN", TOKEN)]).await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    let seen = requests(&state);
+    let sent_check = seen
+        .iter()
+        .find(|s| s.path == "/repos/mm/series/check-runs")
+        .unwrap();
+    let sent_comment = seen
+        .iter()
+        .find(|s| s.path == "/repos/mm/series/issues/7/comments" && s.method == "POST")
+        .unwrap();
+    let without_time = |v: &Value| {
+        let mut v = v.clone();
+        v.as_object_mut().unwrap().remove("completed_at");
+        v
+    };
+    assert_eq!(without_time(&printed[0]), without_time(&sent_check.body));
+    assert_eq!(printed[1], sent_comment.body);
+}
+
+/// The pretty-printed JSON objects of a dry run, in order.
+fn json_blocks(out: &str) -> Vec<Value> {
+    let mut blocks = Vec::new();
+    let mut cur: Option<String> = None;
+    for line in out.lines() {
+        if line == "{" {
+            cur = Some(String::from("{\n"));
+        } else if let Some(c) = cur.as_mut() {
+            c.push_str(line);
+            c.push('\n');
+            if line == "}" {
+                blocks.push(serde_json::from_str(c).unwrap());
+                cur = None;
+            }
+        }
+    }
+    blocks
+}
+
+#[tokio::test]
+async fn github_enterprise_api_base_keeps_its_path() {
+    let state: Shared = Arc::default();
+    let base = serve(state.clone()).await;
+    let api = format!("{base}/api/v3");
+    let o = mmci(
+        &[
+            "--start",
+            "--api",
+            &api,
+            "--repo",
+            "mm/series",
+            "--sha",
+            "feed",
+        ],
+        &[("GITHUB_TOKEN", TOKEN)],
+    )
+    .await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    let seen = requests(&state);
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/api/v3/repos/mm/series/check-runs");
+}

@@ -1,0 +1,417 @@
+//! `mmci watch` through the binary: a local mbox, a maildir and a lore Atom
+//! feed (a loopback public-inbox) as sources; new series touching mm/ are
+//! dispatched once to a loopback GitHub (`POST /repos/{o}/{r}/dispatches`,
+//! 204) or run here, deduplicated by series hash across restarts through
+//! the state file.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Output;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+const TOKEN: &str = "ghp_watchTestToken987654321";
+
+#[derive(Clone, Debug)]
+struct Seen {
+    method: String,
+    path: String,
+    auth: String,
+    body: Value,
+}
+
+type Route = Arc<dyn Fn(&str, &str) -> (u16, Vec<u8>) + Send + Sync>;
+
+/// A loopback HTTP/1.1 server: `route(method, path)` answers, every
+/// request (with its JSON body) is recorded.
+async fn serve(route: Route) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            let log = log.clone();
+            let route = route.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                loop {
+                    let head_end = loop {
+                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+                            break i + 4;
+                        }
+                        let mut chunk = [0u8; 8192];
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    };
+                    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+                    let mut lines = head.split("\r\n");
+                    let mut first = lines.next().unwrap_or("").split_whitespace();
+                    let method = first.next().unwrap_or("").to_string();
+                    let path = first.next().unwrap_or("").to_string();
+                    let headers: BTreeMap<String, String> = lines
+                        .filter_map(|l| l.split_once(':'))
+                        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+                        .collect();
+                    let len: usize = headers
+                        .get("content-length")
+                        .and_then(|l| l.parse().ok())
+                        .unwrap_or(0);
+                    while buf.len() < head_end + len {
+                        let mut chunk = [0u8; 8192];
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let body = serde_json::from_slice(&buf[head_end..head_end + len])
+                        .unwrap_or(Value::Null);
+                    buf.drain(..head_end + len);
+                    log.lock().unwrap().push(Seen {
+                        method: method.clone(),
+                        path: path.clone(),
+                        auth: headers.get("authorization").cloned().unwrap_or_default(),
+                        body,
+                    });
+                    let (status, answer) = route(&method, &path);
+                    let head = format!(
+                        "HTTP/1.1 {status} Status\r\nContent-Length: {}\r\n\r\n",
+                        answer.len()
+                    );
+                    if sock.write_all(head.as_bytes()).await.is_err()
+                        || sock.write_all(&answer).await.is_err()
+                    {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (base, seen)
+}
+
+/// GitHub's dispatch endpoint: 204 with a token, 401 without.
+fn github_route() -> Route {
+    Arc::new(|method, path| {
+        if method == "POST" && path == "/repos/mm/ci/dispatches" {
+            (204, vec![])
+        } else {
+            (404, br#"{"message":"Not Found"}"#.to_vec())
+        }
+    })
+}
+
+fn bundled_mbox() -> String {
+    std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox"),
+    )
+    .unwrap()
+}
+
+/// The bundled series moved to drivers/ (another thread, another hash).
+fn drivers_series() -> String {
+    bundled_mbox()
+        .replace("a/mm/", "a/drivers/")
+        .replace("b/mm/", "b/drivers/")
+        .replace("a/include/", "a/drivers/include/")
+        .replace("b/include/", "b/drivers/include/")
+        .replace(".git.mmci-dev@example.org>", ".git.drivers@example.org>")
+}
+
+/// A v2 of the bundled series: new message-ids, a changed commit message.
+fn v2_series() -> String {
+    bundled_mbox()
+        .replace("[PATCH v1 ", "[PATCH v2 ")
+        .replace(
+            ".git.mmci-dev@example.org>",
+            ".v2.git.mmci-dev@example.org>",
+        )
+        .replace(
+            "Signed-off-by:",
+            "Link: https://example.org/v1\nSigned-off-by:",
+        )
+}
+
+/// A reply on the thread and an incomplete series: neither is a series to test.
+fn noise() -> String {
+    "From x Mon Sep 17 00:00:00 2001\n\
+     Message-ID: <reply-1@example.org>\n\
+     In-Reply-To: <cover.1796033954.git.mmci-dev@example.org>\n\
+     References: <cover.1796033954.git.mmci-dev@example.org>\n\
+     From: Reviewer <r@example.org>\n\
+     Subject: Re: [PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation\n\n\
+     Looks good.\n\n\
+     From y Mon Sep 17 00:00:00 2001\n\
+     Message-ID: <lonely-2-3@example.org>\n\
+     In-Reply-To: <lonely-0@example.org>\n\
+     References: <lonely-0@example.org>\n\
+     From: Someone <s@example.org>\n\
+     Subject: [PATCH 2/3] mm: part of something\n\n\
+     msg\n---\ndiff --git a/mm/x.c b/mm/x.c\n"
+        .to_string()
+}
+
+fn mmci(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    cmd.arg("watch").args(args);
+    cmd.env_remove("GITHUB_TOKEN").env_remove("GITHUB_API_URL");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+/// `mmci watch` from an async test (the servers run on its runtime).
+async fn mmci_async(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    cmd.arg("watch").args(args);
+    cmd.env_remove("GITHUB_TOKEN").env_remove("GITHUB_API_URL");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().await.unwrap()
+}
+
+fn out(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[tokio::test]
+async fn mbox_series_on_mm_dispatched_once_across_restarts() {
+    let (api, seen) = serve(github_route()).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let mbox = tmp.path().join("linux-mm.mbox");
+    let state = tmp.path().join("state.json");
+    std::fs::write(&mbox, [bundled_mbox(), noise(), drivers_series()].concat()).unwrap();
+    let args = [
+        "--mbox",
+        mbox.to_str().unwrap(),
+        "--dispatch",
+        "mm/ci",
+        "--api",
+        &api,
+        "--state",
+        state.to_str().unwrap(),
+    ];
+    let env = [("GITHUB_TOKEN", TOKEN)];
+    let o = mmci_async(&args, &env).await;
+    assert!(o.status.success(), "{}", out(&o));
+    assert!(!out(&o).contains(TOKEN));
+    {
+        let s = seen.lock().unwrap();
+        assert_eq!(s.len(), 1, "{s:?}");
+        assert_eq!(
+            (s[0].method.as_str(), s[0].path.as_str()),
+            ("POST", "/repos/mm/ci/dispatches")
+        );
+        assert_eq!(s[0].auth, format!("Bearer {TOKEN}"));
+        assert_eq!(s[0].body["event_type"], "mmci-series");
+        assert_eq!(
+            s[0].body["client_payload"]["message_id"],
+            "cover.1796033954.git.mmci-dev@example.org"
+        );
+        assert_eq!(s[0].body["client_payload"]["version"], 1);
+    }
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "[PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation: dispatched to mm/ci\n"
+    );
+    let st: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    assert_eq!(st["series"].as_object().unwrap().len(), 1);
+
+    // A restart: nothing new, nothing sent.
+    let o = mmci_async(&args, &env).await;
+    assert!(o.status.success(), "{}", out(&o));
+    assert_eq!(o.stdout, b"");
+    assert_eq!(seen.lock().unwrap().len(), 1);
+
+    // v2 arrives (a resend of v1 too): only v2 is new.
+    let mut text = std::fs::read_to_string(&mbox).unwrap();
+    text.push_str(&v2_series());
+    text.push_str(&bundled_mbox().replace(".git.mmci-dev@example.org>", ".resend@example.org>"));
+    std::fs::write(&mbox, text).unwrap();
+    let o = mmci_async(&args, &env).await;
+    assert!(o.status.success(), "{}", out(&o));
+    let s = seen.lock().unwrap();
+    assert_eq!(s.len(), 2);
+    assert_eq!(s[1].body["client_payload"]["version"], 2);
+    assert_eq!(
+        s[1].body["client_payload"]["message_id"],
+        "cover.1796033954.v2.git.mmci-dev@example.org"
+    );
+}
+
+#[tokio::test]
+async fn lore_atom_feed_threads_fetched_and_dispatched() {
+    let thread = bundled_mbox().into_bytes();
+    let feed = r#"<?xml version="1.0" encoding="us-ascii"?>
+<feed xmlns="http://www.w3.org/2005/Atom"><title>linux-mm</title><id>mailto:linux-mm@kvack.org</id>
+<entry><title>Re: [PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation</title><link href="LORE/linux-mm/reply-1@example.org/"/><id>urn:uuid:3</id></entry>
+<entry><title>[PATCH v1 2/2] mm/vmscan: throttle MGLRU eviction when isolated folios pile up</title><link href="LORE/linux-mm/8f783e9802f469d5b1ef258e71206ed7caa662b1.1796033954.git.mmci-dev%40example.org/"/><id>urn:uuid:2</id></entry>
+<entry><title>[PATCH v1 1/2] mm/vmscan: fix missing NR_ISOLATED counter update in MGLRU reclaim path</title><link href="LORE/linux-mm/5d4fd0b0625b9680253034873147ac1f2b3ff186.1796033954.git.mmci-dev%40example.org/"/><id>urn:uuid:1</id></entry>
+</feed>"#;
+    let base = Arc::new(Mutex::new(String::new()));
+    let b2 = base.clone();
+    let route: Route = Arc::new(move |method, path| {
+        if method == "GET" && path == "/linux-mm/new.atom" {
+            let b = b2.lock().unwrap().clone();
+            return (200, feed.replace("LORE", &b).into_bytes());
+        }
+        if method == "GET" && path.starts_with("/all/") && path.ends_with("/t.mbox.gz") {
+            use std::io::Write;
+            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            enc.write_all(&thread).unwrap();
+            return (200, enc.finish().unwrap());
+        }
+        if method == "POST" && path == "/repos/mm/ci/dispatches" {
+            return (204, vec![]);
+        }
+        (404, b"not found".to_vec())
+    });
+    let (url, seen) = serve(route).await;
+    *base.lock().unwrap() = url.clone();
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state.json");
+    let feed_url = format!("{url}/linux-mm/new.atom");
+    let args = [
+        "--atom",
+        &feed_url,
+        "--lore-url",
+        &url,
+        "--dispatch",
+        "mm/ci",
+        "--api",
+        &url,
+        "--state",
+        state.to_str().unwrap(),
+    ]
+    .map(str::to_string);
+    let env = [("GITHUB_TOKEN", TOKEN)];
+    for round in 0..2 {
+        let a: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = mmci_async(&a, &env).await;
+        assert!(o.status.success(), "{}", out(&o));
+        let s = seen.lock().unwrap();
+        let calls: Vec<String> = s
+            .iter()
+            .map(|s| format!("{} {}", s.method, s.path))
+            .collect();
+        let dispatches = calls.iter().filter(|c| c.ends_with("/dispatches")).count();
+        // One thread fetch for both patch entries (the second is in the
+        // first's thread); the reply is not fetched.
+        let fetches = calls.iter().filter(|c| c.ends_with("/t.mbox.gz")).count();
+        assert_eq!((dispatches, fetches), (1, round + 1), "{calls:?}");
+        assert!(calls.contains(
+            &"GET /all/8f783e9802f469d5b1ef258e71206ed7caa662b1.1796033954.git.mmci-dev@example.org/t.mbox.gz"
+                .to_string()
+        ), "{calls:?}");
+    }
+}
+
+#[test]
+fn maildir_series_run_here_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let maildir = tmp.path().join("Maildir");
+    std::fs::create_dir_all(maildir.join("cur")).unwrap();
+    std::fs::create_dir_all(maildir.join("new")).unwrap();
+    for (i, m) in bundled_mbox().split("\nFrom ").enumerate() {
+        let m = if i == 0 {
+            m.to_string()
+        } else {
+            format!("From {m}")
+        };
+        // Maildir files carry no mbox From_ line.
+        let m = m.split_once('\n').unwrap().1;
+        std::fs::write(maildir.join("new").join(format!("{i}.mmci:2,")), m).unwrap();
+    }
+    let state = tmp.path().join("state.json");
+    let results = tmp.path().join("results");
+    let base = [
+        "--maildir",
+        maildir.to_str().unwrap(),
+        "--run",
+        "--results",
+        results.to_str().unwrap(),
+        "--state",
+        state.to_str().unwrap(),
+        // A kernel image that does not exist: `mmci run` refuses it at
+        // once (exit 2), so the test runs no guest but sees the real call.
+        "--run-arg=--kernel=/nonexistent/bzImage",
+    ];
+    let mut dry = base.to_vec();
+    dry.push("--dry-run");
+    let o = mmci(&dry, &[]);
+    assert!(o.status.success(), "{}", out(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.starts_with("# dry run: "), "{text}");
+    assert!(text.contains(" run --series "), "{text}");
+    assert!(
+        text.contains(&format!("--results {}/", results.display())),
+        "{text}"
+    );
+    assert!(
+        text.trim_end().ends_with("--kernel=/nonexistent/bzImage"),
+        "{text}"
+    );
+    assert!(!state.exists(), "a dry run recorded state");
+
+    let o = mmci(&base, &[]);
+    assert!(o.status.success(), "{}", out(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert_eq!(
+        stdout,
+        "[PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation: ran: exit 2\n"
+    );
+    // The child's own error went to stderr: the image named.
+    assert!(
+        out(&o).contains("kernel image /nonexistent/bzImage not found"),
+        "{}",
+        out(&o)
+    );
+    // The series handed to `mmci run` is the one in the maildir.
+    let stored: Vec<_> = std::fs::read_dir(tmp.path().join("state.series"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(stored.len(), 1);
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(&stored[0]).unwrap());
+    let s = mmci::series::assemble(&mails, "stored").unwrap();
+    assert_eq!((s.version, s.total), (1, 2));
+    let o = mmci(&base, &[]);
+    assert!(o.status.success());
+    assert_eq!(o.stdout, b"", "a restart ran the series again");
+}
+
+#[test]
+fn dispatch_without_token_fails_before_reading_the_list() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = mmci(
+        &[
+            "--mbox",
+            "/nonexistent.mbox",
+            "--dispatch",
+            "mm/ci",
+            "--state",
+            tmp.path().join("s.json").to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        out(&o).contains("mmci: error: no GitHub credentials: set $GITHUB_TOKEN"),
+        "{}",
+        out(&o)
+    );
+}
