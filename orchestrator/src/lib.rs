@@ -28,6 +28,7 @@ pub mod outcome;
 pub mod paths;
 pub mod process;
 pub mod progress;
+pub mod render;
 pub mod report;
 pub mod results;
 pub mod results_dir;

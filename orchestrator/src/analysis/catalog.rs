@@ -280,7 +280,8 @@ pub static CATALOG: &[Metric] = &[
     },
     Metric {
         name: "noio_anon_scanned_prio0",
-        description: "anon folios scanned at priority 0 by GFP_NOIO direct reclaim (the RFC's case)",
+        description:
+            "anon folios scanned at priority 0 by GFP_NOIO direct reclaim (the RFC's case)",
         unit: "folios",
         better: Better::Lower,
         timing: false,
