@@ -11,14 +11,15 @@ use crate::analysis::model::{Assessment, Comparison, MetricComparison, Status};
 use crate::analysis::stats::{Change, Summary};
 use crate::analysis::terminal::{rank, result_text};
 use crate::analysis::text;
-use crate::matrix::plan::{shard_cells, Cell, Plan};
-use crate::matrix::Shard;
+use std::collections::BTreeMap;
+
+use crate::matrix::plan::{shard_assignment, Cell, Plan};
 use crate::results_dir::Manifest;
 
 use super::ReportInput;
 
-/// Reproduce commands for at most this many cells: finding a cell's shard
-/// costs a pass over the plan, and nobody reads a thousand commands.
+/// Reproduce commands for at most this many cells (failing ones first):
+/// nobody reads a thousand commands.
 pub const MAX_REPRODUCE: usize = 5;
 
 #[derive(Clone, Debug, Serialize)]
@@ -220,20 +221,16 @@ fn job_values(cell: &Cell) -> Vec<(String, String)> {
 
 /// The command that runs exactly `cell` of `plan` again: the same matrix,
 /// the one-cell shard that holds it (with as many shards as cells, each
-/// shard is one cell), and the kernels the command line gave.
-pub fn reproduce_command(plan: &Plan, cell: &Cell) -> String {
+/// shard is one cell: `shard_of` is the plan's split that many ways), and
+/// the kernels the command line gave.
+pub fn reproduce_command(plan: &Plan, cell: &Cell, shard_of: &BTreeMap<String, u32>) -> String {
     let mut cmd = vec!["mmci".to_string(), "run".into()];
     if !plan.source.starts_with("embedded:") {
         cmd.push(format!("--matrix {}", plan.source));
     }
     let n = plan.cells.len() as u32;
     if n > 1 {
-        let index = (1..=n).find(|&index| {
-            shard_cells(&plan.cells, Shard { index, count: n })
-                .iter()
-                .any(|c| c.id == cell.id)
-        });
-        if let Some(index) = index {
+        if let Some(index) = shard_of.get(&cell.id) {
             cmd.push(format!("--shard {index}/{n}"));
         }
     }
@@ -352,6 +349,7 @@ pub fn build(input: &ReportInput) -> View {
         });
         !bad
     });
+    let shard_of = shard_assignment(&plan.cells, plan.cells.len() as u32);
     let reproduce = order
         .iter()
         .take(MAX_REPRODUCE)
@@ -362,7 +360,7 @@ pub fn build(input: &ReportInput) -> View {
             } else {
                 format!("{} ({})", cell.label, cell.id)
             },
-            command: reproduce_command(plan, cell),
+            command: reproduce_command(plan, cell, &shard_of),
         })
         .collect();
 
