@@ -12,12 +12,20 @@ use mmci::analysis::{analyse_dir, compare, Options};
 use mmci::matrix::file::{ExpectKind, Expectation};
 use mmci::render::{self, email, markdown, Format, ReportInput};
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-matrix")
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 fn recorded(format: Format, cover: Option<&str>) -> String {
-    let dir = fixture();
+    recorded_dir("smoke-matrix", format, cover)
+}
+
+/// tests/fixtures/default-matrix: the default matrix (threads=64 and 192)
+/// with 5 real runs a side under TCG, where the rank test reaches 0.01.
+fn recorded_dir(name: &str, format: Format, cover: Option<&str>) -> String {
+    let dir = fixture(name);
     let c = analyse_dir(&dir, &Default::default(), &Options::default()).unwrap();
     let m = mmci::results_dir::read_manifest(&dir).unwrap().unwrap();
     let mut input = ReportInput::new(&c, &m);
@@ -41,6 +49,27 @@ fn markdown_snapshot() {
 #[test]
 fn email_snapshot() {
     insta::assert_snapshot!(recorded(Format::Email, Some(COVER)));
+}
+
+#[test]
+fn markdown_snapshot_two_cells() {
+    let md = recorded_dir("default-matrix", Format::Markdown, None);
+    // Regressions come first, in bold; inconclusive expectations before
+    // passed ones.
+    let table = md.split("### scenario A").nth(1).unwrap();
+    let first_row = table.lines().find(|l| l.starts_with("| threads=")).unwrap();
+    assert!(first_row.contains("**REGRESSION**"), "{first_row}");
+    assert!(md.contains("mmci run --shard "), "{md}");
+    insta::assert_snapshot!(md);
+}
+
+#[test]
+fn email_snapshot_two_cells() {
+    let text = recorded_dir("default-matrix", Format::Email, None);
+    assert_mail_rules(&text);
+    // Inconclusive: no Tested-by.
+    assert!(!text.contains("Tested-by:"));
+    insta::assert_snapshot!(text);
 }
 
 #[test]
@@ -189,7 +218,8 @@ async fn html_renders_in_headless_chromium() {
     );
     let dir = tempfile::tempdir().unwrap();
     let html = dir.path().join("report.html");
-    std::fs::write(&html, recorded(Format::Html, None)).unwrap();
+    let fixture = std::env::var("MMCI_SCREENSHOT_FIXTURE").unwrap_or("smoke-matrix".into());
+    std::fs::write(&html, recorded_dir(&fixture, Format::Html, None)).unwrap();
     let png = std::env::var_os("MMCI_SCREENSHOT")
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.path().join("report.png"));

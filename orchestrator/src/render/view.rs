@@ -225,7 +225,8 @@ fn job_values(cell: &Cell) -> Vec<(String, String)> {
 /// the kernels the command line gave.
 pub fn reproduce_command(plan: &Plan, cell: &Cell, shard_of: &BTreeMap<String, u32>) -> String {
     let mut cmd = vec!["mmci".to_string(), "run".into()];
-    if !plan.source.starts_with("embedded:") {
+    // The embedded default matrix is what `mmci run` runs without --matrix.
+    if !plan.source.ends_with("(embedded)") {
         cmd.push(format!("--matrix {}", plan.source));
     }
     let n = plan.cells.len() as u32;
