@@ -235,3 +235,37 @@ async fn html_renders_in_headless_chromium() {
         bytes.len()
     );
 }
+
+#[test]
+fn scenario_b_latencies_get_histograms() {
+    // No recorded scenario B matrix yet: give the recorded comparison the
+    // per-run values of two of scenario B's latency metrics.
+    let dir = fixture("smoke-matrix");
+    let mut c = analyse_dir(&dir, &Default::default(), &Options::default()).unwrap();
+    let m = mmci::results_dir::read_manifest(&dir).unwrap().unwrap();
+    let cand = &mut c.cells[0].candidates[0];
+    for (name, base, patched) in [
+        ("noio_latency_p99_ms", [4.0, 5.5, 6.0], [21.0, 30.5, 26.0]),
+        ("noio_latency_max_ms", [9.0, 12.0, 10.0], [60.0, 75.0, 90.0]),
+    ] {
+        let mut metric = cand.metrics[0].clone();
+        metric.metric = name.into();
+        metric.unit = "ms".into();
+        metric.base_values = base.to_vec();
+        metric.candidate_values = patched.to_vec();
+        cand.metrics.push(metric);
+    }
+    let html = render::render(Format::Html, &ReportInput::new(&c, &m));
+    assert!(html.contains("Latency of direct reclaim (scenario B)"));
+    let section = html
+        .split("Latency of direct reclaim")
+        .nth(1)
+        .unwrap()
+        .split("Per-metric distributions")
+        .next()
+        .unwrap();
+    assert_eq!(section.matches("<svg").count(), 2, "{section}");
+    assert!(section.contains("<title>noio_latency_p99_ms</title>"));
+    // The smoke matrix itself (scenario A) has no latency section.
+    assert!(!recorded(Format::Html, None).contains("Latency of direct reclaim"));
+}
