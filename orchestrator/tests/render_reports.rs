@@ -269,3 +269,69 @@ fn scenario_b_latencies_get_histograms() {
     // The smoke matrix itself (scenario A) has no latency section.
     assert!(!recorded(Format::Html, None).contains("Latency of direct reclaim"));
 }
+
+#[test]
+fn report_command_writes_files_and_the_job_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let summary = tmp.path().join("step-summary.md");
+    std::fs::write(&summary, "earlier step\n").unwrap();
+    let email = tmp.path().join("report.txt");
+    let cover = tmp.path().join("cover.txt");
+    std::fs::write(&cover, COVER).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .arg("report")
+        .arg(fixture("smoke-matrix"))
+        .args([
+            "--format",
+            "email",
+            "--results-url",
+            "https://ci.example.org/r/7",
+        ])
+        .arg("--output")
+        .arg(&email)
+        .arg("--cover-letter")
+        .arg(&cover)
+        .arg("--github-summary")
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&email).unwrap();
+    assert_eq!(
+        text,
+        recorded(Format::Email, Some(COVER)).replace(
+            "https://ci.example.org/mmci/20261130-131930/",
+            "https://ci.example.org/r/7"
+        )
+    );
+    // Appended after the earlier step's summary, as markdown.
+    let md = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        md.starts_with("earlier step\n<!-- mmci-report series="),
+        "{md}"
+    );
+    assert!(md.contains("## mmci: PASS"));
+    // JSON to standard output: the comparison, format 1.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .arg("report")
+        .arg(fixture("smoke-matrix"))
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let c: mmci::analysis::Comparison = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c.format, mmci::analysis::COMPARISON_FORMAT);
+    // A bad cover letter path is a bad option (exit 2), named.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .arg("report")
+        .arg(fixture("smoke-matrix"))
+        .args(["--format", "email", "--cover-letter", "/nonexistent/cover"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--cover-letter /nonexistent/cover"));
+}
