@@ -96,11 +96,14 @@ fn email_is_ascii_and_72_columns() {
     assert_mail_rules(&text);
     // The cover letter is quoted first, transliterated and cut.
     assert!(text.starts_with("> Subject: [PATCH 0/2]"), "{text}");
+    // The over-long paragraph is refilled (no one-word orphan line), the
+    // dash and the micro sign made ASCII.
     assert!(
-        text.contains("memcg -\n") || text.contains("memcg -"),
+        text.contains("isolated,\n> which lets 192 threads"),
         "{text}"
     );
-    assert!(text.contains("100 us each"), "{text}");
+    assert!(text.contains("> memcg - the classic LRU"), "{text}");
+    assert!(text.contains("Waits are 100 us\n> each."), "{text}");
     assert!(text.contains("> [...]"), "{text}");
     assert!(!text.contains("Another line"), "{text}");
     // 0-day's columns.

@@ -147,20 +147,60 @@ pub fn line(r: &RowView) -> Vec<String> {
     }
 }
 
+/// Greedy word wrap at `width`, no indent.
+fn fill_words(text: &str, width: usize) -> Vec<String> {
+    let mut out: Vec<String> = vec![];
+    let mut line = String::new();
+    for w in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + w.len() > width {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out
+}
+
+/// The first lines of the cover letter to quote. A paragraph with a line
+/// too long for `> ` and 72 columns is refilled as a whole, so that the
+/// quote does not end up with one-word orphans.
 fn cover_quote(cover: &str) -> Vec<String> {
-    let lines: Vec<&str> = cover.lines().skip_while(|l| l.trim().is_empty()).collect();
-    let mut q: Vec<String> = lines
-        .iter()
-        .take(QUOTE_LINES)
-        .map(|l| l.trim_end().to_string())
-        .collect();
-    while q.last().is_some_and(|l| l.is_empty()) {
-        q.pop();
+    let room = WIDTH - 2;
+    let cover = ascii(cover);
+    let mut lines: Vec<String> = vec![];
+    let mut para: Vec<&str> = vec![];
+    let flush = |para: &mut Vec<&str>, lines: &mut Vec<String>| {
+        if para.iter().any(|l| l.len() > room) {
+            lines.extend(fill_words(&para.join(" "), room));
+        } else {
+            lines.extend(para.iter().map(|l| l.to_string()));
+        }
+        para.clear();
+    };
+    for l in cover.lines().skip_while(|l| l.trim().is_empty()) {
+        let l = l.trim_end();
+        if l.is_empty() {
+            flush(&mut para, &mut lines);
+            lines.push(String::new());
+        } else {
+            para.push(l);
+        }
     }
-    if lines.len() > QUOTE_LINES {
-        q.push("[...]".into());
+    flush(&mut para, &mut lines);
+    let more = lines.len() > QUOTE_LINES;
+    lines.truncate(QUOTE_LINES);
+    while lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
     }
-    q
+    if more {
+        lines.push("[...]".into());
+    }
+    lines
 }
 
 pub fn render(input: &ReportInput) -> String {
