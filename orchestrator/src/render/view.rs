@@ -170,10 +170,7 @@ fn row(
     verdict: String,
     attention: bool,
 ) -> RowView {
-    let p = match (m.p, m.significant) {
-        (Some(p), _) => text::p(p),
-        (None, _) => "-".into(),
-    };
+    let p = m.p.map_or("-".into(), text::p);
     RowView {
         cell: cell.into(),
         kernel: kernel.into(),
