@@ -160,6 +160,8 @@ fn check_run_summary_fits_githubs_limit() {
     // What is kept first: the failed expectations.
     let failed = md.matches("| **FAIL** |").count();
     assert!(failed > 0, "no failed expectation kept");
+    // The verdict lists its first 10 reasons of 200.
+    assert!(md.contains("- _and 190 more, in the expectations and runs below_"));
     // An unlimited render has them all: the cut is real.
     let full = markdown::render(&input, usize::MAX);
     assert!(full.len() > 5 * markdown::CHECK_RUN_LIMIT, "{}", full.len());

@@ -10,6 +10,9 @@ use super::{fill, ReportInput};
 
 const TEMPLATE: &str = include_str!("../../templates/report.md.j2");
 
+/// Reasons listed under the verdict line.
+pub const MAX_REASONS: usize = 10;
+
 /// GitHub's limit for a check run's `output.summary`.
 pub const CHECK_RUN_LIMIT: usize = 65_535;
 
@@ -27,6 +30,10 @@ fn fill_view(v: &View) -> String {
 /// inconclusive ones before failed ones, as they are sorted).
 pub fn render(input: &ReportInput, limit: usize) -> String {
     let mut full = view::build(input);
+    // Every reason is also a row of the expectations table or the runs
+    // list below: the top of a comment shows the first few.
+    full.reasons_cut = full.reasons.len().saturating_sub(MAX_REASONS);
+    full.reasons.truncate(MAX_REASONS);
     // No table row or expectation line renders under this many bytes, so
     // no more than limit / MIN_LINE of them can fit: rendering a thousand
     // cells' rows only to cut them would cost most of the time.
@@ -45,7 +52,7 @@ pub fn render(input: &ReportInput, limit: usize) -> String {
     let fits_all = |r: usize, e: usize, n: usize| {
         let mut v = full.clone();
         v.truncate(r, e);
-        v.reasons_cut = v.reasons.len().saturating_sub(n);
+        v.reasons_cut += v.reasons.len().saturating_sub(n);
         v.reasons.truncate(n);
         let out = fill_view(&v);
         (out.len() <= limit).then_some(out)
