@@ -30,6 +30,7 @@ pub mod paths;
 pub mod post;
 pub mod process;
 pub mod progress;
+pub mod render;
 pub mod report;
 pub mod results;
 pub mod results_dir;

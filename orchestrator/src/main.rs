@@ -206,28 +206,37 @@ enum Command {
     Analyse {
         /// A results dir of `mmci run` (or `mmci merge`).
         dir: PathBuf,
-        /// Significance level.
-        #[arg(long, default_value_t = 0.01)]
-        alpha: f64,
-        /// Smallest relative change that counts, for metrics without their own.
-        #[arg(long, default_value_t = 0.05)]
-        noise_floor: f64,
-        /// One metric's noise floor, METRIC=FRACTION; repeatable.
-        #[arg(long = "metric-noise-floor", value_name = "METRIC=FRACTION")]
-        metric_noise_floors: Vec<String>,
-        /// Completed runs a side below which expectations are inconclusive.
-        #[arg(long, default_value_t = 3)]
-        min_runs: usize,
-        /// The test that decides significance (both are shown).
-        #[arg(long, value_enum, default_value = "mann-whitney")]
-        test: analysis::Test,
-        /// An expectation added to (or replacing) the matrix's:
-        /// METRIC=KIND or METRIC=KIND:THRESHOLD; repeatable.
-        #[arg(long = "expect", value_name = "METRIC=KIND[:THRESHOLD]")]
-        expect: Vec<String>,
+        #[command(flatten)]
+        analysis: AnalysisArgs,
         /// Also write the whole comparison as JSON (format 1) to this file.
         #[arg(long)]
         json: Option<PathBuf>,
+    },
+    /// Render the comparison of a results dir as GitHub markdown, a
+    /// plain-text email for the patch thread, a self-contained HTML page or
+    /// JSON. Exit 0 when the report was written, whatever the verdict.
+    Report {
+        /// A results dir of `mmci run` (or `mmci merge`).
+        dir: PathBuf,
+        #[arg(long, value_enum, default_value = "markdown")]
+        format: mmci::render::Format,
+        /// Write the report here instead of standard output.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        /// Where the full results are (URL or path), linked from the report.
+        #[arg(long, value_name = "URL")]
+        results_url: Option<String>,
+        /// The series' cover letter (a text file); the email quotes its first lines.
+        #[arg(long, value_name = "FILE")]
+        cover_letter: Option<PathBuf>,
+        /// Name and address of the email's Tested-by: trailer (only on a pass).
+        #[arg(long, default_value = mmci::render::DEFAULT_TESTED_BY)]
+        tested_by: String,
+        /// Also append the markdown report to $GITHUB_STEP_SUMMARY (when it is set).
+        #[arg(long)]
+        github_summary: bool,
+        #[command(flatten)]
+        analysis: AnalysisArgs,
     },
     /// Kernel trees and builds.
     Kernel {
@@ -434,6 +443,50 @@ struct EmailArgs {
     /// Seconds before an SMTP exchange gives up.
     #[arg(long, default_value_t = 60)]
     smtp_timeout: u64,
+}
+
+/// The knobs of the analysis, shared by `analyse` and `report`.
+#[derive(clap::Args, Clone)]
+struct AnalysisArgs {
+    /// Significance level.
+    #[arg(long, default_value_t = 0.01)]
+    alpha: f64,
+    /// Smallest relative change that counts, for metrics without their own.
+    #[arg(long, default_value_t = 0.05)]
+    noise_floor: f64,
+    /// One metric's noise floor, METRIC=FRACTION; repeatable.
+    #[arg(long = "metric-noise-floor", value_name = "METRIC=FRACTION")]
+    metric_noise_floors: Vec<String>,
+    /// Completed runs a side below which expectations are inconclusive.
+    #[arg(long, default_value_t = 3)]
+    min_runs: usize,
+    /// The test that decides significance (both are shown).
+    #[arg(long, value_enum, default_value = "mann-whitney")]
+    test: analysis::Test,
+    /// An expectation added to (or replacing) the matrix's:
+    /// METRIC=KIND or METRIC=KIND:THRESHOLD; repeatable.
+    #[arg(long = "expect", value_name = "METRIC=KIND[:THRESHOLD]")]
+    expect: Vec<String>,
+}
+
+impl AnalysisArgs {
+    fn analyse(&self, dir: &std::path::Path) -> Result<analysis::Comparison, AppError> {
+        let opts = analysis::options_from_args(
+            self.alpha,
+            self.noise_floor,
+            &self.metric_noise_floors,
+            self.min_runs,
+            self.test,
+        )
+        .map_err(AppError::BadOption)?;
+        let extra = self
+            .expect
+            .iter()
+            .map(|s| analysis::expect::parse_arg(s))
+            .collect::<Result<_, _>>()
+            .map_err(AppError::BadOption)?;
+        Ok(analysis::analyse_dir(dir, &extra, &opts)?)
+    }
 }
 
 #[derive(Subcommand)]
@@ -890,28 +943,10 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
         }
         Command::Analyse {
             dir,
-            alpha,
-            noise_floor,
-            metric_noise_floors,
-            min_runs,
-            test,
-            expect,
+            analysis: args,
             json,
         } => {
-            let opts = analysis::options_from_args(
-                alpha,
-                noise_floor,
-                &metric_noise_floors,
-                min_runs,
-                test,
-            )
-            .map_err(AppError::BadOption)?;
-            let extra = expect
-                .iter()
-                .map(|s| analysis::expect::parse_arg(s))
-                .collect::<Result<_, _>>()
-                .map_err(AppError::BadOption)?;
-            let c = analysis::analyse_dir(&dir, &extra, &opts)?;
+            let c = args.analyse(&dir)?;
             if let Some(path) = &json {
                 analysis::write_json(path, &c)?;
             }
@@ -920,6 +955,39 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 println!("json: {}", path.display());
             }
             Ok(app::verdict_exit_code(c.verdict.status))
+        }
+        Command::Report {
+            dir,
+            format,
+            output,
+            results_url,
+            cover_letter,
+            tested_by,
+            github_summary,
+            analysis: args,
+        } => {
+            let c = args.analyse(&dir)?;
+            let cover = match &cover_letter {
+                Some(p) => Some(std::fs::read_to_string(p).map_err(|e| {
+                    AppError::BadOption(format!("--cover-letter {}: {e}", p.display()))
+                })?),
+                None => None,
+            };
+            let written = mmci::render::write_report(
+                &dir,
+                &c,
+                format,
+                output.as_deref(),
+                results_url,
+                cover,
+                tested_by,
+                github_summary,
+            )
+            .map_err(AppError::BadOption)?;
+            for w in written {
+                eprintln!("mmci: wrote {w}");
+            }
+            Ok(exit::OK)
         }
         Command::Bench {
             command: BenchCommand::Analysis { runs, rounds },

@@ -193,10 +193,18 @@ pub struct AnalysisBench {
     pub json_ms: Vec<f64>,
     pub json_bytes: usize,
     pub terminal_ms: Vec<f64>,
+    /// The report renderers (`crate::render`), and their output sizes.
+    pub markdown_ms: Vec<f64>,
+    pub markdown_bytes: usize,
+    pub email_ms: Vec<f64>,
+    pub email_bytes: usize,
+    pub html_ms: Vec<f64>,
+    pub html_bytes: usize,
 }
 
 /// Analyses `runs` synthetic runs `rounds` times, then writes the JSON
-/// and renders the terminal report of each.
+/// and renders the terminal report, the markdown (cut to GitHub's limit),
+/// the email and the HTML page of each.
 pub fn analysis(runs: usize, rounds: usize) -> AnalysisBench {
     let (manifest, results, series) = synthetic(runs);
     let mut b = AnalysisBench {
@@ -206,6 +214,12 @@ pub fn analysis(runs: usize, rounds: usize) -> AnalysisBench {
         json_ms: vec![],
         json_bytes: 0,
         terminal_ms: vec![],
+        markdown_ms: vec![],
+        markdown_bytes: 0,
+        email_ms: vec![],
+        email_bytes: 0,
+        html_ms: vec![],
+        html_bytes: 0,
     };
     let ms = |t: Instant| t.elapsed().as_secs_f64() * 1000.0;
     for _ in 0..rounds.max(1) {
@@ -228,6 +242,19 @@ pub fn analysis(runs: usize, rounds: usize) -> AnalysisBench {
         let t = Instant::now();
         let text = terminal::render(&c);
         b.terminal_ms.push(ms(t));
+        let input = crate::render::ReportInput::new(&c, &manifest);
+        let t = Instant::now();
+        let md = crate::render::render(crate::render::Format::Markdown, &input);
+        b.markdown_ms.push(ms(t));
+        b.markdown_bytes = md.len();
+        let t = Instant::now();
+        let mail = crate::render::render(crate::render::Format::Email, &input);
+        b.email_ms.push(ms(t));
+        b.email_bytes = mail.len();
+        let t = Instant::now();
+        let html = crate::render::render(crate::render::Format::Html, &input);
+        b.html_ms.push(ms(t));
+        b.html_bytes = html.len();
         b.comparisons = c
             .cells
             .iter()
@@ -241,16 +268,28 @@ pub fn analysis(runs: usize, rounds: usize) -> AnalysisBench {
 
 pub fn render(b: &AnalysisBench) -> String {
     let med = |v: &[f64]| median(v).unwrap_or(0.0);
-    let total = med(&b.analyse_ms) + med(&b.json_ms) + med(&b.terminal_ms);
+    let total = med(&b.analyse_ms)
+        + med(&b.json_ms)
+        + med(&b.terminal_ms)
+        + med(&b.markdown_ms)
+        + med(&b.email_ms)
+        + med(&b.html_ms);
+    let mb = |n: usize| n as f64 / 1e6;
     format!(
-        "analysis of {} runs ({} metric comparisons), median of {}:\n  analyse  {:8.1} ms\n  json     {:8.1} ms ({:.1} MB)\n  terminal {:8.1} ms\n  total    {:8.1} ms; target {:.0} ms: {}\n",
+        "analysis of {} runs ({} metric comparisons), median of {}:\n  analyse  {:8.1} ms\n  json     {:8.1} ms ({:.1} MB)\n  terminal {:8.1} ms\n  markdown {:8.1} ms ({:.3} MB)\n  email    {:8.1} ms ({:.1} MB)\n  html     {:8.1} ms ({:.1} MB)\n  total    {:8.1} ms; target {:.0} ms: {}\n",
         b.runs,
         b.comparisons,
         b.analyse_ms.len(),
         med(&b.analyse_ms),
         med(&b.json_ms),
-        b.json_bytes as f64 / 1e6,
+        mb(b.json_bytes),
         med(&b.terminal_ms),
+        med(&b.markdown_ms),
+        mb(b.markdown_bytes),
+        med(&b.email_ms),
+        mb(b.email_bytes),
+        med(&b.html_ms),
+        mb(b.html_bytes),
         total,
         TARGET_MS,
         if total <= TARGET_MS { "met" } else { "MISSED" }
@@ -275,5 +314,11 @@ mod tests {
             .filter(|m| m.scenario == mmci_record::Scenario::MglruIsolation)
             .count();
         assert_eq!(b.comparisons, 10 * scenario_a);
+        // Every format was rendered, the markdown within GitHub's limit.
+        assert!(
+            b.markdown_bytes > 0 && b.markdown_bytes <= crate::render::markdown::CHECK_RUN_LIMIT
+        );
+        assert!(b.email_bytes > 0 && b.html_bytes > 0);
+        assert!(render(&b).contains("  html     "));
     }
 }

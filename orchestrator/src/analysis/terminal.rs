@@ -10,7 +10,7 @@ use super::model::{Assessment, Comparison, ExpectationResult, MetricComparison, 
 use super::text;
 
 /// Where a row goes: what needs attention first.
-fn rank(m: &MetricComparison, e: Option<&ExpectationResult>) -> u8 {
+pub fn rank(m: &MetricComparison, e: Option<&ExpectationResult>) -> u8 {
     match (e.map(|e| e.status), m.assessment) {
         (Some(Status::Fail), _) => 0,
         (_, Assessment::Regression) if !m.functional_only => 1,
@@ -31,7 +31,7 @@ fn p_text(m: &MetricComparison) -> String {
     format!("{mwu} / {welch}")
 }
 
-fn result_text(m: &MetricComparison) -> String {
+pub fn result_text(m: &MetricComparison) -> String {
     if m.functional_only {
         format!("{} (TCG: functional only)", m.assessment.name())
     } else {

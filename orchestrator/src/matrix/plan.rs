@@ -624,18 +624,19 @@ pub fn estimated_run_seconds(cell: &Cell) -> f64 {
     20.0 + cell.job.duration_s as f64
 }
 
-/// The cells of shard `shard`: cells go, most expensive first, to the shard
-/// with the least estimated work so far (ties: lowest index). Deterministic
-/// for a given plan, so N machines given 1/N..N/N split it exactly.
-pub fn shard_cells(cells: &[Cell], shard: Shard) -> Vec<&Cell> {
+/// The shard (1-based) of every cell when the plan is split `count` ways:
+/// cells go, most expensive first, to the shard with the least estimated
+/// work so far (ties: lowest index). Deterministic for a given plan, so N
+/// machines given 1/N..N/N split it exactly.
+pub fn shard_assignment(cells: &[Cell], count: u32) -> BTreeMap<String, u32> {
     let mut order: Vec<&Cell> = cells.iter().collect();
     order.sort_by(|a, b| {
         estimated_run_seconds(b)
             .total_cmp(&estimated_run_seconds(a))
             .then_with(|| a.id.cmp(&b.id))
     });
-    let mut load = vec![0.0f64; shard.count as usize];
-    let mut mine = BTreeSet::new();
+    let mut load = vec![0.0f64; count.max(1) as usize];
+    let mut shard_of = BTreeMap::new();
     for c in order {
         let (i, _) = load
             .iter()
@@ -643,12 +644,19 @@ pub fn shard_cells(cells: &[Cell], shard: Shard) -> Vec<&Cell> {
             .min_by(|a, b| a.1.total_cmp(b.1).then(a.0.cmp(&b.0)))
             .expect("count >= 1");
         load[i] += estimated_run_seconds(c);
-        if i as u32 + 1 == shard.index {
-            mine.insert(c.id.clone());
-        }
+        shard_of.insert(c.id.clone(), i as u32 + 1);
     }
-    // Keep the file's order within the shard.
-    cells.iter().filter(|c| mine.contains(&c.id)).collect()
+    shard_of
+}
+
+/// The cells of shard `shard` (see [`shard_assignment`]), in the file's
+/// order.
+pub fn shard_cells(cells: &[Cell], shard: Shard) -> Vec<&Cell> {
+    let shard_of = shard_assignment(cells, shard.count);
+    cells
+        .iter()
+        .filter(|c| shard_of.get(&c.id) == Some(&shard.index))
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,0 +1,258 @@
+//! A plain-text reply for the patch thread, in the style of the 0-day
+//! bot's and mmtests' reports: bottom-posted under a short quote of the
+//! cover letter, ASCII only, no line over 72 columns, the tables as
+//! fixed-width `%stddev %change %stddev` columns, and a `Tested-by:`
+//! trailer only when every expectation passed (a trailer is a claim that
+//! lands in git history).
+
+use serde::Serialize;
+
+use super::view::{self, scenario_name, RowView};
+use super::{fill, ReportInput};
+use crate::analysis::compare::cell_name;
+
+const TEMPLATE: &str = include_str!("../../templates/report.email.j2");
+
+/// The width of every line.
+pub const WIDTH: usize = 72;
+/// Cover-letter lines quoted (the rest is elided).
+pub const QUOTE_LINES: usize = 8;
+
+#[derive(Serialize)]
+struct EmailTable {
+    heading: String,
+    lines: Vec<String>,
+}
+
+/// The nearest ASCII of the characters our numbers and names use;
+/// anything else becomes `?` rather than a mis-encoded byte in a mail.
+pub fn ascii(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            c if c.is_ascii() => out.push(c),
+            '±' => out.push_str("+-"),
+            'µ' | 'μ' => out.push('u'),
+            '→' => out.push_str("->"),
+            '←' => out.push_str("<-"),
+            '≤' => out.push_str("<="),
+            '≥' => out.push_str(">="),
+            '×' => out.push('x'),
+            '–' | '—' | '−' => out.push('-'),
+            '‘' | '’' => out.push('\''),
+            '“' | '”' => out.push('"'),
+            '…' => out.push_str("..."),
+            '·' => out.push('.'),
+            '\u{a0}' => out.push(' '),
+            _ => out.push('?'),
+        }
+    }
+    out
+}
+
+/// Breaks `line` into lines of at most `width` columns: at spaces where
+/// it can, continuing quoted lines with their `> `, shell commands with a
+/// trailing ` \`, and prose with a hanging indent; a word longer than a
+/// line is cut.
+pub fn wrap(line: &str, width: usize) -> Vec<String> {
+    if line.len() <= width {
+        return vec![line.to_string()];
+    }
+    let indent = line.len() - line.trim_start().len();
+    let (next_prefix, suffix) = if line.starts_with("> ") {
+        ("> ".to_string(), "")
+    } else if indent >= 2 && line.trim_start().starts_with("mmci ") {
+        (" ".repeat(indent + 4), " \\")
+    } else {
+        let hang = if line.trim_start().starts_with("- ") {
+            2
+        } else {
+            4
+        };
+        (" ".repeat(indent + hang), "")
+    };
+    let mut out = vec![];
+    let mut current = line.to_string();
+    loop {
+        if current.len() <= width {
+            out.push(current);
+            break;
+        }
+        let room = width - suffix.len();
+        let head_len = current[..=room.min(current.len() - 1)]
+            .rfind(' ')
+            .filter(|&i| i > next_prefix.len())
+            .unwrap_or(room);
+        let (head, tail) = current.split_at(head_len);
+        out.push(format!("{}{}", head.trim_end(), suffix));
+        current = format!("{next_prefix}{}", tail.trim_start());
+    }
+    out
+}
+
+/// The rendered text made ASCII and wrapped.
+pub fn finish(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in ascii(text).lines() {
+        // "-- " opens the signature: its trailing space is the point.
+        let line = if line == "-- " { line } else { line.trim_end() };
+        for l in wrap(line, WIDTH) {
+            out.push_str(&l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// `+-  5%`, or nothing.
+fn sd(s: &str) -> String {
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!("+-{s:>4}")
+    }
+}
+
+/// The 0-day column header for `base` against `candidate`.
+pub fn header(base: &str, candidate: &str) -> Vec<String> {
+    let cut = |s: &str| s.chars().take(16).collect::<String>();
+    vec![
+        format!("{:>16} {:>8} {:>16}", cut(base), "", cut(candidate)),
+        format!("{} {} {}", "-".repeat(16), "-".repeat(8), "-".repeat(16)),
+        format!("{:>16} {:>8} {:>16}", "%stddev", "%change", "%stddev"),
+        format!("{:>16} {:>8} {:>16}", "\\", "|", "\\"),
+    ]
+}
+
+/// One metric as a 0-day line; a row that needs attention gets its
+/// verdict in brackets, on the next line if it does not fit.
+pub fn line(r: &RowView) -> Vec<String> {
+    let main = format!(
+        "{:>9} {:>6} {:>8} {:>9} {:>6}  {}",
+        r.base_mean,
+        sd(&r.base_sd),
+        r.change_short,
+        r.candidate_mean,
+        sd(&r.candidate_sd),
+        r.metric
+    );
+    if !r.attention {
+        return vec![main];
+    }
+    let note = format!("[{}]", r.verdict);
+    if main.len() + 1 + note.len() <= WIDTH {
+        vec![format!("{main} {note}")]
+    } else {
+        vec![main, format!("{:>44}{note}", "")]
+    }
+}
+
+/// Greedy word wrap at `width`, no indent.
+fn fill_words(text: &str, width: usize) -> Vec<String> {
+    let mut out: Vec<String> = vec![];
+    let mut line = String::new();
+    for w in text.split_whitespace() {
+        if !line.is_empty() && line.len() + 1 + w.len() > width {
+            out.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(w);
+    }
+    if !line.is_empty() {
+        out.push(line);
+    }
+    out
+}
+
+/// The first lines of the cover letter to quote. A paragraph with a line
+/// too long for `> ` and 72 columns is refilled as a whole, so that the
+/// quote does not end up with one-word orphans.
+fn cover_quote(cover: &str) -> Vec<String> {
+    let room = WIDTH - 2;
+    let cover = ascii(cover);
+    let mut lines: Vec<String> = vec![];
+    let mut para: Vec<&str> = vec![];
+    let flush = |para: &mut Vec<&str>, lines: &mut Vec<String>| {
+        if para.iter().any(|l| l.len() > room) {
+            lines.extend(fill_words(&para.join(" "), room));
+        } else {
+            lines.extend(para.iter().map(|l| l.to_string()));
+        }
+        para.clear();
+    };
+    for l in cover.lines().skip_while(|l| l.trim().is_empty()) {
+        let l = l.trim_end();
+        if l.is_empty() {
+            flush(&mut para, &mut lines);
+            lines.push(String::new());
+        } else {
+            para.push(l);
+        }
+    }
+    flush(&mut para, &mut lines);
+    let more = lines.len() > QUOTE_LINES;
+    lines.truncate(QUOTE_LINES);
+    while lines.last().is_some_and(|l| l.is_empty()) {
+        lines.pop();
+    }
+    if more {
+        lines.push("[...]".into());
+    }
+    lines
+}
+
+pub fn render(input: &ReportInput) -> String {
+    let v = view::build(input);
+    let c = input.comparison;
+    let mut tables = vec![];
+    for cell in &c.cells {
+        for cand in &cell.candidates {
+            let rows: Vec<RowView> = v
+                .tables
+                .iter()
+                .flat_map(|t| &t.rows)
+                .filter(|r| r.cell == cell_name(cell) && r.kernel == cand.variant)
+                .cloned()
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let mut lines = header(&c.baseline, &cand.variant);
+            // Catalog order reads best in a plain table; the brackets
+            // already point at what needs attention.
+            let mut ordered = rows;
+            ordered.sort_by_key(|r| {
+                cand.metrics
+                    .iter()
+                    .position(|m| m.metric == r.metric)
+                    .unwrap_or(usize::MAX)
+            });
+            lines.extend(ordered.iter().flat_map(line));
+            tables.push(EmailTable {
+                heading: format!(
+                    "{}, {}: {} vs {}",
+                    scenario_name(&cell.scenario),
+                    cell_name(cell),
+                    c.baseline,
+                    cand.variant
+                ),
+                lines,
+            });
+        }
+    }
+    let cover = input.cover_letter.as_deref().map(cover_quote);
+    let text = fill(
+        "report.email",
+        TEMPLATE,
+        minijinja::context! {
+            v => v,
+            tables => tables,
+            cover => cover,
+            tested_by => input.tested_by,
+            version => env!("CARGO_PKG_VERSION"),
+        },
+    );
+    finish(&text)
+}
