@@ -62,9 +62,10 @@ impl MglruMetrics {
     }
 }
 
-type Counters = BTreeMap<String, u64>;
+pub(crate) type Counters = BTreeMap<String, u64>;
 
-fn delta(before: &Counters, after: &Counters, key: &str) -> u64 {
+/// Growth of a counter between two snapshots (0 if it went backwards).
+pub(crate) fn delta(before: &Counters, after: &Counters, key: &str) -> u64 {
     after
         .get(key)
         .copied()

@@ -10,6 +10,31 @@ use super::model::{Assessment, Comparison, ExpectationResult, MetricComparison, 
 use super::text;
 
 /// Where a row goes: what needs attention first.
+/// `patched: 9 of 10 runs completed (1 failed)`: one kernel's runs.
+pub fn runs_line(v: &super::model::VariantRuns) -> String {
+    let mut s = format!(
+        "{}: {} of {} runs completed",
+        v.variant, v.completed, v.planned
+    );
+    let mut extra = vec![];
+    if !v.failures.is_empty() {
+        extra.push(format!("{} failed", v.failures.len()));
+    }
+    if !v.infra.is_empty() {
+        extra.push(format!("{} infra failure(s)", v.infra.len()));
+    }
+    if !v.missing.is_empty() {
+        extra.push(format!("{} without result", v.missing.len()));
+    }
+    if let Some(e) = &v.build_error {
+        extra.push(format!("did not build: {e}"));
+    }
+    if !extra.is_empty() {
+        s.push_str(&format!(" ({})", extra.join(", ")));
+    }
+    s
+}
+
 pub fn rank(m: &MetricComparison, e: Option<&ExpectationResult>) -> u8 {
     match (e.map(|e| e.status), m.assessment) {
         (Some(Status::Fail), _) => 0,
@@ -119,26 +144,7 @@ pub fn render(c: &Comparison) -> String {
         out.push_str(&format!("accelerator {arch}: {accel}\n"));
     }
     for v in &c.variants {
-        out.push_str(&format!(
-            "kernel {}: {} of {} runs completed",
-            v.variant, v.completed, v.planned
-        ));
-        let mut extra = vec![];
-        if !v.failures.is_empty() {
-            extra.push(format!("{} failed", v.failures.len()));
-        }
-        if !v.infra.is_empty() {
-            extra.push(format!("{} infra failure(s)", v.infra.len()));
-        }
-        if !v.missing.is_empty() {
-            extra.push(format!("{} without result", v.missing.len()));
-        }
-        if let Some(e) = &v.build_error {
-            extra.push(format!("did not build: {e}"));
-        }
-        if !extra.is_empty() {
-            out.push_str(&format!(" ({})", extra.join(", ")));
-        }
+        out.push_str(&format!("kernel {}", runs_line(v)));
         out.push('\n');
         for p in &v.infra {
             out.push_str(&format!("  infra: {}: {}\n", p.run, p.reason));

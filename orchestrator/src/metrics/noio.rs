@@ -3,8 +3,6 @@
 //! other call as a control), the counters around the reads, and the verdict
 //! on the preconditions (a run where they did not hold is "not reproduced").
 
-use std::collections::BTreeMap;
-
 use mmci_record::{MemState, Phase, ReclaimCall, Record, WatermarkStat};
 use serde::{Deserialize, Serialize};
 
@@ -173,15 +171,7 @@ impl NoioMetrics {
     }
 }
 
-type Counters = BTreeMap<String, u64>;
-
-fn delta(before: &Counters, after: &Counters, key: &str) -> u64 {
-    after
-        .get(key)
-        .copied()
-        .unwrap_or(0)
-        .saturating_sub(before.get(key).copied().unwrap_or(0))
-}
+use super::delta;
 
 /// Scenario B's metrics; None until the guest sent its preconditions (its
 /// last record of the run).
@@ -390,13 +380,13 @@ mod tests {
         let vm = |v: &[(&str, u64)]| {
             v.iter()
                 .map(|(k, n)| (k.to_string(), *n))
-                .collect::<Counters>()
+                .collect::<crate::metrics::Counters>()
         };
         let snap = |phase, v: &[(&str, u64)]| Record::Snapshot {
             phase,
             vmstat: vm(v),
-            memcg_events: Counters::new(),
-            memcg_stat: Counters::new(),
+            memcg_events: crate::metrics::Counters::new(),
+            memcg_stat: crate::metrics::Counters::new(),
             psi_memory: None,
         };
         let p = held();

@@ -406,29 +406,7 @@ pub fn build(input: &ReportInput) -> View {
     let runs = c
         .variants
         .iter()
-        .map(|v| {
-            let mut s = format!(
-                "{}: {} of {} runs completed",
-                v.variant, v.completed, v.planned
-            );
-            let mut extra = vec![];
-            if !v.failures.is_empty() {
-                extra.push(format!("{} failed", v.failures.len()));
-            }
-            if !v.infra.is_empty() {
-                extra.push(format!("{} infra failure(s)", v.infra.len()));
-            }
-            if !v.missing.is_empty() {
-                extra.push(format!("{} without result", v.missing.len()));
-            }
-            if let Some(e) = &v.build_error {
-                extra.push(format!("did not build: {e}"));
-            }
-            if !extra.is_empty() {
-                s.push_str(&format!(" ({})", extra.join(", ")));
-            }
-            s
-        })
+        .map(crate::analysis::terminal::runs_line)
         .collect();
 
     let o = &c.options;
