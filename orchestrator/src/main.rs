@@ -888,6 +888,25 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 outcome.resumed,
                 outcome.wall.as_secs_f64()
             );
+            // With a baseline and candidates, the comparison is what the
+            // user came for: print it (the run's exit code stays the runs').
+            if outcome.manifest.plan.variants.len() > 1 {
+                match analysis::analyse_dir(
+                    &opts.results,
+                    &Default::default(),
+                    &analysis::Options::default(),
+                ) {
+                    Ok(c) => {
+                        println!();
+                        print!("{}", analysis::terminal::render(&c));
+                        println!(
+                            "(mmci analyse / mmci report {} for other options and formats)",
+                            opts.results.display()
+                        );
+                    }
+                    Err(e) => eprintln!("mmci: analysis skipped: {}", app::error_chain(&e)),
+                }
+            }
             Ok(app::matrix_exit_code(&outcome))
         }
         Command::Matrix {
