@@ -602,16 +602,22 @@ fn env_nonempty(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// The GitHub API base URL: `--api`, else $GITHUB_API_URL (set in Actions),
+/// else api.github.com; checked before any request.
+fn github_api(given: Option<&str>) -> Result<String, mmci::post::github::GitHubError> {
+    let api = given
+        .map(str::to_string)
+        .or_else(|| env_nonempty("GITHUB_API_URL"))
+        .unwrap_or_else(|| fetch::GITHUB_API.to_string());
+    mmci::post::github::check_api(&api)?;
+    Ok(api)
+}
+
 /// Reads and checks every input of `mmci post github` before any request.
 fn github_post(a: &GithubArgs) -> Result<mmci::post::GitHubPost, AppError> {
     use mmci::post::{self, github, GitHubPhase, PostError};
     let gh = |e: github::GitHubError| AppError::Post(PostError::GitHub(e));
-    let api = a
-        .api
-        .clone()
-        .or_else(|| env_nonempty("GITHUB_API_URL"))
-        .unwrap_or_else(|| fetch::GITHUB_API.to_string());
-    github::check_api(&api).map_err(gh)?;
+    let api = github_api(a.api.as_deref()).map_err(gh)?;
     let repo: github::Repo = a
         .repo
         .clone()
@@ -1055,12 +1061,7 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             let gh = |e: github::GitHubError| AppError::Watch(e.into());
             let action = match &a.dispatch {
                 Some(repo) => {
-                    let api = a
-                        .api
-                        .clone()
-                        .or_else(|| env_nonempty("GITHUB_API_URL"))
-                        .unwrap_or_else(|| fetch::GITHUB_API.to_string());
-                    github::check_api(&api).map_err(gh)?;
+                    let api = github_api(a.api.as_deref()).map_err(gh)?;
                     let auth = if a.dry_run {
                         None
                     } else {
