@@ -11,7 +11,7 @@ use super::catalog::Better;
 use super::stats::{Change, MannWhitney, Summary, Welch};
 use crate::arch::Arch;
 use crate::matrix::file::{ExpectKind, Expectation};
-use crate::outcome::Outcome;
+use crate::run::outcome::Outcome;
 
 /// Version of the comparison's JSON layout. Bump on any change a reader of
 /// the previous version would misread.
