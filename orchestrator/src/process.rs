@@ -635,6 +635,42 @@ mod tests {
         );
     }
 
+    /// A real git fetch from a server that accepts and then says nothing.
+    #[tokio::test]
+    async fn stalled_git_fetch_is_killed_by_its_stall_timeout() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let mut held = vec![];
+            loop {
+                let (sock, _) = listener.accept().await.unwrap();
+                held.push(sock);
+            }
+        });
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("r.git");
+        std::process::Command::new("git")
+            .args(["init", "-q", "--bare"])
+            .arg(&repo)
+            .status()
+            .unwrap();
+        let mut git = Command::new("git");
+        git.arg("-C")
+            .arg(&repo)
+            .args(["fetch", &format!("git://127.0.0.1:{port}/linux.git")]);
+        let limits = Limits::total(Duration::from_secs(120)).with_stall(Duration::from_secs(2));
+        let t0 = Instant::now();
+        let err = run_logged_with(&mut git, &tmp.path().join("fetch.log"), "git fetch", limits)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, CommandError::TimedOut { stalled: true, .. }),
+            "{err:?}"
+        );
+        assert!(t0.elapsed() < Duration::from_secs(60), "{:?}", t0.elapsed());
+        server.abort();
+    }
+
     #[tokio::test]
     async fn run_logged_timeout_names_the_log() {
         let tmp = tempfile::tempdir().unwrap();
