@@ -12,10 +12,15 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::series::{self, fetch, Mail, Series};
+
+/// How long one `mmci run` started by the watcher may take: a full matrix
+/// with its kernel builds is hours on a small host; a day means it hangs.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
@@ -497,15 +502,28 @@ pub async fn pass(
                         source,
                     }
                 })?;
-                let status = tokio::process::Command::new(&cmd[0])
-                    .args(&cmd[1..])
-                    .status()
+                let spawn_err = |source| WatchError::Spawn {
+                    command: cmd.join(" "),
+                    source,
+                };
+                // Through the process module: its own group, a timeout,
+                // killed on Ctrl-C and when this watcher dies.
+                let mut run = tokio::process::Command::new(&cmd[0]);
+                run.args(&cmd[1..]).stdin(std::process::Stdio::null());
+                let mut child =
+                    crate::host::process::GroupChild::spawn(&mut run).map_err(spawn_err)?;
+                let fin = child
+                    .wait_timeout(RUN_TIMEOUT, Duration::from_secs(30))
                     .await
-                    .map_err(|source| WatchError::Spawn {
-                        command: cmd.join(" "),
-                        source,
-                    })?;
-                format!("ran: exit {}", status.code().unwrap_or(-1))
+                    .map_err(spawn_err)?;
+                if fin.timed_out {
+                    format!(
+                        "ran: killed after its timeout of {} h",
+                        RUN_TIMEOUT.as_secs() / 3600
+                    )
+                } else {
+                    format!("ran: exit {}", fin.status.code().unwrap_or(-1))
+                }
             }
         };
         lines.push(format!("{}: {what}", f.subject()));

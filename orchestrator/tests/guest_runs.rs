@@ -74,6 +74,29 @@ async fn run(cfg: &RunConfig, dir: &Path) -> RunResult {
     result
 }
 
+/// [`run`] for a job sized to swap without an OOM kill. One thing in it
+/// depends on the host: MGLRU's eviction does not wait for swap writeback
+/// (the bug scenario A is about), so when the host's disk or CPU is slow to
+/// complete the guest's swap writes, 16 reclaim passes can find nothing to
+/// free and the memcg OOM-kills the workload prematurely (seen once, 208 ms
+/// in, with a kernel build and other guests on the host). Such a run is
+/// repeated once, and the repeat is reported on the terminal (not captured
+/// by the test harness), never silent.
+async fn run_without_premature_oom(cfg: &RunConfig, dir: &Path) -> RunResult {
+    let first = run(cfg, dir).await;
+    let Some(m) = first.metrics.as_ref().filter(|m| m.workload_oom_killed) else {
+        return first;
+    };
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "guest_runs: {}: workload OOM-killed after {} touches (premature memcg OOM under a busy host); running it once more",
+        cfg.id,
+        m.touches
+    );
+    run(cfg, dir).await
+}
+
 /// With MMCI_KEEP_TEST_RESULTS=DIR, a copy of each run's files lands in
 /// DIR/<run id> (the boot-failure fixture of report_snapshots.rs was made
 /// this way).
@@ -114,7 +137,7 @@ async fn completed_run_reports_scenario_a_metrics() {
         ..GuestJob::default()
     };
     let cfg = config("completed", job, Duration::from_secs(180)).await;
-    let r = run(&cfg, tmp.path()).await;
+    let r = run_without_premature_oom(&cfg, tmp.path()).await;
     assert_eq!(
         r.classification.outcome,
         Outcome::Completed,
@@ -410,7 +433,7 @@ async fn arm64_guest_reports_the_same_records() {
         timeout: Duration::from_secs(180),
         retries: 1,
     };
-    let r = run(&cfg, tmp.path()).await;
+    let r = run_without_premature_oom(&cfg, tmp.path()).await;
     assert_eq!(
         r.classification.outcome,
         Outcome::Completed,

@@ -11,7 +11,7 @@ use tokio::process::Command;
 
 use crate::arch::Arch;
 use crate::host::paths::WorkDir;
-use crate::host::process::{self, CommandError};
+use crate::host::process::{self, CommandError, Limits};
 use crate::kernel::kconfig::{self, Mismatch};
 use crate::kernel::series::apply;
 use crate::kernel::series::Series;
@@ -166,13 +166,30 @@ pub fn config_key(arch: Arch, compiler: &str, fragments: &[Fragment]) -> String 
     cache_key("objs-2", None, arch, compiler, fragments)
 }
 
+/// The object dir trusted builds of `tree_name` in this configuration share.
+pub fn object_dir(
+    work: &WorkDir,
+    tree_name: &str,
+    arch: Arch,
+    compiler: &str,
+    fragments: &[Fragment],
+) -> PathBuf {
+    work.objs().join(format!(
+        "{tree_name}-{}-{}",
+        arch.name(),
+        &config_key(arch, compiler, fragments)[..16]
+    ))
+}
+
 /// First line of `<compiler> --version`.
 pub async fn compiler_version(compiler: &str) -> Result<String, BuildError> {
-    let out = Command::new(compiler)
-        .arg("--version")
-        .output()
-        .await
-        .map_err(|_| BuildError::MissingTool(compiler.to_string()))?;
+    let out = process::output(
+        Command::new(compiler).arg("--version"),
+        "compiler --version",
+        Limits::QUICK,
+    )
+    .await
+    .map_err(|_| BuildError::MissingTool(compiler.to_string()))?;
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
         .next()
@@ -240,14 +257,13 @@ pub fn sandbox_args(writable: &[&Path]) -> Vec<String> {
 
 /// Can bubblewrap run here? (It needs user namespaces or root.)
 pub async fn sandbox_available() -> bool {
-    Command::new("bwrap")
-        .args(sandbox_args(&[]))
-        .arg("true")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .await
-        .is_ok_and(|s| s.success())
+    process::output(
+        Command::new("bwrap").args(sandbox_args(&[])).arg("true"),
+        "bwrap true",
+        Limits::QUICK,
+    )
+    .await
+    .is_ok_and(|o| o.status.success())
 }
 
 /// What a build step needs besides its arguments.
@@ -255,6 +271,8 @@ struct Step<'a> {
     checkout: &'a Path,
     objs: &'a Path,
     ccache_dir: Option<&'a Path>,
+    /// ccache may read its cache but not add to it (an untrusted build).
+    ccache_read_only: bool,
     sandbox: bool,
     log: &'a Path,
 }
@@ -263,9 +281,18 @@ impl Step<'_> {
     fn command(&self, program: &str, args: Vec<String>) -> Command {
         let mut cmd = if self.sandbox {
             let mut writable = vec![self.checkout, self.objs];
-            writable.extend(self.ccache_dir);
+            if !self.ccache_read_only {
+                writable.extend(self.ccache_dir);
+            }
             let mut c = Command::new("bwrap");
-            c.args(sandbox_args(&writable)).arg("--").arg(program);
+            c.args(sandbox_args(&writable));
+            // The worktree's `.git` file says where its repository is; a
+            // build that rewrote it would aim the next checkout elsewhere.
+            let dot_git = self.checkout.join(".git");
+            if dot_git.exists() {
+                c.arg("--ro-bind").arg(&dot_git).arg(&dot_git);
+            }
+            c.arg("--").arg(program);
             c
         } else {
             Command::new(program)
@@ -278,12 +305,22 @@ impl Step<'_> {
         if let Some(dir) = self.ccache_dir {
             cmd.env("CCACHE_DIR", dir)
                 .env("CCACHE_BASEDIR", self.checkout);
+            if self.ccache_read_only {
+                cmd.env("CCACHE_READONLY", "1")
+                    .env("CCACHE_TEMPDIR", self.objs.join(".ccache-tmp"));
+            }
         }
         cmd
     }
 
     async fn run(&self, program: &str, args: Vec<String>, what: &str) -> Result<(), BuildError> {
-        process::run_logged(&mut self.command(program, args), self.log, what).await?;
+        process::run_logged_with(
+            &mut self.command(program, args),
+            self.log,
+            what,
+            Limits::BUILD,
+        )
+        .await?;
         Ok(())
     }
 }
@@ -335,11 +372,25 @@ pub async fn build_kernel(
     }
     let head_commit = tree::head(&checkout).await?;
 
-    let objs = work.objs().join(format!(
-        "{}-{slot}-{}",
-        tree.name,
-        &config_key(req.arch, &compiler, &req.fragments)[..16]
-    ));
+    let base_objs = object_dir(work, &tree.name, req.arch, &compiler, &req.fragments);
+    // A series is untrusted: its Makefiles run with write access to the
+    // object dir. It gets a private copy of the baseline's, so that nothing
+    // it plants there is linked into a later trusted build; the copy keeps
+    // mtimes, so its build stays incremental. Removed after the build (the
+    // kernel is cached by its key; the objects are not needed again).
+    let objs = match &series_hash {
+        None => base_objs.clone(),
+        Some(hash) => {
+            let private = work.objs().join(format!(
+                "{}.series-{}",
+                base_objs.file_name().expect("named").to_string_lossy(),
+                &hash[..hash.len().min(16)]
+            ));
+            seed_object_dir(&base_objs, &private, &log).await?;
+            private
+        }
+    };
+    let _private_objs = series_hash.is_some().then(|| RemoveOnDrop(objs.clone()));
     std::fs::create_dir_all(&objs).map_err(io_err(&objs))?;
     // ccache is opt-in (MMCI_CCACHE=1): base and patched builds already share
     // one object dir, and on a cold cache every miss runs the preprocessor
@@ -351,11 +402,14 @@ pub async fn build_kernel(
     if ccache {
         std::fs::create_dir_all(&ccache_dir).map_err(io_err(&ccache_dir))?;
     }
+    // Nor may a series write into ccache's cache, which trusted builds read.
+    let ccache_read_only = ccache && series_hash.is_some();
     let sandbox = sandbox_available().await;
     let step = Step {
         checkout: &checkout,
         objs: &objs,
         ccache_dir: ccache.then_some(ccache_dir.as_path()),
+        ccache_read_only,
         sandbox,
         log: &log,
     };
@@ -415,11 +469,12 @@ pub async fn build_kernel(
     let release = match std::fs::read_to_string(objs.join("include/config/kernel.release")) {
         Ok(r) => r.trim().to_string(),
         Err(_) => {
-            let out = step
-                .command("make", make_step(None, &["-s", "kernelrelease"]))
-                .output()
-                .await
-                .map_err(io_err(&objs))?;
+            let out = process::output(
+                &mut step.command("make", make_step(None, &["-s", "kernelrelease"])),
+                "make kernelrelease",
+                Limits::LOCAL,
+            )
+            .await?;
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         }
     };
@@ -464,6 +519,38 @@ pub async fn build_kernel(
     .map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, &stamp).map_err(io_err(&stamp))?;
     Ok(build)
+}
+
+/// A directory removed when dropped.
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Makes `private` a copy of `base` (if `base` has been configured), with
+/// mtimes, so that make rebuilds only what the series changes. Reflinks
+/// where the filesystem has them (btrfs, xfs): then the copy is nearly free.
+async fn seed_object_dir(base: &Path, private: &Path, log: &Path) -> Result<(), BuildError> {
+    if private.exists() {
+        std::fs::remove_dir_all(private).map_err(io_err(private))?;
+    }
+    if !base.join(".config").is_file() {
+        // No baseline built yet: the series builds from scratch.
+        return std::fs::create_dir_all(private).map_err(io_err(private));
+    }
+    let mut cp = Command::new("cp");
+    cp.args(["-a", "--reflink=auto"]).arg(base).arg(private);
+    process::run_logged_with(
+        &mut cp,
+        log,
+        "cp -a (seeding the object dir)",
+        Limits::LOCAL,
+    )
+    .await?;
+    Ok(())
 }
 
 fn read_stamp(dir: &Path) -> Option<KernelBuild> {

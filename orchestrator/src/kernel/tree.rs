@@ -9,7 +9,7 @@ use sha2::Digest;
 use tokio::process::Command;
 
 use crate::host::paths::WorkDir;
-use crate::host::process::{self, CommandError};
+use crate::host::process::{self, CommandError, Limits};
 
 /// Debian's linux-source-6.12 package installs this.
 pub const BUNDLED_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
@@ -89,6 +89,12 @@ pub enum TreeError {
         #[source]
         source: std::io::Error,
     },
+    #[error("running git in {path}")]
+    Git {
+        path: PathBuf,
+        #[source]
+        source: CommandError,
+    },
     #[error("importing {tarball}")]
     Import {
         tarball: PathBuf,
@@ -107,6 +113,13 @@ pub struct SourceTree {
     pub commit: String,
     /// `make kernelversion` of the tree, e.g. "6.12.95".
     pub version: String,
+}
+
+fn git_err(path: &Path) -> impl FnOnce(CommandError) -> TreeError + '_ {
+    move |source| TreeError::Git {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TreeError + '_ {
@@ -220,11 +233,13 @@ pub async fn import_tarball(tarball: &Path, work: &WorkDir) -> Result<SourceTree
 
 /// Describes an existing repository.
 pub async fn open(repo: &Path, name: &str) -> Result<SourceTree, TreeError> {
-    let out = git(repo)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .await
-        .map_err(io_err(repo))?;
+    let out = process::output(
+        git(repo).args(["rev-parse", "HEAD"]),
+        "git rev-parse HEAD",
+        Limits::QUICK,
+    )
+    .await
+    .map_err(git_err(repo))?;
     let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let makefile = std::fs::read_to_string(repo.join("Makefile")).map_err(io_err(repo))?;
     Ok(SourceTree {
@@ -264,7 +279,7 @@ pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, T
         .await
         .map_err(fetch_err)?;
     }
-    process::run_logged(
+    process::run_logged_with(
         git(&mirror).args([
             "fetch",
             "--prune",
@@ -276,17 +291,20 @@ pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, T
         ]),
         &log,
         "git fetch",
+        Limits::NETWORK,
     )
     .await
     .map_err(fetch_err)?;
     let resolve = |r: String| {
         let mirror = mirror.clone();
         async move {
-            let out = git(&mirror)
-                .args(["rev-parse", "--verify", "-q", &format!("{r}^{{commit}}")])
-                .output()
-                .await
-                .ok()?;
+            let out = process::output(
+                git(&mirror).args(["rev-parse", "--verify", "-q", &format!("{r}^{{commit}}")]),
+                "git rev-parse",
+                Limits::QUICK,
+            )
+            .await
+            .ok()?;
             out.status
                 .success()
                 .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
@@ -303,10 +321,11 @@ pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, T
         && spec.git_ref.chars().all(|c| c.is_ascii_hexdigit())
     {
         // A commit no branch or tag points at: servers let us fetch it by id.
-        let _ = process::run_logged(
+        let _ = process::run_logged_with(
             git(&mirror).args(["fetch", &spec.url, &spec.git_ref]),
             &log,
             "git fetch <commit>",
+            Limits::NETWORK,
         )
         .await;
         commit = resolve(spec.git_ref.clone()).await;
@@ -315,11 +334,13 @@ pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, T
         url: spec.url.clone(),
         git_ref: spec.git_ref.clone(),
     })?;
-    let makefile = git(&mirror)
-        .args(["show", &format!("{commit}:Makefile")])
-        .output()
-        .await
-        .map_err(io_err(&mirror))?;
+    let makefile = process::output(
+        git(&mirror).args(["show", &format!("{commit}:Makefile")]),
+        "git show",
+        Limits::QUICK,
+    )
+    .await
+    .map_err(git_err(&mirror))?;
     Ok(SourceTree {
         name,
         path: mirror,
@@ -369,7 +390,12 @@ pub async fn prepare_checkout(
         return Ok(path);
     }
     // A previous failed `git am` may have left its state behind.
-    let _ = git(&path).args(["am", "--abort"]).output().await;
+    let _ = process::output(
+        git(&path).args(["am", "--abort"]),
+        "git am --abort",
+        Limits::LOCAL,
+    )
+    .await;
     process::run_logged(
         git(&path).args(["checkout", "-q", "-f", "--detach", &tree.commit]),
         log,
@@ -385,11 +411,13 @@ pub async fn prepare_checkout(
 
 /// The commit at HEAD of a checkout.
 pub async fn head(checkout: &Path) -> Result<String, TreeError> {
-    let out = git(checkout)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .await
-        .map_err(io_err(checkout))?;
+    let out = process::output(
+        git(checkout).args(["rev-parse", "HEAD"]),
+        "git rev-parse HEAD",
+        Limits::QUICK,
+    )
+    .await
+    .map_err(git_err(checkout))?;
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 

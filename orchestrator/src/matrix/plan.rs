@@ -21,6 +21,16 @@ pub const DEFAULT_VCPUS: u32 = 2;
 pub const DEFAULT_MEMORY_MB: u64 = 1024;
 pub const DEFAULT_SWAP_MB: u64 = 256;
 
+/// Most cells a matrix may have (axes' product, before `exclude`, plus
+/// `include` entries): a plan is expanded in memory, and a matrix larger
+/// than this is a typo (an axis pasted twice) more often than a plan.
+pub const MAX_CELLS: u64 = 10_000;
+/// Most runs a plan may have (cells x kernels x repeats): at ~15 s a run
+/// that is weeks of one host; results dirs and reports hold every run.
+pub const MAX_RUNS: u64 = 100_000;
+/// Largest matrix file read, in bytes.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
 /// A matrix error: file, position and what to do.
 #[derive(Debug, thiserror::Error)]
 #[error("{file}: {pos}{what}")]
@@ -418,6 +428,27 @@ pub fn plan(
             "include",
         )?;
     }
+    // Count before expanding: 10^6 x 10^6 must be an error, not an
+    // allocation failure.
+    let product = axes
+        .values()
+        .try_fold(1u64, |n, vs| n.checked_mul(vs.len() as u64))
+        .and_then(|n| n.checked_add(include.len() as u64));
+    if product.is_none_or(|n| n > MAX_CELLS) {
+        let sizes = axes
+            .iter()
+            .map(|(k, vs)| format!("{k} {}", vs.len()))
+            .collect::<Vec<_>>()
+            .join(" x ");
+        return Err(MatrixError::at(
+            file,
+            None,
+            format!(
+                "the axes give {} combinations ({sizes}); the limit is {MAX_CELLS} cells (MAX_CELLS): split the matrix or use fewer values",
+                product.map_or("more than 2^64".to_string(), |n| n.to_string())
+            ),
+        ));
+    }
     let combos = expand::expand(&axes, &exclude, &include);
     // Labels show what tells cells apart: the keys whose values vary
     // (absent in some combination counts as varying). One pass.
@@ -498,6 +529,21 @@ pub fn plan(
             ));
         }
     }
+    let runs = (cells.len() as u64)
+        .checked_mul(variants.len() as u64)
+        .and_then(|n| n.checked_mul(u64::from(repeats)));
+    if runs.is_none_or(|n| n > MAX_RUNS) {
+        return Err(MatrixError::at(
+            file,
+            m.repeats.as_ref().map(Pos::of),
+            format!(
+                "{} cells x {} kernels x {repeats} repeats = {} runs; the limit is {MAX_RUNS} runs (MAX_RUNS): use fewer repeats or cells, or shard the plan over several results dirs",
+                cells.len(),
+                variants.len(),
+                runs.map_or("more than 2^64".to_string(), |n| n.to_string())
+            ),
+        ));
+    }
     // Expectations name catalog metrics measured by some cell's scenario.
     let scenarios: Vec<_> = cells.iter().map(|c| c.job.scenario).collect();
     for (name, e) in &m.expect {
@@ -521,8 +567,16 @@ pub fn plan(
 /// Reads, parses and validates a matrix file.
 pub fn load(path: &Path, over: &Overrides) -> Result<Plan, MatrixError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| MatrixError::at(&file, None, format!("cannot read: {e}")))?;
+    let cannot = |e: std::io::Error| MatrixError::at(&file, None, format!("cannot read: {e}"));
+    let size = std::fs::metadata(path).map_err(cannot)?.len();
+    if size > MAX_FILE_BYTES {
+        return Err(MatrixError::at(
+            &file,
+            None,
+            format!("{size} bytes; the limit for a matrix file is {MAX_FILE_BYTES} bytes (MAX_FILE_BYTES)"),
+        ));
+    }
+    let text = std::fs::read_to_string(path).map_err(cannot)?;
     let base_dir = path.parent().unwrap_or(Path::new("."));
     from_text(&text, &file, base_dir, over)
 }
@@ -885,5 +939,62 @@ repeats: 3
         for bad in ["0/4", "5/4", "1/0", "x/2", "3"] {
             assert!(bad.parse::<Shard>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn oversized_plans_are_refused_naming_the_limit() {
+        let values = |n: usize| {
+            (1..=n)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        // (matrix text, what the error must say)
+        let cases = [
+            // The case: 10^6 cells (two axes of 1000) x 10^6 repeats.
+            (
+                format!(
+                    "axes:\n  threads: [{}]\n  working_set_mb: [{}]\nrepeats: 1000000\n",
+                    values(1000),
+                    values(1000)
+                ),
+                "the axes give 1000000 combinations (threads 1000 x working_set_mb 1000); the limit is 10000 cells (MAX_CELLS)",
+            ),
+            (
+                "axes:\n  threads: [1, 2]\nrepeats: 4000000000\n".to_string(),
+                "line 3 column 10: 2 cells x 1 kernels x 4000000000 repeats = 8000000000 runs; the limit is 100000 runs (MAX_RUNS)",
+            ),
+            (
+                format!("axes:\n  threads: [{}]\nrepeats: 11\n", values(10_000)),
+                "10000 cells x 1 kernels x 11 repeats = 110000 runs; the limit is 100000 runs",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = plan_of(&text).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}\nwanted: {want}");
+        }
+        // Just under both limits is a plan.
+        let p = plan_of(&format!(
+            "axes:\n  threads: [{}]\nrepeats: 10\n",
+            values(10_000)
+        ))
+        .unwrap();
+        assert_eq!(p.cells.len(), 10_000);
+    }
+
+    #[test]
+    fn oversized_matrix_file_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("big.yaml");
+        let mut text = String::from("axes:\n  threads: [1]\n");
+        while text.len() as u64 <= MAX_FILE_BYTES {
+            text.push_str("# padding padding padding padding padding padding\n");
+        }
+        std::fs::write(&path, &text).unwrap();
+        let e = load(&path, &Overrides::default()).unwrap_err().to_string();
+        assert!(
+            e.contains("the limit for a matrix file is 1048576 bytes (MAX_FILE_BYTES)"),
+            "{e}"
+        );
     }
 }

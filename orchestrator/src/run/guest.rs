@@ -65,6 +65,16 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
     }
 }
 
+/// A run's scratch dir (disk images, initramfs, record socket), removed on
+/// drop so that no way out of a run leaves gigabytes behind.
+struct ScratchDir(PathBuf);
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// Creates a sparse file of `mb` MiB.
 fn sparse_file(path: &Path, mb: u64) -> std::io::Result<()> {
     let f = std::fs::File::create(path)?;
@@ -162,6 +172,9 @@ async fn attempt(
     let t0 = Instant::now();
     let scratch = scratch_root.join(format!("{}-{}", cfg.id, std::process::id()));
     std::fs::create_dir_all(&scratch).map_err(io_err(&scratch))?;
+    // Removed when this attempt ends in any way, Ctrl-C included: then the
+    // future is dropped (the task aborted) before `launch` returns.
+    let _scratch_guard = ScratchDir(scratch.clone());
 
     let t_image = Instant::now();
     let initrd = scratch.join("initrd.cpio");
@@ -198,7 +211,7 @@ async fn attempt(
     };
     let result = vm::launch(&spec, cfg.timeout).await;
     // The scratch disks can be large: never keep them, whatever happened.
-    let _ = std::fs::remove_dir_all(&scratch);
+    drop(_scratch_guard);
     let run = result?;
     let total_ms = t0.elapsed().as_secs_f64() * 1000.0;
     let qemu_ms = run.lifetime.as_secs_f64() * 1000.0;

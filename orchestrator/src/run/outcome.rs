@@ -75,6 +75,21 @@ pub fn classify(run: &VmRun) -> Classification {
         Record::Done { ok, .. } => Some(*ok),
         _ => None,
     });
+    // A guest that panics or powers off makes QEMU exit; only someone
+    // outside (the OOM killer, an operator, a dying host) kills it with a
+    // signal, and mmci's own kills are timeouts. Not the kernel's fault.
+    if done.is_none() && !run.timed_out {
+        if let Some(sig) = run.exit.and_then(|s| {
+            use std::os::unix::process::ExitStatusExt;
+            s.signal()
+        }) {
+            return result(
+                Outcome::InfraFailure,
+                format!("QEMU was killed by signal {sig} from outside mmci"),
+                None,
+            );
+        }
+    }
     let crash = find_crash(&run.console);
     if !hello {
         let reason = match (&crash, run.timed_out) {
@@ -297,5 +312,38 @@ mod tests {
         assert_eq!(c.outcome, Outcome::InfraFailure);
         assert!(c.outcome.retryable());
         assert!(c.reason.contains("KVM internal error"));
+    }
+
+    #[test]
+    fn qemu_killed_from_outside_is_an_infra_failure() {
+        use std::os::unix::process::ExitStatusExt;
+        let hello = Record::Hello {
+            kernel_release: "6.12".into(),
+            arch: "x86_64".into(),
+            cpus: 1,
+            mem_total_kb: 1,
+            uptime_ms: 1,
+            job: GuestJob::default(),
+        };
+        // (records, exit, timed out, expected outcome)
+        let killed = Some(std::process::ExitStatus::from_raw(libc::SIGKILL));
+        let cases = [
+            (vec![], killed, false, Outcome::InfraFailure),
+            (vec![hello.clone()], killed, false, Outcome::InfraFailure),
+            // Our own kill after the timeout stays a hang.
+            (vec![hello.clone()], killed, true, Outcome::Hang),
+            // Exit 0 without the last record: the guest stopped, a crash.
+            (
+                vec![hello],
+                Some(std::process::ExitStatus::from_raw(0)),
+                false,
+                Outcome::KernelCrash,
+            ),
+        ];
+        for (records, exit, timed_out, want) in cases {
+            let mut r = run(records, "", timed_out);
+            r.exit = exit;
+            assert_eq!(classify(&r).outcome, want, "{exit:?} timed_out={timed_out}");
+        }
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use tokio::process::Command;
 
 use super::Series;
-use crate::host::process::{self, CommandError};
+use crate::host::process::{self, CommandError, Limits};
 
 /// Why a series did not apply.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -130,17 +130,19 @@ pub async fn apply(
     log: &Path,
 ) -> Result<(), ApplyError> {
     let files = write_patch_files(series, scratch)?;
-    let out = git(checkout)
-        .args([
-            "am",
-            "-3",
-            "--empty=drop",
-            "--committer-date-is-author-date",
-        ])
-        .args(&files)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .await?;
+    let out = process::output(
+        git(checkout)
+            .args([
+                "am",
+                "-3",
+                "--empty=drop",
+                "--committer-date-is-author-date",
+            ])
+            .args(&files),
+        "git am",
+        Limits::LOCAL,
+    )
+    .await?;
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -163,11 +165,12 @@ pub async fn apply(
     // could not; a plain `git apply --check` of the failed patch names the
     // hunks that do not fit.
     if let Some(file) = failure.patch.and_then(|n| files.get(n as usize - 1)) {
-        let check = git(checkout)
-            .args(["apply", "--check"])
-            .arg(file)
-            .output()
-            .await?;
+        let check = process::output(
+            git(checkout).args(["apply", "--check"]).arg(file),
+            "git apply --check",
+            Limits::LOCAL,
+        )
+        .await?;
         let check_text = String::from_utf8_lossy(&check.stderr).into_owned();
         let hunks = parse_am_failure(&check_text, series).places;
         failure

@@ -6,6 +6,15 @@
 use std::io::Read;
 use std::time::Duration;
 
+/// Largest HTTP body read (a gzipped lore thread, a pull request's
+/// patches, an Atom feed): bigger answers are refused, never buffered.
+pub const MAX_HTTP_BODY: u64 = 64 << 20;
+/// Largest mbox taken in: a decompressed lore thread, a pull request's
+/// patches, an mbox or patch file given on the command line.
+pub const MAX_MBOX_BYTES: u64 = 64 << 20;
+/// Largest Atom feed (`mmci watch`); lore's new.atom is ~100 KiB.
+pub const MAX_FEED_BYTES: u64 = 16 << 20;
+
 /// Default public-inbox instance.
 pub const LORE_URL: &str = "https://lore.kernel.org";
 /// Default GitHub API.
@@ -43,6 +52,13 @@ pub enum FetchError {
         option: &'static str,
         url: String,
         scheme: String,
+    },
+    #[error("{url}: the {what} is larger than {limit} bytes, the limit ({name}); refused")]
+    TooLarge {
+        url: String,
+        what: &'static str,
+        limit: u64,
+        name: &'static str,
     },
     #[error("building the HTTP client")]
     Client(#[source] reqwest::Error),
@@ -184,6 +200,27 @@ impl Fetcher {
     /// GET with retries on connection errors and 5xx answers (not on 4xx:
     /// asking again will not make a missing thread appear).
     async fn get(&self, url: &str, headers: &[(&str, String)]) -> Result<Vec<u8>, FetchError> {
+        self.get_limited(url, headers, MAX_HTTP_BODY).await
+    }
+
+    /// [`Self::get`] refusing a body over `limit` bytes: by its
+    /// Content-Length before reading, else as soon as it grows past.
+    async fn get_limited(
+        &self,
+        url: &str,
+        headers: &[(&str, String)],
+        limit: u64,
+    ) -> Result<Vec<u8>, FetchError> {
+        let too_large = || FetchError::TooLarge {
+            url: url.to_string(),
+            what: "answer",
+            limit,
+            name: if limit == MAX_FEED_BYTES {
+                "MAX_FEED_BYTES"
+            } else {
+                "MAX_HTTP_BODY"
+            },
+        };
         let client = self.client()?;
         let mut wait = self.backoff;
         let mut attempt = 0;
@@ -194,10 +231,28 @@ impl Fetcher {
                 req = req.header(*k, v);
             }
             let retry_after_error = match req.send().await {
-                Ok(resp) if resp.status().is_success() => match resp.bytes().await {
-                    Ok(b) => return Ok(b.to_vec()),
-                    Err(e) => e,
-                },
+                Ok(mut resp) if resp.status().is_success() => {
+                    if resp.content_length().is_some_and(|n| n > limit) {
+                        return Err(too_large());
+                    }
+                    let mut body = Vec::new();
+                    let read = loop {
+                        match resp.chunk().await {
+                            Ok(Some(chunk)) => {
+                                if body.len() as u64 + chunk.len() as u64 > limit {
+                                    return Err(too_large());
+                                }
+                                body.extend_from_slice(&chunk);
+                            }
+                            Ok(None) => break Ok(()),
+                            Err(e) => break Err(e),
+                        }
+                    };
+                    match read {
+                        Ok(()) => return Ok(body),
+                        Err(e) => e,
+                    }
+                }
                 Ok(resp) if resp.status().is_server_error() && attempt < self.attempts => {
                     tracing::warn!(%url, status = resp.status().as_u16(), attempt, "server error, retrying");
                     tokio::time::sleep(wait).await;
@@ -233,7 +288,7 @@ impl Fetcher {
 
     /// A text document (an Atom feed), with the same retries.
     pub async fn get_text(&self, url: &str) -> Result<String, FetchError> {
-        let bytes = self.get(url, &[]).await?;
+        let bytes = self.get_limited(url, &[], MAX_FEED_BYTES).await?;
         Ok(String::from_utf8_lossy(&bytes).into_owned())
     }
 
@@ -241,11 +296,7 @@ impl Fetcher {
     pub async fn lore_thread(&self, base: &str, message_id: &str) -> Result<Vec<u8>, FetchError> {
         let url = lore_thread_url(base, message_id);
         let gz = self.get(&url, &[]).await?;
-        let mut mbox = Vec::new();
-        flate2::read::GzDecoder::new(&gz[..])
-            .read_to_end(&mut mbox)
-            .map_err(|source| FetchError::CorruptGzip { url, source })?;
-        Ok(mbox)
+        gunzip_limited(&gz, &url)
     }
 
     /// A pull request's commits as format-patch mails (one mbox).
@@ -266,6 +317,28 @@ impl Fetcher {
         }
         self.get(&url, &headers).await
     }
+}
+
+/// Decompresses a lore thread, refusing one over [`MAX_MBOX_BYTES`] (a
+/// few KiB of gzip can claim gigabytes).
+pub fn gunzip_limited(gz: &[u8], url: &str) -> Result<Vec<u8>, FetchError> {
+    let mut mbox = Vec::new();
+    flate2::read::GzDecoder::new(gz)
+        .take(MAX_MBOX_BYTES + 1)
+        .read_to_end(&mut mbox)
+        .map_err(|source| FetchError::CorruptGzip {
+            url: url.to_string(),
+            source,
+        })?;
+    if mbox.len() as u64 > MAX_MBOX_BYTES {
+        return Err(FetchError::TooLarge {
+            url: url.to_string(),
+            what: "decompressed thread",
+            limit: MAX_MBOX_BYTES,
+            name: "MAX_MBOX_BYTES",
+        });
+    }
+    Ok(mbox)
 }
 
 /// `OWNER/REPO#NUMBER` -> (`OWNER/REPO`, NUMBER).
@@ -328,5 +401,77 @@ mod tests {
         for bad in ["mmci/linux", "mmci#5", "a/b/c#5", "/b#5", "mmci/linux#x"] {
             assert_eq!(parse_pull_request(bad), None, "{bad}");
         }
+    }
+
+    fn quick() -> Fetcher {
+        Fetcher {
+            attempts: 1,
+            backoff: Duration::from_millis(10),
+            timeout: Duration::from_secs(20),
+        }
+    }
+
+    #[tokio::test]
+    async fn oversized_bodies_are_refused_naming_the_limit() {
+        use wiremock::matchers::path;
+        use wiremock::{Mock, MockServer, ResponseTemplate};
+        let server = MockServer::start().await;
+        Mock::given(path("/big"))
+            .respond_with(ResponseTemplate::new(200).set_body_bytes(vec![b'x'; 5000]))
+            .mount(&server)
+            .await;
+        Mock::given(path("/small"))
+            .respond_with(ResponseTemplate::new(200).set_body_bytes(vec![b'x'; 1000]))
+            .mount(&server)
+            .await;
+        let big = format!("{}/big", server.uri());
+        let err = quick()
+            .get_limited(&big, &[], 4096)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{big}: the answer is larger than 4096 bytes, the limit (MAX_HTTP_BODY); refused"
+            )
+        );
+        let small = format!("{}/small", server.uri());
+        assert_eq!(
+            quick().get_limited(&small, &[], 4096).await.unwrap().len(),
+            1000
+        );
+        // A feed is held to its own limit.
+        let err = quick()
+            .get_limited(&big, &[], MAX_FEED_BYTES.min(4096))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, FetchError::TooLarge { limit: 4096, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_gzip_bomb_is_refused_at_the_mbox_limit() {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let chunk = vec![0u8; 1 << 20];
+        for _ in 0..=(MAX_MBOX_BYTES >> 20) {
+            gz.write_all(&chunk).unwrap();
+        }
+        let gz = gz.finish().unwrap();
+        assert!(gz.len() < 1 << 20, "{} bytes of gzip", gz.len());
+        let err = gunzip_limited(&gz, "u").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "u: the decompressed thread is larger than 67108864 bytes, the limit (MAX_MBOX_BYTES); refused"
+        );
+        let mut ok = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        ok.write_all(b"From x\n").unwrap();
+        assert_eq!(
+            gunzip_limited(&ok.finish().unwrap(), "u").unwrap(),
+            b"From x\n"
+        );
     }
 }

@@ -103,6 +103,12 @@ pub enum SeriesError {
     },
     #[error(transparent)]
     Fetch(#[from] fetch::FetchError),
+    #[error("{path}: {size} bytes; the limit for an mbox or patch file is {limit} bytes (MAX_MBOX_BYTES)")]
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        limit: u64,
+    },
     #[error("{source_name}: no patches in it (no mail whose subject starts with [PATCH ...] or [RFC ...] and that carries a diff)")]
     NoPatches { source_name: String },
     #[error("{source_name}: v{version} is incomplete: patch(es) {} of {total} missing", .missing.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))]
@@ -362,6 +368,24 @@ fn addr_text(a: &mail_parser::Addr) -> String {
 }
 
 /// The mails of an mbox.
+/// Why an mbox file was not read.
+pub enum MboxReadError {
+    Io(std::io::Error),
+    TooLarge { path: PathBuf, size: u64 },
+}
+
+/// Reads an mbox or patch file of at most [`fetch::MAX_MBOX_BYTES`].
+pub fn read_mbox_file(path: &Path) -> Result<Vec<u8>, MboxReadError> {
+    let size = std::fs::metadata(path).map_err(MboxReadError::Io)?.len();
+    if size > fetch::MAX_MBOX_BYTES {
+        return Err(MboxReadError::TooLarge {
+            path: path.to_path_buf(),
+            size,
+        });
+    }
+    std::fs::read(path).map_err(MboxReadError::Io)
+}
+
 pub fn mails_from_mbox(bytes: &[u8]) -> Vec<Mail> {
     MessageIterator::new(bytes)
         .filter_map(|m| m.ok())
@@ -424,8 +448,19 @@ pub async fn load(
         std::fs::create_dir_all(store).map_err(io)?;
         crate::host::fs::write_atomic(&store.join(file), bytes).map_err(io)
     };
+    let mbox_err = |e: MboxReadError| match e {
+        MboxReadError::Io(e) => SeriesError::Io {
+            source_name: name.clone(),
+            source: e,
+        },
+        MboxReadError::TooLarge { path, size } => SeriesError::TooLarge {
+            path,
+            size,
+            limit: fetch::MAX_MBOX_BYTES,
+        },
+    };
     let mails = match source {
-        SeriesSource::Mbox(path) => mails_from_mbox(&std::fs::read(path).map_err(io)?),
+        SeriesSource::Mbox(path) => mails_from_mbox(&read_mbox_file(path).map_err(mbox_err)?),
         SeriesSource::PatchDir(dir) => {
             let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
                 .map_err(io)?
@@ -435,7 +470,7 @@ pub async fn load(
             files.sort();
             let mut mails = Vec::new();
             for f in files {
-                mails.extend(mails_from_mbox(&std::fs::read(&f).map_err(io)?));
+                mails.extend(mails_from_mbox(&read_mbox_file(&f).map_err(mbox_err)?));
             }
             mails
         }
@@ -636,5 +671,32 @@ mod tests {
             Some("2a7be210a22a8655e73e347054808314e73be671")
         );
         assert!(s.patches[0].message_id.ends_with("@example.org"));
+    }
+
+    #[test]
+    fn oversized_mbox_file_is_refused_naming_the_limit() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("huge.mbox");
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(fetch::MAX_MBOX_BYTES + 1).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let err = rt
+            .block_on(load(
+                &SeriesSource::Mbox(path.clone()),
+                &fetch::Fetcher::default(),
+                tmp.path(),
+            ))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            format!(
+                "{}: 67108865 bytes; the limit for an mbox or patch file is 67108864 bytes (MAX_MBOX_BYTES)",
+                path.display()
+            )
+        );
     }
 }

@@ -1,0 +1,507 @@
+//! Reliability through the real `mmci` binary and real builds: `kill -9` of
+//! mmci in the middle of a matrix or of a kernel build leaves no QEMU, make
+//! or bwrap behind; Ctrl-C leaves no scratch dir; a series' build cannot
+//! plant anything in the objects a later trusted build links.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use mmci::arch::Arch;
+use mmci::host::paths::WorkDir;
+use mmci::kernel::build;
+use mmci::kernel::series::SeriesSource;
+use mmci::kernel::{self, KernelSource};
+
+mod common;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Marks every process an mmci started: children inherit the environment,
+/// bwrap's sandboxed tree and the watchdogs included.
+const TAG_VAR: &str = "MMCI_RELIABILITY_TAG";
+
+fn unique_tag(what: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{what}-{}-{nanos}", std::process::id())
+}
+
+/// Live (not zombie) processes carrying `tag`, as (pid, comm).
+fn tagged(tag: &str) -> Vec<(i32, String)> {
+    let needle = format!("{TAG_VAR}={tag}");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+            env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
+        })
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (head, rest) = stat.rsplit_once(')')?;
+            let state = rest.trim_start().chars().next()?;
+            let comm = head.split_once('(')?.1.to_string();
+            (state != 'Z' && state != 'X').then_some((pid, comm))
+        })
+        .collect()
+}
+
+fn mmci(tag: &str, stderr: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    cmd.env(TAG_VAR, tag)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(stderr).unwrap());
+    cmd
+}
+
+fn smoke_run(tag: &str, results: &Path, stderr: &Path) -> tokio::process::Command {
+    let mut cmd = mmci(tag, stderr);
+    cmd.args(["run", "--matrix"])
+        .arg(repo().join("matrix/smoke.yaml"))
+        .args(["--repeats", "4", "--accel", "tcg", "--results"])
+        .arg(results);
+    cmd
+}
+
+/// Waits until a tagged process named `comm` exists (the kernel may have to
+/// be built first on a fresh machine).
+async fn wait_for(
+    tag: &str,
+    comm: &[&str],
+    child: &mut tokio::process::Child,
+    stderr: &Path,
+) -> Vec<(i32, String)> {
+    let deadline = Instant::now() + Duration::from_secs(40 * 60);
+    loop {
+        let procs = tagged(tag);
+        if comm
+            .iter()
+            .all(|c| procs.iter().any(|(_, name)| name.starts_with(c)))
+        {
+            return procs;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!(
+                "mmci ended ({status}) before {comm:?} ran:\n{}",
+                std::fs::read_to_string(stderr).unwrap_or_default()
+            );
+        }
+        assert!(Instant::now() < deadline, "no {comm:?} within 40 min");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// SIGKILLs mmci and waits up to 5 s for every process it started to die.
+async fn kill_9_and_check(tag: &str, child: &mut tokio::process::Child, before: &[(i32, String)]) {
+    let t0 = Instant::now();
+    child.start_kill().unwrap();
+    child.wait().await.unwrap();
+    loop {
+        let left = tagged(tag);
+        if left.is_empty() {
+            eprintln!(
+                "kill -9: {} processes ({}) gone {:.2} s after SIGKILL",
+                before.len(),
+                before
+                    .iter()
+                    .map(|(_, c)| c.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                t0.elapsed().as_secs_f64()
+            );
+            return;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "still alive 5 s after kill -9 of mmci: {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn kill_9_mid_matrix_leaves_no_qemu() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tag = unique_tag("matrix");
+    let stderr = tmp.path().join("stderr");
+    let mut child = smoke_run(&tag, &tmp.path().join("results"), &stderr)
+        .spawn()
+        .unwrap();
+    let running = wait_for(&tag, &["qemu-system"], &mut child, &stderr).await;
+    // Let the guest get going (it is mid-boot or mid-workload either way).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    kill_9_and_check(&tag, &mut child, &running).await;
+}
+
+/// A config fragment of its own makes a new configuration: the build
+/// starts from `make tinyconfig`, in the bwrap sandbox, and is killed there.
+#[tokio::test]
+async fn kill_9_mid_build_leaves_no_make_or_bwrap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tag = unique_tag("build");
+    let mut fragments = vec![];
+    for (name, text) in [build::MM_FRAGMENT, build::X86_64_FRAGMENT] {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        fragments.push(path);
+    }
+    let extra = tmp.path().join("kill-test.config");
+    std::fs::write(
+        &extra,
+        format!("# {tag}: a configuration nobody builds to the end\n"),
+    )
+    .unwrap();
+    fragments.push(extra);
+    let stderr = tmp.path().join("stderr");
+    let mut cmd = mmci(&tag, &stderr);
+    cmd.args(["kernel", "build", "--arch", "x86_64"]);
+    for f in &fragments {
+        cmd.arg("--config-fragment").arg(f);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let wanted: &[&str] = if build::sandbox_available().await {
+        &["bwrap", "make"]
+    } else {
+        &["make"]
+    };
+    let running = wait_for(&tag, wanted, &mut child, &stderr).await;
+    kill_9_and_check(&tag, &mut child, &running).await;
+
+    // Leave no half-configured object or build dir in the shared work dir.
+    let work = WorkDir::resolve(None);
+    let compiler = build::compiler_version("gcc").await.unwrap();
+    let frags: Vec<build::Fragment> = fragments
+        .iter()
+        .map(|p| build::Fragment::read(p).unwrap())
+        .collect();
+    let tree = mmci::kernel::tree::import_tarball(&KernelSource::bundled().tarball, &work)
+        .await
+        .unwrap();
+    let objs = build::object_dir(&work, &tree.name, Arch::X86_64, &compiler, &frags);
+    let key = build::cache_key(&tree.commit, None, Arch::X86_64, &compiler, &frags);
+    let _ = std::fs::remove_dir_all(objs);
+    let _ = std::fs::remove_dir_all(work.builds().join(format!("x86_64-{}", &key[..16])));
+}
+
+#[tokio::test]
+async fn ctrl_c_removes_the_scratch_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tag = unique_tag("sigint");
+    let stderr = tmp.path().join("stderr");
+    let mut child = smoke_run(&tag, &tmp.path().join("results"), &stderr)
+        .spawn()
+        .unwrap();
+    let pid = child.id().unwrap();
+    wait_for(&tag, &["qemu-system"], &mut child, &stderr).await;
+    let scratch = WorkDir::resolve(None).scratch();
+    let ours = || -> Vec<PathBuf> {
+        std::fs::read_dir(&scratch)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    .filter(|p| {
+                        p.file_name()
+                            .unwrap()
+                            .to_string_lossy()
+                            .ends_with(&format!("-{pid}"))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert!(!ours().is_empty(), "a running guest has its scratch dir");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(pid as i32, libc::SIGINT) };
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .expect("mmci exits after SIGINT")
+        .unwrap();
+    assert_eq!(status.code(), Some(mmci::error::exit::INTERRUPTED));
+    assert_eq!(ours(), Vec::<PathBuf>::new(), "scratch left after Ctrl-C");
+    // mmci SIGKILLed every group on its way out; the kernel finishes the
+    // job asynchronously.
+    let t0 = Instant::now();
+    while !tagged(&tag).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(tagged(&tag), vec![], "processes left 5 s after Ctrl-C");
+}
+
+/// A one-patch series whose mm/Makefile, while the candidate builds,
+/// rewrites the object dir's .config (a LOCALVERSION that would show in
+/// every later kernel built from that dir) and says so in the build log.
+async fn tampering_series(dir: &Path, work: &WorkDir) -> PathBuf {
+    let tree = mmci::kernel::tree::import_tarball(&KernelSource::bundled().tarball, work)
+        .await
+        .unwrap();
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&tree.path)
+        .args(["show", &format!("{}:mm/Makefile", tree.commit)])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    let context: String = lines[n - 3..].iter().map(|l| format!(" {l}\n")).collect();
+    let mbox = format!(
+        "From 2222222222222222222222222222222222222222 Mon Sep 17 00:00:00 2001\n\
+From: Mallory <mallory@example.org>\n\
+Date: Mon, 30 Nov 2026 10:00:00 +0000\n\
+Subject: [PATCH] mm: build tweak\n\
+Message-ID: <tamper@example.org>\n\
+\n\
+Rewrites the object dir's configuration from inside the build.\n\
+\n\
+Signed-off-by: Mallory <mallory@example.org>\n\
+---\n\
+ mm/Makefile | 2 ++\n\
+ 1 file changed, 2 insertions(+)\n\
+\n\
+diff --git a/mm/Makefile b/mm/Makefile\n\
+--- a/mm/Makefile\n\
++++ b/mm/Makefile\n\
+@@ -{start},3 +{start},5 @@\n\
+{context}+$(shell echo 'CONFIG_LOCALVERSION=\"-tampered\"' >> $(objtree)/.config)\n\
++$(info mmci-tamper: appended LOCALVERSION to $(objtree)/.config)\n\
+-- \n\
+2.39.5\n\n",
+        start = n - 2,
+    );
+    let path = dir.join("tamper.mbox");
+    std::fs::write(&path, mbox).unwrap();
+    path
+}
+
+fn sha256(path: &Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+/// Trusted build, hostile candidate, trusted rebuild from the same object
+/// dir: the rebuilt image is byte-identical to the first.
+#[tokio::test]
+async fn a_series_cannot_tamper_with_the_baseline_objects() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = WorkDir::resolve(None);
+    // A configuration of this test's own (the bundled one plus a comment),
+    // so that rebuilding its baseline disturbs no other test. Its object
+    // dir starts as a copy of the bundled configuration's (same .config),
+    // so this costs no cold build.
+    let mut fragments = vec![];
+    for (name, text) in [build::MM_FRAGMENT, build::X86_64_FRAGMENT] {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        fragments.push(path);
+    }
+    let marker = tmp.path().join("tamper-test.config");
+    std::fs::write(&marker, "# the object-dir tamper test's configuration\n").unwrap();
+    fragments.push(marker);
+    let bundled = kernel::prepare(&KernelSource::bundled(), Arch::X86_64, &work)
+        .await
+        .expect("the bundled kernel builds");
+    let tree = mmci::kernel::tree::import_tarball(&KernelSource::bundled().tarball, &work)
+        .await
+        .unwrap();
+    let compiler = build::compiler_version("gcc").await.unwrap();
+    let frags: Vec<build::Fragment> = fragments
+        .iter()
+        .map(|p| build::Fragment::read(p).unwrap())
+        .collect();
+    let objs = build::object_dir(&work, &tree.name, Arch::X86_64, &compiler, &frags);
+    if !objs.join(".config").is_file() {
+        let bundled_objs = build::object_dir(
+            &work,
+            &tree.name,
+            Arch::X86_64,
+            &compiler,
+            &build::default_fragments(Arch::X86_64),
+        );
+        let _ = std::fs::remove_dir_all(&objs);
+        let st = std::process::Command::new("cp")
+            .args(["-a", "--reflink=auto"])
+            .arg(&bundled_objs)
+            .arg(&objs)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    assert!(bundled.image.is_file());
+
+    let trusted = KernelSource {
+        fragments: fragments.clone(),
+        ..KernelSource::bundled()
+    };
+    let first = kernel::prepare(&trusted, Arch::X86_64, &work)
+        .await
+        .unwrap();
+    let first_sha = sha256(&first.image);
+
+    let hostile = KernelSource {
+        series: Some(SeriesSource::Mbox(
+            tampering_series(tmp.path(), &work).await,
+        )),
+        ..trusted.clone()
+    };
+    let candidate = kernel::prepare(&hostile, Arch::X86_64, &work)
+        .await
+        .expect("the hostile series builds");
+    let candidate_log =
+        std::fs::read_to_string(candidate.image.parent().unwrap().join("build.log")).unwrap();
+    assert!(
+        candidate_log.contains("mmci-tamper: appended LOCALVERSION to"),
+        "the tamper ran in the candidate's build"
+    );
+
+    // The trusted build again, really built (its cache stamp removed), in
+    // the object dir the candidate would have shared before.
+    std::fs::remove_file(first.image.parent().unwrap().join("mmci-build.json")).unwrap();
+    let again = kernel::prepare(&trusted, Arch::X86_64, &work)
+        .await
+        .unwrap();
+    let config = std::fs::read_to_string(objs.join(".config")).unwrap();
+    assert!(
+        !config.contains("-tampered"),
+        "the baseline's .config was tampered with"
+    );
+    assert!(!again.release.contains("tampered"), "{}", again.release);
+    assert_eq!(
+        sha256(&again.image),
+        first_sha,
+        "the rebuilt baseline differs"
+    );
+}
+
+/// xorshift64: a seeded, printed choice of what to kill and when.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// Live QEMU processes of this results dir (their command lines name it).
+fn qemus_of(needle: &str) -> Vec<i32> {
+    let mut pids: Vec<i32> = common::qemu_processes_mentioning(needle)
+        .iter()
+        .filter_map(|p| p.file_name()?.to_str()?.parse().ok())
+        .collect();
+    pids.sort();
+    pids
+}
+
+/// 30 smoke runs while an outside process SIGKILLs 10% of their QEMUs at
+/// random moments: each killed run is an infra failure, retried; every run
+/// ends completed, once; the verdict (exit 0, all completed) is the one
+/// without faults.
+#[tokio::test]
+async fn killed_qemus_are_retried_and_nothing_is_lost() {
+    const RUNS: u32 = 30;
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results");
+    let needle = results.to_string_lossy().into_owned();
+    let stderr = tmp.path().join("stderr");
+    let mut cmd = mmci(&unique_tag("faults"), &stderr);
+    cmd.args(["run", "--matrix"])
+        .arg(repo().join("matrix/smoke.yaml"))
+        .args([
+            "--repeats",
+            &RUNS.to_string(),
+            "--retries",
+            "3",
+            "--accel",
+            "tcg",
+            "--results",
+        ])
+        .arg(&results);
+    let mut child = cmd.spawn().unwrap();
+
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+        | 1;
+    let mut rng = Rng(seed);
+    // Which of the first RUNS QEMUs to kill: 10% of them, at random.
+    let mut doomed = std::collections::BTreeSet::new();
+    while doomed.len() < (RUNS as usize).div_ceil(10) {
+        doomed.insert(rng.next() % u64::from(RUNS));
+    }
+    eprintln!("fault injection: seed {seed}, killing QEMUs number {doomed:?} (of the first {RUNS} started)");
+    let mut seen: Vec<i32> = vec![];
+    // pid -> when to kill it (0.3 to 3 s into its life: before the guest's
+    // last record, which takes longer than that to come under TCG).
+    let mut pending: Vec<(i32, Instant)> = vec![];
+    let mut kills = 0u32;
+    let deadline = Instant::now() + Duration::from_secs(60 * 60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the matrix took over an hour");
+        for pid in qemus_of(&needle) {
+            if seen.contains(&pid) {
+                continue;
+            }
+            if doomed.contains(&(seen.len() as u64)) {
+                let delay = Duration::from_millis(300 + rng.next() % 2700);
+                pending.push((pid, Instant::now() + delay));
+            }
+            seen.push(pid);
+        }
+        pending.retain(|(pid, at)| {
+            if Instant::now() < *at {
+                return true;
+            }
+            if qemus_of(&needle).contains(pid) {
+                // SAFETY: SIGKILL to a QEMU of this test's matrix.
+                unsafe { libc::kill(*pid, libc::SIGKILL) };
+                kills += 1;
+            }
+            false
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    let stderr_text = std::fs::read_to_string(&stderr).unwrap_or_default();
+    assert_eq!(status.code(), Some(0), "{stderr_text}");
+    assert!(kills >= 3, "only {kills} QEMUs were killed");
+
+    let runs: Vec<PathBuf> = std::fs::read_dir(results.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), RUNS as usize, "one run dir per slot: {runs:?}");
+    let mut retried = 0;
+    for dir in &runs {
+        let r = mmci::results::read_run(dir).unwrap();
+        assert_eq!(
+            r.classification.outcome,
+            mmci::run::outcome::Outcome::Completed,
+            "{}: {:?}",
+            dir.display(),
+            r.classification
+        );
+        retried += r.attempts - 1;
+    }
+    eprintln!(
+        "fault injection: {RUNS} runs, {} QEMUs started, {kills} killed, {retried} retries, all completed, exit 0",
+        seen.len()
+    );
+    assert_eq!(retried, kills, "every killed run was retried once per kill");
+    assert_eq!(seen.len() as u32, RUNS + kills);
+    assert!(
+        stderr_text.contains("QEMU was killed by signal 9"),
+        "the retries are reported: {stderr_text}"
+    );
+}
