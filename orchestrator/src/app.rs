@@ -147,6 +147,7 @@ pub fn kernel_exit_code(e: &KernelError) -> i32 {
         KernelError::Tree(TreeError::Fetch { .. }) => exit::FETCH,
         KernelError::Build(BuildError::MissingTool(_)) => exit::ENVIRONMENT,
         KernelError::Series(SeriesError::Fetch(_)) => exit::FETCH,
+        KernelError::Series(SeriesError::Patchwork(e)) if e.is_remote() => exit::FETCH,
         KernelError::Build(BuildError::Apply(_)) => exit::DOES_NOT_APPLY,
         KernelError::Series(_) => exit::USAGE,
         KernelError::Tree(_) | KernelError::Build(_) => exit::BUILD,
@@ -210,6 +211,12 @@ pub fn variant_sources(
                     repo,
                     number,
                     token: endpoints.github_token.clone(),
+                });
+            }
+            if let Some(pw) = &v.patchwork {
+                s.series = Some(SeriesSource::Patchwork {
+                    url: pw.url.clone(),
+                    series: pw.series,
                 });
             }
             if v.from_command_line {

@@ -60,17 +60,23 @@ struct KernelArgs {
     jobs: Option<usize>,
     /// Patch series to apply with `git am -3` before building: an mbox file
     /// (cover letter and revisions allowed) or a directory of format-patch files.
-    #[arg(long, conflicts_with_all = ["lore", "github_pr"])]
+    #[arg(long, conflicts_with_all = ["lore", "github_pr", "pw_series"])]
     series: Option<PathBuf>,
     /// Patch series from a lore thread: a message-id (or lore URL) of any mail in it.
-    #[arg(long, value_name = "MESSAGE-ID", conflicts_with = "github_pr")]
+    #[arg(long, value_name = "MESSAGE-ID", conflicts_with_all = ["github_pr", "pw_series"])]
     lore: Option<String>,
     /// public-inbox server for --lore.
     #[arg(long, default_value = mmci::series::fetch::LORE_URL)]
     lore_url: String,
     /// Patch series from a GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
-    #[arg(long, value_name = "OWNER/REPO#N")]
+    #[arg(long, value_name = "OWNER/REPO#N", conflicts_with = "pw_series")]
     github_pr: Option<String>,
+    /// Patchwork instance of --pw-series (e.g. https://patchwork.kernel.org).
+    #[arg(long, value_name = "URL", requires = "pw_series")]
+    patchwork: Option<String>,
+    /// Patch series from patchwork: the series id (its REST API 1.3 series and mbox).
+    #[arg(long, value_name = "ID", requires = "patchwork")]
+    pw_series: Option<u64>,
     /// GitHub API base URL for --github-pr (GitHub Enterprise: https://HOST/api/v3).
     #[arg(long, default_value = mmci::series::fetch::GITHUB_API)]
     github_api: String,
@@ -112,6 +118,11 @@ impl KernelArgs {
                 number,
                 token: std::env::var("GITHUB_TOKEN").ok(),
             }));
+        }
+        if let (Some(url), Some(series)) = (&self.patchwork, self.pw_series) {
+            let url = mmci::series::patchwork::check_url("--patchwork", url)
+                .map_err(|e| AppError::BadOption(e.to_string()))?;
+            return Ok(Some(SeriesSource::Patchwork { url, series }));
         }
         Ok(None)
     }
@@ -826,6 +837,15 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                             github_pr: match s {
                                 mmci::series::SeriesSource::GitHub { repo, number, .. } => {
                                     Some(format!("{repo}#{number}"))
+                                }
+                                _ => None,
+                            },
+                            patchwork: match s {
+                                mmci::series::SeriesSource::Patchwork { url, series } => {
+                                    Some(mmci::series::patchwork::SeriesRef {
+                                        url: url.clone(),
+                                        series: *series,
+                                    })
                                 }
                                 _ => None,
                             },

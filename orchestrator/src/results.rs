@@ -41,6 +41,10 @@ pub struct KernelInfo {
     /// what `mmci post` replies to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<crate::series::Series>,
+    /// The series' patchwork identity (instance, series and patch ids) when
+    /// it was read from patchwork: where `mmci post patchwork` puts checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patchwork: Option<crate::series::patchwork::Origin>,
 }
 
 /// Time spent, for the report and for `mmci bench`.
