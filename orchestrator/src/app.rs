@@ -96,6 +96,7 @@ impl AppError {
             AppError::Post(e) if e.is_remote() => exit::POST,
             AppError::Post(_) => exit::USAGE,
             AppError::Watch(crate::watch::WatchError::Fetch(_)) => exit::FETCH,
+            AppError::Watch(crate::watch::WatchError::Patchwork(e)) if e.is_remote() => exit::FETCH,
             AppError::Watch(e) if e.is_remote() => exit::POST,
             AppError::Watch(_) => exit::USAGE,
         }
