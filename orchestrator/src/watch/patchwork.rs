@@ -179,30 +179,26 @@ pub async fn pass(
             run_timeout,
         )
         .await?;
-        if dry_run {
-            if let Some((line, _)) = what {
-                lines.push(line);
-            }
-            continue;
-        }
+        // A dry run keeps its state in memory only, so that it too shows
+        // each series once.
         cursor.advance(&e);
-        if let Some((line, handled)) = what {
+        if let Some((line, hash, handled)) = what {
             lines.push(line);
-            if let Some((hash, h)) = handled {
-                state.series.insert(hash, h);
-            }
+            state.series.insert(hash, handled);
         }
         state.patchwork.insert(key.clone(), cursor.clone());
-        state.save(state_path)?;
+        if !dry_run {
+            state.save(state_path)?;
+        }
     }
     Ok(lines)
 }
 
-type Outcome = Option<(String, Option<(String, Handled)>)>;
+type Outcome = Option<(String, String, Handled)>;
 
 /// Handles one event: None when there is nothing to do (seen, elsewhere
-/// or not ours); else the line to print and, unless a dry run, the entry
-/// for the state.
+/// or not ours); else the line to print, the series hash and the entry for
+/// the state.
 #[allow(clippy::too_many_arguments)]
 async fn act(
     client: &pw::Client,
@@ -250,16 +246,11 @@ async fn act(
                     client.dispatch(repo, &body).await?;
                     format!("dispatched to {repo}")
                 }
-                _ => {
-                    return Ok(Some((
-                        format!(
-                            "# dry run: POST {}/repos/{repo}/dispatches\n{}",
-                            api.trim_end_matches('/'),
-                            serde_json::to_string_pretty(&body).expect("serializable")
-                        ),
-                        None,
-                    )))
-                }
+                _ => format!(
+                    "# dry run: POST {}/repos/{repo}/dispatches\n{}",
+                    api.trim_end_matches('/'),
+                    serde_json::to_string_pretty(&body).expect("serializable")
+                ),
             }
         }
         Action::Run {
@@ -269,9 +260,10 @@ async fn act(
         } => {
             let cmd = run_command(mmci, src, id, &results.join(&hash[..16]), args);
             if dry_run {
-                return Ok(Some((format!("# dry run: {}", cmd.join(" ")), None)));
+                format!("# dry run: {}", cmd.join(" "))
+            } else {
+                run(&cmd, run_timeout).await?
             }
-            run(&cmd, run_timeout).await?
         }
     };
     let handled = Handled {
@@ -281,10 +273,12 @@ async fn act(
         action: what.clone(),
         unix: crate::post::github::now(),
     };
-    Ok(Some((
-        format!("{} (patchwork series {id}): {what}", f.subject()),
-        Some((hash, handled)),
-    )))
+    let line = if dry_run {
+        what
+    } else {
+        format!("{} (patchwork series {id}): {what}", f.subject())
+    };
+    Ok(Some((line, hash, handled)))
 }
 
 /// Runs `mmci run` in its own process group, bounded by `timeout`.
