@@ -286,8 +286,9 @@ impl Respond for Fake {
 }
 
 /// The bundled series' mails, rewritten into series `n` of the fake: other
-/// message-ids, a line making its content (hash) its own, and optionally
-/// another file than mm/vmscan.c.
+/// message-ids (but for n = 0: the bundled series as it is), a line making
+/// its content (hash) its own, and optionally another file than
+/// mm/vmscan.c.
 fn variant_mails(n: u64, tag: &str, path_to: Option<&str>) -> Vec<(String, String, Vec<u8>)> {
     let mails = mmci::series::mails_from_mbox(&std::fs::read(BUNDLED).unwrap());
     mails
@@ -297,19 +298,18 @@ fn variant_mails(n: u64, tag: &str, path_to: Option<&str>) -> Vec<(String, Strin
             // (a Reported-by: address) are content.
             let raw = String::from_utf8_lossy(&m.raw);
             let (head, body) = raw.split_once("\n\n").unwrap();
-            let mut text = format!(
-                "{}\n\n{body}",
-                head.replace("@example.org>", &format!("-s{n}@example.org>"))
-            );
+            let own = |t: &str| match n {
+                0 => t.to_string(),
+                _ => t.replace("@example.org", &format!("-s{n}@example.org")),
+            };
+            let mut text = format!("{}\n\n{body}", own(head));
             if !tag.is_empty() {
                 text = text.replacen("\n\n", &format!("\n\nSeries-tag: {tag}\n\n"), 1);
             }
             if let Some(p) = path_to {
                 text = text.replace("mm/vmscan.c", p);
             }
-            let msgid = m
-                .message_id
-                .replace("@example.org", &format!("-s{n}@example.org"));
+            let msgid = own(&m.message_id);
             (msgid, m.subject.clone(), text.into_bytes())
         })
         .collect()
@@ -643,6 +643,7 @@ async fn the_dry_run_prints_exactly_what_send_sends() {
     let dry = mmci(&args, &[], root.path()).await;
     let (dry_out, dry_err) = out(&dry);
     assert!(dry.status.success(), "{dry_err}");
+    println!("--- dry run, series read from patchwork ---\n{dry_out}");
     assert!(
         server.received_requests().await.unwrap().is_empty(),
         "the dry run sent something"
@@ -713,7 +714,8 @@ async fn the_dry_run_prints_exactly_what_send_sends() {
 #[tokio::test]
 async fn a_series_from_elsewhere_is_found_by_message_id() {
     let (server, fake) = patchwork().await;
-    let s = pw_series(5, "", None);
+    // The bundled series itself, as results of `mmci run --series`.
+    let s = pw_series(0, "", None);
     fake.0.lock().unwrap().series.push(s.clone());
     let root = work();
     let results = results_dir(root.path(), &s, &fake, false).await;
@@ -764,10 +766,33 @@ async fn a_series_from_elsewhere_is_found_by_message_id() {
         [
             "GET /api/1.3/patches/",
             "GET /api/1.3/patches/",
-            "POST /api/1.3/patches/501/checks/",
-            "POST /api/1.3/patches/502/checks/"
+            "POST /api/1.3/patches/1/checks/",
+            "POST /api/1.3/patches/2/checks/"
         ]
     );
+    // What a real run would send for the bundled series: the dry run
+    // against patchwork.kernel.org (nothing is sent).
+    let o = mmci(
+        &[
+            "post",
+            "patchwork",
+            "--results",
+            &r,
+            "--patchwork",
+            "https://patchwork.kernel.org",
+            "--project",
+            "linux-mm",
+            "--context",
+            "mmci",
+            "--target-url",
+            "https://github.com/mmci/linux/actions/runs/42",
+        ],
+        &[],
+        root.path(),
+    )
+    .await;
+    assert!(o.status.success(), "{}", out(&o).1);
+    println!("--- dry run for the bundled series ---\n{}", out(&o).0);
     // Without an instance, the results dir cannot say where to post.
     let o = mmci(
         &[

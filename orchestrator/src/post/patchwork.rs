@@ -60,7 +60,7 @@ pub enum PatchworkPostError {
         total: usize,
         posted: String,
         #[source]
-        source: PatchworkError,
+        source: Box<PatchworkError>,
     },
     #[error(transparent)]
     Api(#[from] PatchworkError),
@@ -71,9 +71,8 @@ impl PatchworkPostError {
     /// bad input (exit 2).
     pub fn is_remote(&self) -> bool {
         match self {
-            PatchworkPostError::Api(e) | PatchworkPostError::Partial { source: e, .. } => {
-                e.is_remote()
-            }
+            PatchworkPostError::Api(e) => e.is_remote(),
+            PatchworkPostError::Partial { source, .. } => source.is_remote(),
             PatchworkPostError::NotFound { .. } | PatchworkPostError::Ambiguous { .. } => true,
             _ => false,
         }
@@ -364,7 +363,7 @@ pub async fn post(p: &PatchworkPost) -> Result<String, PatchworkPostError> {
                     done: posted.len(),
                     total: ids.len(),
                     posted: posted.join(", "),
-                    source,
+                    source: Box::new(source),
                 })
             }
             Err(e) => return Err(e.into()),

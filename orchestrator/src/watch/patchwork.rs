@@ -94,7 +94,7 @@ pub fn events_url(base: &str, project: &str, since: &str) -> String {
 /// that moved while paging can repeat one).
 pub fn pending(mut events: Vec<Event>, cursor: &Cursor) -> Vec<Event> {
     events.retain(|e| e.category == "series-completed" && !cursor.done(e));
-    events.sort_by(|a, b| (pw::date_key(&a.date), a.id).cmp(&(pw::date_key(&b.date), b.id)));
+    events.sort_by_key(|e| (pw::date_key(&e.date), e.id));
     events.dedup_by_key(|e| e.id);
     events
 }
