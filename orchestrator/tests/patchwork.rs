@@ -1164,4 +1164,38 @@ async fn watch_dispatches_each_series_once_across_restarts() {
     assert!(so.contains("\"patchwork\": {"), "{so}");
     assert!(!dry_state.exists());
     assert_eq!(dispatched(&gh).await.len(), 5);
+
+    // --run: the command a pass would run, from patchwork by series id.
+    let o = mmci(
+        &[
+            "watch",
+            "--patchwork",
+            &base,
+            "--project",
+            "linux-mm",
+            "--pw-since",
+            "2026-11-30T11:00:00",
+            "--state",
+            &ds,
+            "--run",
+            "--results",
+            "/r",
+            "--dry-run",
+        ],
+        &[],
+        root.path(),
+    )
+    .await;
+    let (so, se) = out(&o);
+    assert!(o.status.success(), "{se}");
+    let lines: Vec<&str> = so.lines().collect();
+    assert_eq!(lines.len(), 2, "{so}");
+    assert!(
+        lines[0].starts_with("# dry run: ")
+            && lines[0].contains(&format!(
+                " run --patchwork {base} --pw-series 6 --results /r/"
+            )),
+        "{so}"
+    );
+    assert!(lines[1].contains("--pw-series 7 "), "{so}");
 }
