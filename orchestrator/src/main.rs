@@ -294,8 +294,16 @@ enum PostCommand {
 #[derive(clap::Args)]
 struct PatchworkArgs {
     /// Results dir whose manifest names the series (and its patchwork ids).
-    #[arg(long)]
-    results: PathBuf,
+    #[arg(
+        long,
+        required_unless_present = "pw_series",
+        conflicts_with = "pw_series"
+    )]
+    results: Option<PathBuf>,
+    /// Or the series on --patchwork by id (read with a GET, in a dry run
+    /// too): for --start or --state before there are results.
+    #[arg(long, value_name = "ID", requires = "patchwork")]
+    pw_series: Option<u64>,
     /// The check's state [default: from the verdict: pass -> success,
     /// fail -> fail, inconclusive -> warning].
     #[arg(long, value_enum, conflicts_with = "start")]
@@ -774,7 +782,9 @@ fn rate_limits(wait_s: u64) -> mmci::series::patchwork::Limits {
 }
 
 /// Reads and checks every input of `mmci post patchwork` before any request.
-fn patchwork_post(a: &PatchworkArgs) -> Result<mmci::post::patchwork::PatchworkPost, AppError> {
+async fn patchwork_post(
+    a: &PatchworkArgs,
+) -> Result<mmci::post::patchwork::PatchworkPost, AppError> {
     use mmci::post::patchwork::{self as pw, CheckState, PatchworkPostError};
     use mmci::post::PostError;
     let bad = |e: PatchworkPostError| AppError::Post(PostError::Patchwork(e));
@@ -782,19 +792,35 @@ fn patchwork_post(a: &PatchworkArgs) -> Result<mmci::post::patchwork::PatchworkP
     if let Some(u) = &a.target_url {
         pw::check_target_url(u).map_err(bad)?;
     }
-    let (targets, instance) = pw::targets_from_results(&a.results)?;
-    let url = match (&a.patchwork, instance) {
-        (Some(u), _) => u.clone(),
-        (None, Some(u)) => u,
-        (None, None) => return Err(bad(PatchworkPostError::NoInstance(a.results.clone()))),
+    if a.results.is_none() && !a.start && a.state.is_none() {
+        return Err(AppError::BadOption(
+            "--pw-series without --results: give --start or --state (there is no verdict yet)"
+                .into(),
+        ));
+    }
+    let (targets, instance) = match &a.results {
+        Some(dir) => pw::targets_from_results(dir)?,
+        None => (vec![], None),
+    };
+    let url = match (&a.patchwork, instance, &a.results) {
+        (Some(u), _, _) => u.clone(),
+        (None, Some(u), _) => u,
+        (None, None, Some(dir)) => return Err(bad(PatchworkPostError::NoInstance(dir.clone()))),
+        (None, None, None) => unreachable!("clap requires --patchwork with --pw-series"),
     };
     let url = mmci::series::patchwork::check_url("--patchwork", &url)
         .map_err(|e| bad(PatchworkPostError::Api(e)))?;
+    let targets = match a.pw_series {
+        Some(id) => pw::targets_of_series(&url, id, rate_limits(a.rate_limit_wait))
+            .await
+            .map_err(bad)?,
+        None => targets,
+    };
     // The verdict only when it decides something: the state or the text.
-    let verdict = if a.start || (a.state.is_some() && a.description.is_some()) {
-        None
-    } else {
-        Some(a.analysis.analyse(&a.results)?)
+    let verdict = match &a.results {
+        _ if a.start || (a.state.is_some() && a.description.is_some()) => None,
+        Some(dir) => Some(a.analysis.analyse(dir)?),
+        None => None,
     };
     let state = match (a.start, a.state, &verdict) {
         (true, _, _) => CheckState::Pending,
@@ -1293,7 +1319,7 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
         Command::Post {
             command: PostCommand::Patchwork(a),
         } => {
-            let job = patchwork_post(&a)?;
+            let job = patchwork_post(&a).await?;
             print!(
                 "{}",
                 mmci::post::patchwork::post(&job)

@@ -709,6 +709,36 @@ async fn the_dry_run_prints_exactly_what_send_sends() {
     assert_eq!(checks[2].1["state"], "pending");
     assert_eq!(checks[2].1["description"], "building");
     assert_eq!(checks[2].1["target_url"], Value::Null);
+
+    // Before there are results: the series by id.
+    let uri = server.uri();
+    let pre = [
+        "post",
+        "patchwork",
+        "--patchwork",
+        &uri,
+        "--pw-series",
+        "3",
+        "--start",
+        "--send",
+    ];
+    let o = mmci(&pre, &[("MMCI_PATCHWORK_TOKEN", TOKEN)], root.path()).await;
+    assert!(o.status.success(), "{}", out(&o).1);
+    let checks = fake.0.lock().unwrap().checks.clone();
+    let pending: Vec<u64> = checks[4..].iter().map(|c| c.0).collect();
+    assert_eq!(pending, [301, 302]);
+    assert_eq!(
+        checks[5].1["description"],
+        "mmci: building the kernels and running the matrix"
+    );
+    let o = mmci(&pre[..6], &[], root.path()).await;
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        out(&o).1.contains("give --start or --state"),
+        "{}",
+        out(&o).1
+    );
+    assert_no_secret(&o);
 }
 
 #[tokio::test]

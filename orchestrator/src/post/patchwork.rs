@@ -232,6 +232,27 @@ pub fn targets(series: &Series, origin: Option<&pw::Origin>) -> Vec<Target> {
         .collect()
 }
 
+/// The patches of series `id` on the instance, with their ids (for a check
+/// before there are results).
+pub async fn targets_of_series(
+    base: &str,
+    id: u64,
+    limits: pw::Limits,
+) -> Result<Vec<Target>, PatchworkPostError> {
+    let s = pw::Client::new(base, None, limits)?.series(id).await?;
+    Ok(pw::Origin::of(base, &s)
+        .patches
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| Target {
+            index: i as u32 + 1,
+            title: p.name,
+            msgid: p.msgid,
+            id: Some(p.id),
+        })
+        .collect())
+}
+
 /// `GET /api/1.3/patches/?msgid=...[&project=...]`.
 pub fn lookup_url(base: &str, msgid: &str, project: Option<&str>) -> String {
     let mut u = reqwest::Url::parse(&pw::api_url(base, "patches/")).expect("checked base URL");
