@@ -94,6 +94,7 @@ impl AppError {
             AppError::Post(e) if e.is_remote() => exit::POST,
             AppError::Post(_) => exit::USAGE,
             AppError::Watch(crate::watch::WatchError::Fetch(_)) => exit::FETCH,
+            AppError::Watch(crate::watch::WatchError::Patchwork(e)) if e.is_remote() => exit::FETCH,
             AppError::Watch(e) if e.is_remote() => exit::POST,
             AppError::Watch(_) => exit::USAGE,
         }
@@ -121,6 +122,7 @@ pub fn kernel_exit_code(e: &KernelError) -> i32 {
         KernelError::Tree(TreeError::Fetch { .. }) => exit::FETCH,
         KernelError::Build(BuildError::MissingTool(_)) => exit::ENVIRONMENT,
         KernelError::Series(SeriesError::Fetch(_)) => exit::FETCH,
+        KernelError::Series(SeriesError::Patchwork(e)) if e.is_remote() => exit::FETCH,
         KernelError::Build(BuildError::Apply(_)) => exit::DOES_NOT_APPLY,
         KernelError::Series(_) => exit::USAGE,
         KernelError::Tree(_) | KernelError::Build(_) => exit::BUILD,

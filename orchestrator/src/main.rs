@@ -60,17 +60,23 @@ struct KernelArgs {
     jobs: Option<usize>,
     /// Patch series to apply with `git am -3` before building: an mbox file
     /// (cover letter and revisions allowed) or a directory of format-patch files.
-    #[arg(long, conflicts_with_all = ["lore", "github_pr"])]
+    #[arg(long, conflicts_with_all = ["lore", "github_pr", "pw_series"])]
     series: Option<PathBuf>,
     /// Patch series from a lore thread: a message-id (or lore URL) of any mail in it.
-    #[arg(long, value_name = "MESSAGE-ID", conflicts_with = "github_pr")]
+    #[arg(long, value_name = "MESSAGE-ID", conflicts_with_all = ["github_pr", "pw_series"])]
     lore: Option<String>,
     /// public-inbox server for --lore.
     #[arg(long, default_value = mmci::kernel::series::fetch::LORE_URL)]
     lore_url: String,
     /// Patch series from a GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
-    #[arg(long, value_name = "OWNER/REPO#N")]
+    #[arg(long, value_name = "OWNER/REPO#N", conflicts_with = "pw_series")]
     github_pr: Option<String>,
+    /// Patchwork instance of --pw-series (e.g. https://patchwork.kernel.org).
+    #[arg(long, value_name = "URL", requires = "pw_series")]
+    patchwork: Option<String>,
+    /// Patch series from patchwork: the series id (its REST API 1.3 series and mbox).
+    #[arg(long, value_name = "ID", requires = "patchwork")]
+    pw_series: Option<u64>,
     /// GitHub API base URL for --github-pr (GitHub Enterprise: https://HOST/api/v3).
     #[arg(long, default_value = mmci::kernel::series::fetch::GITHUB_API)]
     github_api: String,
@@ -112,6 +118,11 @@ impl KernelArgs {
                 number,
                 token: std::env::var("GITHUB_TOKEN").ok(),
             }));
+        }
+        if let (Some(url), Some(series)) = (&self.patchwork, self.pw_series) {
+            let url = mmci::kernel::series::patchwork::check_url("--patchwork", url)
+                .map_err(|e| AppError::BadOption(e.to_string()))?;
+            return Ok(Some(SeriesSource::Patchwork { url, series }));
         }
         Ok(None)
     }
@@ -274,6 +285,58 @@ enum PostCommand {
     /// The plain-text report as a reply on the series' thread. A dry run
     /// (the message printed) unless --send or --write.
     Email(Box<EmailArgs>),
+    /// One check per patch of the series on patchwork (state, context,
+    /// link, description), as NIPA and the BPF CI post theirs. A dry run
+    /// (the requests printed) unless --send.
+    Patchwork(Box<PatchworkArgs>),
+}
+
+#[derive(clap::Args)]
+struct PatchworkArgs {
+    /// Results dir whose manifest names the series (and its patchwork ids).
+    #[arg(
+        long,
+        required_unless_present = "pw_series",
+        conflicts_with = "pw_series"
+    )]
+    results: Option<PathBuf>,
+    /// Or the series on --patchwork by id (read with a GET, in a dry run
+    /// too): for --start or --state before there are results.
+    #[arg(long, value_name = "ID", requires = "patchwork")]
+    pw_series: Option<u64>,
+    /// The check's state [default: from the verdict: pass -> success,
+    /// fail -> fail, inconclusive -> warning].
+    #[arg(long, value_enum, conflicts_with = "start")]
+    state: Option<mmci::post::patchwork::CheckState>,
+    /// The run is starting: post `pending`.
+    #[arg(long)]
+    start: bool,
+    /// The check's name: mmci or mmci-NAME.
+    #[arg(long, default_value = "mmci")]
+    context: String,
+    /// Link shown with the check (e.g. the workflow run or the report).
+    #[arg(long, value_name = "URL")]
+    target_url: Option<String>,
+    /// One line shown with the check [default: the verdict and its counts].
+    #[arg(long, value_name = "TEXT")]
+    description: Option<String>,
+    /// Patchwork instance [default: the one the series was read from].
+    #[arg(long, value_name = "URL")]
+    patchwork: Option<String>,
+    /// Patchwork project, to find patches by message-id (series not read from patchwork).
+    #[arg(long, value_name = "NAME")]
+    project: Option<String>,
+    /// File holding the token [default: $MMCI_PATCHWORK_TOKEN].
+    #[arg(long)]
+    token_file: Option<PathBuf>,
+    /// Send the checks (else: print the requests; no token needed).
+    #[arg(long)]
+    send: bool,
+    /// Longest wait on patchwork's rate limit (429) for one request, in seconds.
+    #[arg(long, default_value_t = 300)]
+    rate_limit_wait: u64,
+    #[command(flatten)]
+    analysis: AnalysisArgs,
 }
 
 #[derive(clap::Args)]
@@ -340,14 +403,30 @@ struct GithubArgs {
 #[derive(clap::Args)]
 struct WatchArgs {
     /// A public-inbox Atom feed (e.g. https://lore.kernel.org/linux-mm/new.atom).
-    #[arg(long, required_unless_present_any = ["mbox", "maildir"], conflicts_with_all = ["mbox", "maildir"])]
+    #[arg(long, required_unless_present_any = ["mbox", "maildir", "patchwork"], conflicts_with_all = ["mbox", "maildir", "patchwork"])]
     atom: Option<String>,
     /// A local mbox (e.g. kept up to date by lei or a mail client).
-    #[arg(long, conflicts_with = "maildir")]
+    #[arg(long, conflicts_with_all = ["maildir", "patchwork"])]
     mbox: Option<PathBuf>,
     /// A local maildir.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "patchwork")]
     maildir: Option<PathBuf>,
+    /// A patchwork instance whose series-completed events of --project are followed.
+    #[arg(long, value_name = "URL", requires = "project")]
+    patchwork: Option<String>,
+    /// The patchwork project (its link name, e.g. linux-mm).
+    #[arg(long, value_name = "NAME", requires = "patchwork")]
+    project: Option<String>,
+    /// Where a patchwork source starts when the state has no cursor yet
+    /// (ISO 8601 UTC) [default: a day ago].
+    #[arg(long, value_name = "DATE", requires = "patchwork")]
+    pw_since: Option<String>,
+    /// Longest wait on patchwork's rate limit (429) for one request, in seconds.
+    #[arg(long, default_value_t = 300)]
+    rate_limit_wait: u64,
+    /// Kill a --run's `mmci run` after this many seconds.
+    #[arg(long, default_value_t = 6 * 3600)]
+    run_timeout: u64,
     /// public-inbox server the threads of --atom entries are fetched from.
     #[arg(long, default_value = mmci::kernel::series::fetch::LORE_URL)]
     lore_url: String,
@@ -691,6 +770,88 @@ fn github_post(a: &GithubArgs) -> Result<mmci::post::GitHubPost, AppError> {
     })
 }
 
+/// Patchwork's client limits with `--rate-limit-wait` seconds of 429 waits.
+fn rate_limits(wait_s: u64) -> mmci::kernel::series::patchwork::Limits {
+    let wait = Duration::from_secs(wait_s);
+    let d = mmci::kernel::series::patchwork::Limits::default();
+    mmci::kernel::series::patchwork::Limits {
+        max_rate_wait: wait,
+        max_retry_after: d.max_retry_after.min(wait),
+        ..d
+    }
+}
+
+/// Reads and checks every input of `mmci post patchwork` before any request.
+async fn patchwork_post(
+    a: &PatchworkArgs,
+) -> Result<mmci::post::patchwork::PatchworkPost, AppError> {
+    use mmci::post::patchwork::{self as pw, CheckState, PatchworkPostError};
+    use mmci::post::PostError;
+    let bad = |e: PatchworkPostError| AppError::Post(PostError::Patchwork(e));
+    pw::check_context(&a.context).map_err(bad)?;
+    if let Some(u) = &a.target_url {
+        pw::check_target_url(u).map_err(bad)?;
+    }
+    if a.results.is_none() && !a.start && a.state.is_none() {
+        return Err(AppError::BadOption(
+            "--pw-series without --results: give --start or --state (there is no verdict yet)"
+                .into(),
+        ));
+    }
+    let (targets, instance) = match &a.results {
+        Some(dir) => pw::targets_from_results(dir)?,
+        None => (vec![], None),
+    };
+    let url = match (&a.patchwork, instance, &a.results) {
+        (Some(u), _, _) => u.clone(),
+        (None, Some(u), _) => u,
+        (None, None, Some(dir)) => return Err(bad(PatchworkPostError::NoInstance(dir.clone()))),
+        (None, None, None) => unreachable!("clap requires --patchwork with --pw-series"),
+    };
+    let url = mmci::kernel::series::patchwork::check_url("--patchwork", &url)
+        .map_err(|e| bad(PatchworkPostError::Api(e)))?;
+    let targets = match a.pw_series {
+        Some(id) => pw::targets_of_series(&url, id, rate_limits(a.rate_limit_wait))
+            .await
+            .map_err(bad)?,
+        None => targets,
+    };
+    // The verdict only when it decides something: the state or the text.
+    let verdict = match &a.results {
+        _ if a.start || (a.state.is_some() && a.description.is_some()) => None,
+        Some(dir) => Some(a.analysis.analyse(dir)?),
+        None => None,
+    };
+    let state = match (a.start, a.state, &verdict) {
+        (true, _, _) => CheckState::Pending,
+        (_, Some(s), _) => s,
+        (_, None, Some(c)) => CheckState::of_verdict(c.verdict.status),
+        (_, None, None) => unreachable!("analysed above"),
+    };
+    let description = a
+        .description
+        .clone()
+        .unwrap_or_else(|| pw::default_description(state, verdict.as_ref()));
+    let token = if a.send {
+        Some(pw::resolve_token(a.token_file.as_deref(), env_nonempty).map_err(bad)?)
+    } else {
+        None
+    };
+    Ok(pw::PatchworkPost {
+        url,
+        project: a.project.clone(),
+        targets,
+        check: pw::Check {
+            state,
+            context: a.context.clone(),
+            target_url: a.target_url.clone(),
+            description,
+        },
+        token,
+        limits: rate_limits(a.rate_limit_wait),
+    })
+}
+
 /// Reads and checks every input of `mmci post email` before anything is sent.
 async fn email_post(a: &EmailArgs) -> Result<mmci::post::EmailPost, AppError> {
     use mmci::post::{self, email, PostError};
@@ -827,6 +988,15 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                                 mmci::kernel::series::SeriesSource::GitHub {
                                     repo, number, ..
                                 } => Some(format!("{repo}#{number}")),
+                                _ => None,
+                            },
+                            patchwork: match s {
+                                mmci::kernel::series::SeriesSource::Patchwork { url, series } => {
+                                    Some(mmci::kernel::series::patchwork::SeriesRef {
+                                        url: url.clone(),
+                                        series: *series,
+                                    })
+                                }
                                 _ => None,
                             },
                             from_command_line: true,
@@ -1047,20 +1217,36 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
         Command::Watch(a) => {
             use mmci::post::github;
             use mmci::watch::{Action, Source};
+            let pw_source = match (&a.patchwork, &a.project) {
+                (Some(url), Some(project)) => Some(mmci::watch::patchwork::Source {
+                    url: mmci::kernel::series::patchwork::check_url("--patchwork", url)
+                        .map_err(|e| AppError::BadOption(e.to_string()))?,
+                    project: project.clone(),
+                    since: match &a.pw_since {
+                        Some(s) => {
+                            mmci::watch::patchwork::check_since(s).map_err(AppError::BadOption)?
+                        }
+                        None => mmci::watch::patchwork::default_since(github::now()),
+                    },
+                    limits: rate_limits(a.rate_limit_wait),
+                }),
+                _ => None,
+            };
             let source = match (&a.atom, &a.mbox, &a.maildir) {
                 (Some(url), _, _) => {
                     fetch::check_base_url("--atom", url)
                         .map_err(|e| AppError::BadOption(e.to_string()))?;
                     fetch::check_base_url("--lore-url", &a.lore_url)
                         .map_err(|e| AppError::BadOption(e.to_string()))?;
-                    Source::Atom {
+                    Some(Source::Atom {
                         url: url.clone(),
                         lore_url: a.lore_url.clone(),
-                    }
+                    })
                 }
-                (_, Some(p), _) => Source::Mbox(p.clone()),
-                (_, _, Some(d)) => Source::Maildir(d.clone()),
-                _ => unreachable!("clap requires a source"),
+                (_, Some(p), _) => Some(Source::Mbox(p.clone())),
+                (_, _, Some(d)) => Some(Source::Maildir(d.clone())),
+                // The patchwork source, which has a pass of its own.
+                _ => None,
             };
             let gh = |e: github::GitHubError| AppError::Watch(e.into());
             let action = match &a.dispatch {
@@ -1099,9 +1285,24 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 .unwrap_or_else(|| work.root().join("watch/state.json"));
             let fetcher = fetch::Fetcher::default();
             loop {
-                let lines =
-                    mmci::watch::pass(&source, &a.paths, &action, &state, a.dry_run, &fetcher)
-                        .await?;
+                let lines = match (&source, &pw_source) {
+                    (None, Some(src)) => {
+                        mmci::watch::patchwork::pass(
+                            src,
+                            &a.paths,
+                            &action,
+                            &state,
+                            a.dry_run,
+                            Duration::from_secs(a.run_timeout),
+                        )
+                        .await?
+                    }
+                    (Some(source), _) => {
+                        mmci::watch::pass(source, &a.paths, &action, &state, a.dry_run, &fetcher)
+                            .await?
+                    }
+                    (None, None) => unreachable!("clap requires a source"),
+                };
                 for l in &lines {
                     println!("{l}");
                 }
@@ -1117,6 +1318,18 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
         } => {
             let job = github_post(&a)?;
             print!("{}", mmci::post::post_github(&job).await?);
+            Ok(exit::OK)
+        }
+        Command::Post {
+            command: PostCommand::Patchwork(a),
+        } => {
+            let job = patchwork_post(&a).await?;
+            print!(
+                "{}",
+                mmci::post::patchwork::post(&job)
+                    .await
+                    .map_err(mmci::post::PostError::from)?
+            );
             Ok(exit::OK)
         }
         Command::Post {

@@ -85,6 +85,12 @@ pub fn variant_sources(
                     token: endpoints.github_token.clone(),
                 });
             }
+            if let Some(pw) = &v.patchwork {
+                s.series = Some(SeriesSource::Patchwork {
+                    url: pw.url.clone(),
+                    series: pw.series,
+                });
+            }
             if v.from_command_line {
                 s.series = cli_series.cloned();
             }

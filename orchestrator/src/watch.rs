@@ -4,8 +4,8 @@
 //! series.yml answers).
 //!
 //! Sources: a public-inbox Atom feed (lore's `<list>/new.atom`; each new
-//! patch mail's thread is then fetched as an mbox), a local mbox file, or a
-//! maildir. Series are told apart by their content hash
+//! patch mail's thread is then fetched as an mbox), a local mbox file, a
+//! maildir, or a patchwork project's events ([`patchwork`]). Series are told apart by their content hash
 //! ([`crate::kernel::series::series_hash`]), kept in a state file written after
 //! each action, so a restart or a resend does not test a series twice,
 //! while a new revision (other content) is tested.
@@ -21,6 +21,8 @@ use crate::kernel::series::{self, fetch, Mail, Series};
 /// How long one `mmci run` started by the watcher may take: a full matrix
 /// with its kernel builds is hours on a small host; a day means it hangs.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+pub mod patchwork;
 
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
@@ -48,6 +50,8 @@ pub enum WatchError {
     BadFeed { url: String, why: String },
     #[error(transparent)]
     GitHub(#[from] crate::post::github::GitHubError),
+    #[error(transparent)]
+    Patchwork(#[from] crate::kernel::series::patchwork::PatchworkError),
     #[error("running `{command}`")]
     Spawn {
         command: String,
@@ -86,6 +90,9 @@ pub struct State {
     pub format: u32,
     /// Series hash -> what was done about it.
     pub series: BTreeMap<String, Handled>,
+    /// Patchwork sources (`URL PROJECT`) -> how far their events were handled.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub patchwork: BTreeMap<String, patchwork::Cursor>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -107,7 +114,7 @@ impl State {
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State {
                 format: 1,
-                series: BTreeMap::new(),
+                ..Default::default()
             }),
             Err(source) => Err(WatchError::Read {
                 path: path.to_path_buf(),

@@ -192,6 +192,7 @@ fn results_dir(root: &Path) -> PathBuf {
                 build_sandboxed: None,
                 build_warnings: vec![],
                 series: Some(series),
+                patchwork: None,
             },
             new_warnings: vec![],
         }],

@@ -299,6 +299,7 @@ fn results_dir(root: &Path) -> PathBuf {
             build_sandboxed: Some(true),
             build_warnings: vec![],
             series,
+            patchwork: None,
         },
         new_warnings: vec![],
     };

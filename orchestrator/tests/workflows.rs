@@ -184,3 +184,59 @@ fn maintainer_matrix_builds_once_shards_and_merges() {
     assert!(step.contains("mmci merge --into merged/results shards/shard-*/results"));
     assert!(step.contains("mmci post github"));
 }
+
+#[test]
+fn patchwork_checks_are_posted_only_with_the_token_secret() {
+    // The series and matrix workflows post a check per patch when the
+    // MMCI_PATCHWORK_TOKEN secret exists, from the jobs that post, never
+    // from a job that builds or boots a series.
+    for (file, job) in [
+        ("series.yml", "patchwork-start"),
+        ("series.yml", "post"),
+        ("matrix.yml", "merge"),
+    ] {
+        let w = load(file);
+        let j = &w["jobs"][job];
+        assert_eq!(
+            j["env"]["HAS_PATCHWORK_TOKEN"], "${{ secrets.MMCI_PATCHWORK_TOKEN != '' }}",
+            "{file}"
+        );
+        let steps = j["steps"].as_array().unwrap();
+        let posting: Vec<&Value> = steps
+            .iter()
+            .filter(|s| {
+                serde_json::to_string(s)
+                    .unwrap()
+                    .contains("MMCI_PATCHWORK_TOKEN")
+            })
+            .collect();
+        assert_eq!(posting.len(), 1, "{file}");
+        let s = posting[0];
+        assert!(
+            s["if"]
+                .as_str()
+                .unwrap()
+                .contains("env.HAS_PATCHWORK_TOKEN == 'true'"),
+            "{file}"
+        );
+        assert_eq!(
+            s["env"]["MMCI_PATCHWORK_TOKEN"],
+            "${{ secrets.MMCI_PATCHWORK_TOKEN }}"
+        );
+        for (name, other) in w["jobs"].as_object().unwrap() {
+            if !["patchwork-start", "post", "merge"].contains(&name.as_str()) {
+                assert!(
+                    !serde_json::to_string(other)
+                        .unwrap()
+                        .contains("MMCI_PATCHWORK_TOKEN"),
+                    "{file}: job {name} sees the patchwork token"
+                );
+            }
+        }
+    }
+    let step = std::fs::read_to_string(root().join(".github/mmci-matrix-step")).unwrap();
+    assert!(step.contains("mmci post patchwork --results merged/results --context mmci --send"));
+    assert!(step.contains(
+        "--patchwork \"${PW_URL:-https://patchwork.kernel.org}\" --pw-series \"$PW_SERIES\""
+    ));
+}

@@ -166,6 +166,7 @@ fn synthetic_run(id: &str, metrics: MglruMetrics) -> RunResult {
             build_sandboxed: None,
             build_warnings: vec![],
             series: None,
+            patchwork: None,
         },
         job: Default::default(),
         attempts: 1,

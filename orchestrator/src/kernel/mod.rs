@@ -41,6 +41,10 @@ pub struct KernelInfo {
     /// what `mmci post` replies to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub series: Option<series::Series>,
+    /// The series' patchwork identity (instance, series and patch ids) when
+    /// it was read from patchwork: where `mmci post patchwork` puts checks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patchwork: Option<series::patchwork::Origin>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +115,7 @@ pub async fn prepare(
             build_sandboxed: None,
             build_warnings: vec![],
             series: None,
+            patchwork: None,
         });
     }
     let fragments = if source.fragments.is_empty() {
@@ -128,16 +133,17 @@ pub async fn prepare(
             .collect::<Result<_, _>>()?
     };
     // Read the series first: a bad series should fail before any build.
-    let series = match &source.series {
-        Some(s) => Some(
-            series::load(
+    let (series, patchwork) = match &source.series {
+        Some(s) => {
+            let (series, origin) = series::load_source(
                 s,
                 &series::fetch::Fetcher::default(),
                 &work.root().join("series"),
             )
-            .await?,
-        ),
-        None => None,
+            .await?;
+            (Some(series), origin)
+        }
+        None => (None, None),
     };
     let tree = match &source.tree {
         Some(spec) => tree::fetch_tree(spec, work).await?,
@@ -169,5 +175,6 @@ pub async fn prepare(
         build_sandboxed: Some(built.sandboxed),
         build_warnings: built.warnings,
         series: series.as_ref().map(series::Series::metadata),
+        patchwork,
     })
 }

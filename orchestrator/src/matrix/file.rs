@@ -73,6 +73,9 @@ pub struct KernelEntry {
     /// A GitHub pull request whose commits are the series: OWNER/REPO#N.
     #[serde(default)]
     pub github_pr: Option<String>,
+    /// A series on a patchwork instance: `{url: https://..., series: ID}`.
+    #[serde(default)]
+    pub patchwork: Option<crate::kernel::series::patchwork::SeriesRef>,
     /// A tree URL (or `mm-stable`) instead of the base tree.
     #[serde(default)]
     pub tree: Option<String>,

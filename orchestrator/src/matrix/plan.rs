@@ -76,6 +76,9 @@ pub struct Variant {
     /// OWNER/REPO#N.
     #[serde(default)]
     pub github_pr: Option<String>,
+    /// A series on patchwork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patchwork: Option<crate::kernel::series::patchwork::SeriesRef>,
     pub tree: Option<String>,
     pub git_ref: Option<String>,
     /// A prebuilt image (`mmci run --kernel`).
@@ -93,6 +96,7 @@ impl Variant {
             series: None,
             lore: None,
             github_pr: None,
+            patchwork: None,
             tree: None,
             git_ref: None,
             image: None,
@@ -119,6 +123,9 @@ impl Variant {
         }
         if let Some(pr) = &self.github_pr {
             parts.push(format!("pull request {pr}"));
+        }
+        if let Some(pw) = &self.patchwork {
+            parts.push(format!("patchwork series {} ({})", pw.series, pw.url));
         }
         if parts.is_empty() {
             "base tree".into()
@@ -329,13 +336,14 @@ fn resolve_variant(
         entry.series.is_some(),
         entry.lore.is_some(),
         entry.github_pr.is_some(),
+        entry.patchwork.is_some(),
     ];
     if sources.iter().filter(|s| **s).count() > 1 {
         return Err(MatrixError::at(
             file,
             Some(pos),
             format!(
-                "kernel `{}`: give one of `series`, `lore`, `github_pr`",
+                "kernel `{}`: give one of `series`, `lore`, `github_pr`, `patchwork`",
                 entry.name
             ),
         ));
@@ -352,6 +360,15 @@ fn resolve_variant(
             ));
         }
     }
+    let patchwork = match &entry.patchwork {
+        Some(r) => Some(crate::kernel::series::patchwork::SeriesRef {
+            url: crate::kernel::series::patchwork::check_url("patchwork: url:", &r.url).map_err(|e| {
+                MatrixError::at(file, Some(pos), format!("kernel `{}`: {e}", entry.name))
+            })?,
+            series: r.series,
+        }),
+        None => None,
+    };
     if entry.git_ref.is_some() && entry.tree.is_none() {
         return Err(MatrixError::at(
             file,
@@ -383,6 +400,7 @@ fn resolve_variant(
         series,
         lore: entry.lore.clone(),
         github_pr: entry.github_pr.clone(),
+        patchwork,
         tree: entry.tree.clone(),
         git_ref: entry.git_ref.clone(),
         image: None,
@@ -622,12 +640,19 @@ impl Plan {
         // Cell ids stand for their full configuration; labels are cosmetic.
         let canonical = serde_json::json!({
             "cells": self.cells.iter().map(|c| &c.id).collect::<Vec<_>>(),
-            "variants": self.variants.iter().map(|v| serde_json::json!({
-                "name": v.name,
-                "series": v.series.as_ref().map(|p| file_digest(p)),
-                "lore": v.lore, "github_pr": v.github_pr, "tree": v.tree, "ref": v.git_ref,
-                "image": v.image,
-            })).collect::<Vec<_>>(),
+            "variants": self.variants.iter().map(|v| {
+                let mut j = serde_json::json!({
+                    "name": v.name,
+                    "series": v.series.as_ref().map(|p| file_digest(p)),
+                    "lore": v.lore, "github_pr": v.github_pr, "tree": v.tree, "ref": v.git_ref,
+                    "image": v.image,
+                });
+                // Only when set: plans without it keep their fingerprints.
+                if let Some(pw) = &v.patchwork {
+                    j["patchwork"] = serde_json::json!(pw);
+                }
+                j
+            }).collect::<Vec<_>>(),
             "repeats": self.repeats,
         });
         hex::encode(Sha256::digest(canonical.to_string().as_bytes()))[..16].to_string()

@@ -1,6 +1,7 @@
 //! Posting a rendered report where the series' author and its maintainers
 //! read it: a GitHub check run and one sticky pull-request comment
-//! (`github`), or a reply on the patch thread (`email`).
+//! (`github`), a reply on the patch thread (`email`), or a check on each
+//! patch in patchwork (`patchwork`).
 //!
 //! The renderers live elsewhere: posting takes the rendered body as text and
 //! the series' metadata ([`Series`], read from the results dir's manifest or
@@ -8,6 +9,7 @@
 
 pub mod email;
 pub mod github;
+pub mod patchwork;
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +34,8 @@ pub enum PostError {
     GitHub(#[from] github::GitHubError),
     #[error(transparent)]
     Email(#[from] email::EmailError),
+    #[error(transparent)]
+    Patchwork(#[from] patchwork::PatchworkPostError),
 }
 
 impl PostError {
@@ -40,6 +44,7 @@ impl PostError {
         match self {
             PostError::GitHub(e) => e.is_remote(),
             PostError::Email(e) => e.is_remote(),
+            PostError::Patchwork(e) => e.is_remote(),
             _ => false,
         }
     }

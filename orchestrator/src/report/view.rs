@@ -239,6 +239,8 @@ pub fn reproduce_command(plan: &Plan, cell: &Cell, shard_of: &BTreeMap<String, u
             cmd.push(format!("--lore '{l}'"));
         } else if let Some(pr) = &v.github_pr {
             cmd.push(format!("--github-pr {pr}"));
+        } else if let Some(pw) = &v.patchwork {
+            cmd.push(format!("--patchwork {} --pw-series {}", pw.url, pw.series));
         }
     }
     cmd.push(format!("--repeats {}", plan.repeats));

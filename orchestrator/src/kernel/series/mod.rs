@@ -1,10 +1,11 @@
 //! Patch series: read from an mbox (a file, a lore thread, a GitHub pull
-//! request's patches) or a directory of `git format-patch` files; parsed with
+//! request's patches, a patchwork series) or a directory of `git format-patch` files; parsed with
 //! mail-parser; the latest revision picked, ordered by n/M, checked for
 //! completeness, and identified by a stable hash.
 
 pub mod apply;
 pub mod fetch;
+pub mod patchwork;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -109,6 +110,8 @@ pub enum SeriesError {
         size: u64,
         limit: u64,
     },
+    #[error(transparent)]
+    Patchwork(#[from] patchwork::PatchworkError),
     #[error("{source_name}: no patches in it (no mail whose subject starts with [PATCH ...] or [RFC ...] and that carries a diff)")]
     NoPatches { source_name: String },
     #[error("{source_name}: v{version} is incomplete: patch(es) {} of {total} missing", .missing.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))]
@@ -411,6 +414,11 @@ pub enum SeriesSource {
         number: u64,
         token: Option<String>,
     },
+    /// A series on a patchwork instance, by its id (REST API 1.3).
+    Patchwork {
+        url: String,
+        series: u64,
+    },
 }
 
 impl SeriesSource {
@@ -428,6 +436,7 @@ impl SeriesSource {
             SeriesSource::Mbox(p) | SeriesSource::PatchDir(p) => p.display().to_string(),
             SeriesSource::Lore { message_id, .. } => format!("<{message_id}>"),
             SeriesSource::GitHub { repo, number, .. } => format!("{repo}#{number}"),
+            SeriesSource::Patchwork { url, series } => format!("patchwork series {series} ({url})"),
         }
     }
 }
@@ -439,6 +448,17 @@ pub async fn load(
     fetcher: &fetch::Fetcher,
     store: &Path,
 ) -> Result<Series, SeriesError> {
+    Ok(load_source(source, fetcher, store).await?.0)
+}
+
+/// [`load`], with where the series came from on patchwork (its patch ids)
+/// when that was the source.
+pub async fn load_source(
+    source: &SeriesSource,
+    fetcher: &fetch::Fetcher,
+    store: &Path,
+) -> Result<(Series, Option<patchwork::Origin>), SeriesError> {
+    let mut origin = None;
     let name = source.name();
     let io = |e| SeriesError::Io {
         source_name: name.clone(),
@@ -500,8 +520,20 @@ pub async fn load(
             )?;
             mails_from_mbox(&mbox)
         }
+        SeriesSource::Patchwork { url, series } => {
+            let limits = patchwork::Limits {
+                attempts: fetcher.attempts,
+                backoff: fetcher.backoff,
+                timeout: fetcher.timeout,
+                ..Default::default()
+            };
+            let (o, mbox) = patchwork::fetch_series(url, *series, limits).await?;
+            keep(format!("patchwork-{series}.mbox"), &mbox)?;
+            origin = Some(o);
+            mails_from_mbox(&mbox)
+        }
     };
-    assemble(&mails, &name)
+    Ok((assemble(&mails, &name)?, origin))
 }
 
 #[cfg(test)]

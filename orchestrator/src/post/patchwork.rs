@@ -1,0 +1,473 @@
+//! Patchwork checks: one per patch of the tested series (`POST
+//! /api/1.3/patches/{id}/checks/`), as netdev's NIPA and the BPF CI post
+//! theirs, so that the result shows in patchwork's list view next to each
+//! patch: a state (pending, success, warning, fail), a context naming the
+//! CI (`mmci`, `mmci-NAME`), a link and a one-line description.
+//!
+//! The patches are those the manifest names (a series read with
+//! `--patchwork URL --pw-series ID` keeps its patch ids); a series read
+//! elsewhere is found on patchwork by each patch's message-id. The requests
+//! are built by pure functions, so that the dry run prints exactly what
+//! `--send` sends. The token is only handed to the client.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::kernel::series::patchwork::{self as pw, PatchRef, PatchworkError, Request};
+use crate::kernel::series::Series;
+
+/// Environment variable holding the token.
+pub const TOKEN_ENV: &str = "MMCI_PATCHWORK_TOKEN";
+
+#[derive(Debug, thiserror::Error)]
+pub enum PatchworkPostError {
+    #[error("--context {0}: patchwork wants letters, digits, `-` and `_` only (1 to 255 of them), and mmci's checks are named `mmci` or `mmci-NAME`")]
+    BadContext(String),
+    #[error(
+        "--target-url {0}: must be an http(s) URL of at most 200 characters (patchwork's limit)"
+    )]
+    BadTargetUrl(String),
+    #[error("no patchwork token: set ${TOKEN_ENV} or give --token-file FILE (or leave out --send for a dry run)")]
+    NoToken,
+    #[error("--token-file {path}: cannot read")]
+    TokenFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--token-file {0}: the file is empty")]
+    EmptyToken(PathBuf),
+    #[error("--results {0}: no kernel in it had a series applied, so there are no patches to put checks on")]
+    NoSeries(PathBuf),
+    #[error("--results {0}: the series was not read from patchwork: give --patchwork URL to find its patches by message-id")]
+    NoInstance(PathBuf),
+    #[error("patchwork {url}: no patch with message-id <{msgid}>{project} (is the series on this instance?)")]
+    NotFound {
+        url: String,
+        msgid: String,
+        project: String,
+    },
+    #[error("patchwork {url}: {count} patches have message-id <{msgid}>: give --project NAME")]
+    Ambiguous {
+        url: String,
+        msgid: String,
+        count: usize,
+    },
+    #[error("posted {done} of {total} checks ({posted}); the rest were not sent")]
+    Partial {
+        done: usize,
+        total: usize,
+        posted: String,
+        #[source]
+        source: Box<PatchworkError>,
+    },
+    #[error(transparent)]
+    Api(#[from] PatchworkError),
+}
+
+impl PatchworkPostError {
+    /// Patchwork refused or could not be reached (exit 9), as opposed to
+    /// bad input (exit 2).
+    pub fn is_remote(&self) -> bool {
+        match self {
+            PatchworkPostError::Api(e) => e.is_remote(),
+            PatchworkPostError::Partial { source, .. } => source.is_remote(),
+            PatchworkPostError::NotFound { .. } | PatchworkPostError::Ambiguous { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// A check's state, as patchwork names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum CheckState {
+    Pending,
+    Success,
+    Warning,
+    Fail,
+}
+
+impl CheckState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CheckState::Pending => "pending",
+            CheckState::Success => "success",
+            CheckState::Warning => "warning",
+            CheckState::Fail => "fail",
+        }
+    }
+
+    /// The state a verdict maps to.
+    pub fn of_verdict(s: crate::analysis::Status) -> CheckState {
+        match s {
+            crate::analysis::Status::Pass => CheckState::Success,
+            crate::analysis::Status::Fail => CheckState::Fail,
+            crate::analysis::Status::Inconclusive => CheckState::Warning,
+        }
+    }
+}
+
+/// `mmci` or `mmci-NAME`, in patchwork's context alphabet.
+pub fn check_context(context: &str) -> Result<(), PatchworkPostError> {
+    let alphabet = context
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let ours = context == "mmci" || context.strip_prefix("mmci-").is_some_and(|n| !n.is_empty());
+    if alphabet && ours && context.len() <= 255 {
+        Ok(())
+    } else {
+        Err(PatchworkPostError::BadContext(context.to_string()))
+    }
+}
+
+pub fn check_target_url(url: &str) -> Result<(), PatchworkPostError> {
+    let ok = url.len() <= 200
+        && reqwest::Url::parse(url)
+            .is_ok_and(|u| (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some());
+    if ok {
+        Ok(())
+    } else {
+        Err(PatchworkPostError::BadTargetUrl(url.to_string()))
+    }
+}
+
+/// What every check of this posting says.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    pub state: CheckState,
+    pub context: String,
+    pub target_url: Option<String>,
+    pub description: String,
+}
+
+/// The body of `POST /api/1.3/patches/{id}/checks/` (CheckCreate).
+pub fn check_body(c: &Check) -> Value {
+    let mut body = json!({
+        "state": c.state.as_str(),
+        "context": c.context,
+        "description": c.description,
+    });
+    if let Some(u) = &c.target_url {
+        body["target_url"] = json!(u);
+    }
+    body
+}
+
+/// The description a check gets without `--description`.
+pub fn default_description(
+    state: CheckState,
+    verdict: Option<&crate::analysis::Comparison>,
+) -> String {
+    match (state, verdict) {
+        (CheckState::Pending, _) => "mmci: building the kernels and running the matrix".into(),
+        (_, Some(c)) => {
+            let v = &c.verdict;
+            let mut text = format!(
+                "mmci: {}: {} expectation(s) met, {} failed, {} inconclusive",
+                v.status.name(),
+                v.expectations_passed,
+                v.expectations_failed,
+                v.expectations_inconclusive
+            );
+            if let Some(r) = v.reasons.first() {
+                text.push_str(&format!("; {r}"));
+            }
+            text
+        }
+        (s, None) => format!("mmci: {}", s.as_str()),
+    }
+}
+
+/// One patch to put a check on: its id when known, else its message-id to
+/// look up.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Target {
+    pub index: u32,
+    pub title: String,
+    pub msgid: String,
+    pub id: Option<u64>,
+}
+
+/// The patches of the series tested in `dir`, and the instance the
+/// manifest names (if the series came from patchwork).
+pub fn targets_from_results(dir: &Path) -> Result<(Vec<Target>, Option<String>), super::PostError> {
+    let manifest = crate::results::dir::read_manifest(dir)?
+        .ok_or_else(|| super::PostError::NoManifest(dir.to_path_buf()))?;
+    let Some(k) = manifest.kernels.iter().find(|k| k.kernel.series.is_some()) else {
+        return Err(PatchworkPostError::NoSeries(dir.to_path_buf()).into());
+    };
+    let series = k.kernel.series.as_ref().expect("found above");
+    Ok((
+        targets(series, k.kernel.patchwork.as_ref()),
+        k.kernel.patchwork.as_ref().map(|o| o.url.clone()),
+    ))
+}
+
+/// Pairs the series' patches with their patchwork ids: by message-id, and
+/// by position when patchwork's message-ids differ in form only.
+pub fn targets(series: &Series, origin: Option<&pw::Origin>) -> Vec<Target> {
+    let refs: &[PatchRef] = origin.map_or(&[], |o| o.patches.as_slice());
+    series
+        .patches
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let msgid = p
+                .message_id
+                .trim_matches(|c| c == '<' || c == '>')
+                .to_string();
+            let id = refs
+                .iter()
+                .find(|r| r.msgid == msgid)
+                .or_else(|| (refs.len() == series.patches.len()).then(|| &refs[i]))
+                .map(|r| r.id);
+            Target {
+                index: p.index,
+                title: p.title.clone(),
+                msgid,
+                id,
+            }
+        })
+        .collect()
+}
+
+/// The patches of series `id` on the instance, with their ids (for a check
+/// before there are results).
+pub async fn targets_of_series(
+    base: &str,
+    id: u64,
+    limits: pw::Limits,
+) -> Result<Vec<Target>, PatchworkPostError> {
+    let s = pw::Client::new(base, None, limits)?.series(id).await?;
+    Ok(pw::Origin::of(base, &s)
+        .patches
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| Target {
+            index: i as u32 + 1,
+            title: p.name,
+            msgid: p.msgid,
+            id: Some(p.id),
+        })
+        .collect())
+}
+
+/// `GET /api/1.3/patches/?msgid=...[&project=...]`.
+pub fn lookup_url(base: &str, msgid: &str, project: Option<&str>) -> String {
+    let mut u = reqwest::Url::parse(&pw::api_url(base, "patches/")).expect("checked base URL");
+    u.query_pairs_mut().append_pair("msgid", msgid);
+    if let Some(p) = project {
+        u.query_pairs_mut().append_pair("project", p);
+    }
+    u.to_string()
+}
+
+/// The POST putting `check` on patch `id`.
+pub fn check_request(base: &str, id: u64, check: &Check) -> Request {
+    Request {
+        method: "POST",
+        url: pw::api_url(base, &format!("patches/{id}/checks/")),
+        body: Some(check_body(check)),
+    }
+}
+
+/// `mmci post patchwork`, validated: every input read and checked.
+#[derive(Clone, Debug)]
+pub struct PatchworkPost {
+    pub url: String,
+    pub project: Option<String>,
+    pub targets: Vec<Target>,
+    pub check: Check,
+    /// None: a dry run.
+    pub token: Option<String>,
+    pub limits: pw::Limits,
+}
+
+/// The requests a dry run prints: a check per patch, preceded by the
+/// look-up of a patch whose id is not known.
+pub fn dry_run(p: &PatchworkPost) -> String {
+    let mut out = format!(
+        "# dry run: nothing is sent (--send sends it, with the token of ${TOKEN_ENV} or --token-file)\n"
+    );
+    for t in &p.targets {
+        match t.id {
+            Some(id) => out.push_str(&check_request(&p.url, id, &p.check).render()),
+            None => {
+                out.push_str(
+                    &Request {
+                        method: "GET",
+                        url: lookup_url(&p.url, &t.msgid, p.project.as_deref()),
+                        body: None,
+                    }
+                    .render(),
+                );
+                let mut r = check_request(&p.url, 0, &p.check);
+                r.url = pw::api_url(&p.url, &format!("patches/{{id of <{}>}}/checks/", t.msgid));
+                out.push_str(&r.render());
+            }
+        }
+    }
+    out
+}
+
+#[derive(serde::Deserialize)]
+struct Found {
+    id: u64,
+}
+
+/// Posts the checks (or prints them); returns the lines to print.
+pub async fn post(p: &PatchworkPost) -> Result<String, PatchworkPostError> {
+    let Some(token) = &p.token else {
+        return Ok(dry_run(p));
+    };
+    let client = pw::Client::new(&p.url, Some(token.clone()), p.limits.clone())?;
+    // Every id first: a patch that cannot be found stops the posting
+    // before any check is sent, so none of the series is half-marked.
+    let mut ids = Vec::new();
+    for t in &p.targets {
+        let id = match t.id {
+            Some(id) => id,
+            None => {
+                let url = lookup_url(&p.url, &t.msgid, p.project.as_deref());
+                let found: Vec<Found> = client
+                    .list(&format!("finding patch <{}>", t.msgid), &url)
+                    .await?;
+                match found.as_slice() {
+                    [one] => one.id,
+                    [] => {
+                        return Err(PatchworkPostError::NotFound {
+                            url: p.url.clone(),
+                            msgid: t.msgid.clone(),
+                            project: p
+                                .project
+                                .as_ref()
+                                .map(|pr| format!(" in project {pr}"))
+                                .unwrap_or_default(),
+                        })
+                    }
+                    many => {
+                        return Err(PatchworkPostError::Ambiguous {
+                            url: p.url.clone(),
+                            msgid: t.msgid.clone(),
+                            count: many.len(),
+                        })
+                    }
+                }
+            }
+        };
+        ids.push((t, id));
+    }
+    let mut out = String::new();
+    let mut posted: Vec<String> = Vec::new();
+    for (t, id) in &ids {
+        let req = check_request(&p.url, *id, &p.check);
+        match client
+            .send_json(&format!("creating a check on patch {id}"), &req)
+            .await
+        {
+            Ok(v) => {
+                let check = v.get("id").and_then(Value::as_u64);
+                out.push_str(&format!(
+                    "check {} `{}` {} on patch {id} ({}/{} {})\n",
+                    check.map_or_else(|| "?".into(), |c| c.to_string()),
+                    p.check.context,
+                    p.check.state.as_str(),
+                    t.index,
+                    ids.len(),
+                    t.title
+                ));
+                posted.push(format!("patch {id}"));
+            }
+            Err(source) if !posted.is_empty() => {
+                return Err(PatchworkPostError::Partial {
+                    done: posted.len(),
+                    total: ids.len(),
+                    posted: posted.join(", "),
+                    source: Box::new(source),
+                })
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(out)
+}
+
+/// The token for `--send`: --token-file, else $MMCI_PATCHWORK_TOKEN.
+pub fn resolve_token(
+    file: Option<&Path>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<String, PatchworkPostError> {
+    if let Some(path) = file {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| PatchworkPostError::TokenFile {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let t = text.trim();
+        if t.is_empty() {
+            return Err(PatchworkPostError::EmptyToken(path.to_path_buf()));
+        }
+        return Ok(t.to_string());
+    }
+    match env(TOKEN_ENV).map(|t| t.trim().to_string()) {
+        Some(t) if !t.is_empty() => Ok(t),
+        _ => Err(PatchworkPostError::NoToken),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contexts_and_urls() {
+        for ok in ["mmci", "mmci-mm", "mmci-x86_64-smoke"] {
+            assert!(check_context(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "mmci-", "other", "mmci x", "mmci/mm", "mmcix"] {
+            assert!(check_context(bad).is_err(), "{bad}");
+        }
+        assert!(check_context(&format!("mmci-{}", "a".repeat(251))).is_err());
+        assert!(check_target_url("https://github.com/o/r/actions/runs/1").is_ok());
+        assert!(check_target_url("ftp://x/y").is_err());
+        assert!(check_target_url(&format!("https://x/{}", "a".repeat(200))).is_err());
+    }
+
+    #[test]
+    fn states_follow_the_verdict() {
+        use crate::analysis::Status;
+        let cases = [
+            (Status::Pass, "success"),
+            (Status::Fail, "fail"),
+            (Status::Inconclusive, "warning"),
+        ];
+        for (s, want) in cases {
+            assert_eq!(CheckState::of_verdict(s).as_str(), want);
+        }
+    }
+
+    #[test]
+    fn bodies_and_lookups() {
+        let c = Check {
+            state: CheckState::Warning,
+            context: "mmci".into(),
+            target_url: None,
+            description: "d".into(),
+        };
+        assert_eq!(
+            check_body(&c),
+            json!({"state": "warning", "context": "mmci", "description": "d"})
+        );
+        assert_eq!(
+            lookup_url("https://pw.example.org", "a+b/c@x.org", Some("linux-mm")),
+            "https://pw.example.org/api/1.3/patches/?msgid=a%2Bb%2Fc%40x.org&project=linux-mm"
+        );
+        let e = resolve_token(None, |_| Some("  ".into())).unwrap_err();
+        assert!(e.to_string().contains("$MMCI_PATCHWORK_TOKEN"), "{e}");
+        assert_eq!(
+            resolve_token(None, |_| Some("t0k\n".into())).unwrap(),
+            "t0k"
+        );
+    }
+}

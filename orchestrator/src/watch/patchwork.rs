@@ -1,0 +1,374 @@
+//! `mmci watch --patchwork URL --project NAME`: follows a patchwork
+//! project's `series-completed` events (REST API 1.3, every page of
+//! `/api/1.3/events/?category=series-completed&project=NAME&since=CURSOR`)
+//! and acts on each new series touching the watched paths once, through
+//! the same state file and content-hash deduplication as the other sources.
+//!
+//! The since-cursor lives in that state file, saved atomically together
+//! with the series it let through: the date of the newest event handled and
+//! the ids of the events at that date (patchwork's `since` is inclusive).
+//! A restart asks again from the cursor, so it neither misses an event nor
+//! acts on one twice.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::{touches, Action, Found, Handled, State, WatchError};
+use crate::kernel::series::patchwork::{self as pw, PatchworkError};
+
+/// Where events come from.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// The instance, checked (https://patchwork.kernel.org).
+    pub url: String,
+    pub project: String,
+    /// The first cursor when the state has none (ISO 8601, UTC).
+    pub since: String,
+    pub limits: pw::Limits,
+}
+
+impl Source {
+    /// The key of this source's cursor in the state file.
+    pub fn key(&self) -> String {
+        format!("{} {}", self.url, self.project)
+    }
+}
+
+/// How far a source's events were handled.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cursor {
+    /// The date of the newest event handled, as patchwork wrote it.
+    pub since: String,
+    /// The ids of the handled events at that date.
+    pub seen: Vec<u64>,
+}
+
+impl Cursor {
+    fn done(&self, e: &Event) -> bool {
+        match (pw::date_key(&e.date), pw::date_key(&self.since)) {
+            (Some(d), Some(c)) => d < c || (d == c && self.seen.contains(&e.id)),
+            _ => self.seen.contains(&e.id),
+        }
+    }
+
+    fn advance(&mut self, e: &Event) {
+        if pw::date_key(&e.date) == pw::date_key(&self.since) {
+            if !self.seen.contains(&e.id) {
+                self.seen.push(e.id);
+            }
+        } else {
+            self.since = e.date.clone();
+            self.seen = vec![e.id];
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Event {
+    pub id: u64,
+    pub category: String,
+    pub date: String,
+    pub payload: Payload,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Payload {
+    #[serde(default)]
+    pub series: Option<pw::Embedded>,
+}
+
+/// The events list, oldest first.
+pub fn events_url(base: &str, project: &str, since: &str) -> String {
+    let mut u = reqwest::Url::parse(&pw::api_url(base, "events/")).expect("checked base URL");
+    u.query_pairs_mut()
+        .append_pair("category", "series-completed")
+        .append_pair("project", project)
+        .append_pair("since", since)
+        .append_pair("order", "date");
+    u.to_string()
+}
+
+/// The events not handled yet, oldest first, each once (a page boundary
+/// that moved while paging can repeat one).
+pub fn pending(mut events: Vec<Event>, cursor: &Cursor) -> Vec<Event> {
+    events.retain(|e| e.category == "series-completed" && !cursor.done(e));
+    events.sort_by_key(|e| (pw::date_key(&e.date), e.id));
+    events.dedup_by_key(|e| e.id);
+    events
+}
+
+/// The body of the dispatch: the usual one, plus where to fetch the series.
+pub fn dispatch_body(f: &Found, src: &Source, series: u64) -> serde_json::Value {
+    let mut body = super::dispatch_body(f);
+    body["client_payload"]["patchwork"] = serde_json::json!({
+        "url": src.url,
+        "project": src.project,
+        "series": series,
+    });
+    body
+}
+
+/// The `mmci run` command line for a patchwork series.
+pub fn run_command(
+    mmci: &Path,
+    src: &Source,
+    series: u64,
+    results: &Path,
+    args: &[String],
+) -> Vec<String> {
+    let mut cmd = vec![
+        mmci.display().to_string(),
+        "run".into(),
+        "--patchwork".into(),
+        src.url.clone(),
+        "--pw-series".into(),
+        series.to_string(),
+        "--results".into(),
+        results.display().to_string(),
+    ];
+    cmd.extend(args.iter().cloned());
+    cmd
+}
+
+fn remote(e: PatchworkError) -> WatchError {
+    WatchError::Patchwork(e)
+}
+
+/// One pass: every new series-completed event of the project whose series
+/// touches `prefixes` and is not in the state gets the action. The state
+/// (series and cursor) is saved after each event. Returns one line per
+/// series acted on.
+pub async fn pass(
+    src: &Source,
+    prefixes: &[String],
+    action: &Action,
+    state_path: &Path,
+    dry_run: bool,
+    run_timeout: Duration,
+) -> Result<Vec<String>, WatchError> {
+    let mut state = State::load(state_path)?;
+    let key = src.key();
+    let mut cursor = state
+        .patchwork
+        .get(&key)
+        .cloned()
+        .unwrap_or_else(|| Cursor {
+            since: src.since.clone(),
+            seen: vec![],
+        });
+    let client = pw::Client::new(&src.url, None, src.limits.clone()).map_err(remote)?;
+    let events: Vec<Event> = client
+        .list(
+            &format!("events of {}", src.project),
+            &events_url(&src.url, &src.project, &cursor.since),
+        )
+        .await
+        .map_err(remote)?;
+    let mut lines = Vec::new();
+    for e in pending(events, &cursor) {
+        let what = act(
+            &client,
+            src,
+            &e,
+            prefixes,
+            action,
+            &state,
+            dry_run,
+            run_timeout,
+        )
+        .await?;
+        // A dry run keeps its state in memory only, so that it too shows
+        // each series once.
+        cursor.advance(&e);
+        if let Some((line, hash, handled)) = what {
+            lines.push(line);
+            state.series.insert(hash, handled);
+        }
+        state.patchwork.insert(key.clone(), cursor.clone());
+        if !dry_run {
+            state.save(state_path)?;
+        }
+    }
+    Ok(lines)
+}
+
+type Outcome = Option<(String, String, Handled)>;
+
+/// Handles one event: None when there is nothing to do (seen, elsewhere
+/// or not ours); else the line to print, the series hash and the entry for
+/// the state.
+#[allow(clippy::too_many_arguments)]
+async fn act(
+    client: &pw::Client,
+    src: &Source,
+    e: &Event,
+    prefixes: &[String],
+    action: &Action,
+    state: &State,
+    dry_run: bool,
+    run_timeout: Duration,
+) -> Result<Outcome, WatchError> {
+    let Some(embedded) = &e.payload.series else {
+        tracing::warn!(event = e.id, "series-completed event without a series");
+        return Ok(None);
+    };
+    let id = embedded.id;
+    let s = client.series(id).await.map_err(remote)?;
+    let mbox = client.series_mbox(&s).await.map_err(remote)?;
+    let mails = crate::kernel::series::mails_from_mbox(&mbox);
+    let series = match crate::kernel::series::assemble(&mails, &format!("patchwork series {id}")) {
+        Ok(series) => series,
+        Err(err) => {
+            // A completed series that does not assemble will not get
+            // better by asking again: say so once and move on.
+            tracing::warn!(series = id, error = %err, "skipped");
+            return Ok(None);
+        }
+    };
+    let f = Found { series, mails };
+    let hash = f.series.hash.clone();
+    if state.series.contains_key(&hash) {
+        tracing::debug!(series = id, "already handled");
+        return Ok(None);
+    }
+    if !touches(&f.series, prefixes) {
+        tracing::debug!(series = id, subject = %f.subject(), "does not touch the watched paths");
+        return Ok(None);
+    }
+    let what = match action {
+        Action::Dispatch { api, repo, auth } => {
+            let body = dispatch_body(&f, src, id);
+            match (auth, dry_run) {
+                (Some(auth), false) => {
+                    let client = crate::post::github::Client::connect(api, auth, repo).await?;
+                    client.dispatch(repo, &body).await?;
+                    format!("dispatched to {repo}")
+                }
+                _ => format!(
+                    "# dry run: POST {}/repos/{repo}/dispatches\n{}",
+                    api.trim_end_matches('/'),
+                    serde_json::to_string_pretty(&body).expect("serializable")
+                ),
+            }
+        }
+        Action::Run {
+            mmci,
+            results,
+            args,
+        } => {
+            let cmd = run_command(mmci, src, id, &results.join(&hash[..16]), args);
+            if dry_run {
+                format!("# dry run: {}", cmd.join(" "))
+            } else {
+                run(&cmd, run_timeout).await?
+            }
+        }
+    };
+    let handled = Handled {
+        subject: f.subject(),
+        message_id: f.message_id(),
+        version: f.series.version,
+        action: what.clone(),
+        unix: crate::post::github::now(),
+    };
+    let line = if dry_run {
+        what
+    } else {
+        format!("{} (patchwork series {id}): {what}", f.subject())
+    };
+    Ok(Some((line, hash, handled)))
+}
+
+/// Runs `mmci run` in its own process group, bounded by `timeout`.
+async fn run(cmd: &[String], timeout: Duration) -> Result<String, WatchError> {
+    let spawn_err = |source| WatchError::Spawn {
+        command: cmd.join(" "),
+        source,
+    };
+    let mut c = tokio::process::Command::new(&cmd[0]);
+    c.args(&cmd[1..]);
+    let mut child = crate::host::process::GroupChild::spawn(&mut c).map_err(spawn_err)?;
+    let done = child
+        .wait_timeout(timeout, Duration::from_secs(10))
+        .await
+        .map_err(spawn_err)?;
+    Ok(if done.timed_out {
+        format!("ran: killed after {} s", timeout.as_secs())
+    } else {
+        format!("ran: exit {}", done.status.code().unwrap_or(-1))
+    })
+}
+
+/// The first cursor when none is given: a day ago, so that a first start
+/// does not act on the project's whole history.
+pub fn default_since(now_unix: u64) -> String {
+    let (y, m, d, hh, mm, ss) = crate::post::email::civil(now_unix.saturating_sub(86_400));
+    format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}")
+}
+
+/// Checks a `--pw-since` value.
+pub fn check_since(given: &str) -> Result<String, String> {
+    match pw::date_key(given) {
+        Some(_) => Ok(given.trim().to_string()),
+        None => Err(format!(
+            "--pw-since {given}: expected an ISO 8601 UTC time such as 2026-11-30T00:00:00"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(id: u64, date: &str) -> Event {
+        Event {
+            id,
+            category: "series-completed".into(),
+            date: date.into(),
+            payload: Payload { series: None },
+        }
+    }
+
+    #[test]
+    fn cursor_keeps_order_and_skips_what_was_handled() {
+        let mut c = Cursor {
+            since: "2026-11-30T10:00:00".into(),
+            seen: vec![],
+        };
+        let events = vec![
+            ev(3, "2026-11-30T10:00:02"),
+            ev(1, "2026-11-30T10:00:00"),
+            ev(2, "2026-11-30T10:00:00.5"),
+            ev(2, "2026-11-30T10:00:00.5"),
+            ev(0, "2026-11-30T09:59:59"),
+        ];
+        let ids: Vec<u64> = pending(events.clone(), &c).iter().map(|e| e.id).collect();
+        assert_eq!(ids, [1, 2, 3]);
+        c.advance(&events[1]);
+        c.advance(&events[2]);
+        assert_eq!(
+            (c.since.as_str(), c.seen.as_slice()),
+            ("2026-11-30T10:00:00.5", &[2][..])
+        );
+        let ids: Vec<u64> = pending(events.clone(), &c).iter().map(|e| e.id).collect();
+        assert_eq!(ids, [3]);
+        // Another event at the cursor's date, seen later: still handled.
+        let mut more = events;
+        more.push(ev(4, "2026-11-30T10:00:00.5"));
+        let ids: Vec<u64> = pending(more, &c).iter().map(|e| e.id).collect();
+        assert_eq!(ids, [4, 3]);
+    }
+
+    #[test]
+    fn urls_and_since() {
+        assert_eq!(
+            events_url("https://pw.example.org", "linux-mm", "2026-11-30T10:00:00"),
+            "https://pw.example.org/api/1.3/events/?category=series-completed&project=linux-mm&since=2026-11-30T10%3A00%3A00&order=date"
+        );
+        assert_eq!(default_since(86_400 + 61), "1970-01-01T00:01:01");
+        assert!(check_since("2026-11-30T00:00:00").is_ok());
+        assert!(check_since("last week").is_err());
+    }
+}
