@@ -37,6 +37,7 @@ pub mod results_dir;
 pub mod run;
 pub mod schedule;
 pub mod series;
+pub mod splat;
 pub mod tree;
 pub mod vm;
 pub mod warnings;
