@@ -53,7 +53,9 @@ pub struct Classification {
     pub outcome: Outcome,
     /// One line for tables.
     pub reason: String,
-    /// The console text of a crash (from its first line, at most 60 lines).
+    /// The console text of a crash: the last splat on the console (the one
+    /// that killed the kernel), from its header to the end of its call
+    /// trace; else 60 lines from the first crash line.
     pub crash_report: Option<String>,
 }
 
@@ -70,13 +72,18 @@ const CRASH_MARKERS: [&str; 9] = [
     "Internal error: ",
 ];
 
-/// The first crash line on the console and the report that follows it.
+/// The first crash line on the console and the report of the crash: the
+/// last splat (the one the kernel died of, with its call trace), else the
+/// 60 lines from the crash line.
 pub fn find_crash(console: &str) -> Option<(String, String)> {
     let lines: Vec<&str> = console.lines().collect();
     let first = lines
         .iter()
         .position(|l| CRASH_MARKERS.iter().any(|m| l.contains(m)))?;
-    let report = lines[first..lines.len().min(first + 60)].join("\n");
+    let report = match crate::splat::detect(console).pop() {
+        Some(s) => s.excerpt,
+        None => lines[first..lines.len().min(first + 60)].join("\n"),
+    };
     Some((strip_timestamp(lines[first]).to_string(), report))
 }
 
@@ -123,7 +130,14 @@ pub fn classify(run: &VmRun) -> Classification {
         Record::Done { ok, .. } => Some(*ok),
         _ => None,
     });
-    let crash = find_crash(&run.console);
+    // A run that completed is completed: what its console shows on the
+    // way (a WARNING, a BUG: sleeping function called ...) is in its
+    // splats, which the analysis weighs against the baseline.
+    let crash = if done == Some(true) {
+        None
+    } else {
+        find_crash(&run.console)
+    };
     if !hello {
         let reason = match (&crash, run.timed_out) {
             (Some((line, _)), _) => line.clone(),
@@ -311,6 +325,32 @@ mod tests {
         let c = classify(&run(vec![hello()], console, false));
         assert_eq!(c.outcome, Outcome::KernelCrash);
         assert!(c.reason.starts_with("BUG: kernel NULL pointer"));
+    }
+
+    #[test]
+    fn a_splat_on_a_completed_run_leaves_it_completed() {
+        let console = include_str!("../tests/fixtures/splats/sleeping_and_atomic.txt");
+        let c = classify(&run(vec![hello(), done(true)], console, false));
+        assert_eq!(c.outcome, Outcome::Completed);
+        assert_eq!(c.crash_report, None);
+    }
+
+    #[test]
+    fn a_crash_report_has_its_call_trace() {
+        let console = include_str!("../tests/fixtures/splats/list_add_bug.txt");
+        let c = classify(&run(vec![hello()], console, false));
+        assert_eq!(c.outcome, Outcome::KernelCrash);
+        assert_eq!(c.reason, "kernel BUG at lib/list_debug.c:27!");
+        let report = c.crash_report.unwrap();
+        assert!(
+            report.starts_with("list_add corruption. next is NULL."),
+            "{report}"
+        );
+        assert!(
+            report.contains("\n nfs_uuid_is_local+0xba/0x110\n"),
+            "{report}"
+        );
+        assert!(report.ends_with(" </TASK>"), "{report}");
     }
 
     #[test]

@@ -139,6 +139,7 @@ pub async fn run_guest(
             bad_lines: run.bad_lines.clone(),
             metrics,
             noio_metrics,
+            splats: crate::splat::detect(&run.console),
             timing,
         };
         let mut jsonl = String::new();

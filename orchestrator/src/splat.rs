@@ -685,6 +685,10 @@ fn report_end(lines: &[&str], i: usize, h: &Header) -> usize {
     let Some(start) =
         (from..lookahead).find(|&j| is_trace_start(lines[j]) || is_end_marker(lines[j]))
     else {
+        // A panic is the last thing the kernel says: what follows is its.
+        if h.kind == SplatKind::Panic {
+            return lines.len().min(i + TRACE_LOOKAHEAD) - 1;
+        }
         // No trace: the header and the lines that detail it (indented, or
         // the page it dumps).
         return (i + 1..lines.len())

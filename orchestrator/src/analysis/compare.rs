@@ -249,7 +249,8 @@ pub fn compare(
         });
     }
     let variants = variant_runs(m, runs);
-    let verdict = verdict(&cells, &variants);
+    let splats = splat_findings(plan, runs, &baseline);
+    let verdict = verdict(&cells, &variants, &splats);
     Comparison {
         format: COMPARISON_FORMAT,
         mmci_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -264,8 +265,109 @@ pub fn compare(
         cells,
         variants,
         verdict,
+        splats,
         series,
     }
+}
+
+/// Every splat title of the plan's runs, per variant how many runs hit it.
+/// A splat on the baseline too is pre-existing; new ones come first.
+pub fn splat_findings(
+    plan: &Plan,
+    runs: &BTreeMap<String, RunResult>,
+    baseline: &str,
+) -> Vec<SplatFinding> {
+    struct Acc {
+        kind: crate::splat::SplatKind,
+        runs: BTreeMap<String, usize>,
+        first_base: Option<(String, String)>,
+        first_cand: Option<(String, String, String)>,
+    }
+    let mut of: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut titles: Vec<(String, Acc)> = vec![];
+    for v in &plan.variants {
+        for repeat in 1..=plan.repeats {
+            for cell in &plan.cells {
+                let slot = Slot {
+                    cell: cell.id.clone(),
+                    variant: v.name.clone(),
+                    repeat,
+                };
+                let Some(r) = runs.get(&slot.id()) else {
+                    continue;
+                };
+                if r.classification.outcome == Outcome::InfraFailure {
+                    continue;
+                }
+                *of.entry(v.name.as_str()).or_default() += 1;
+                for sp in &r.splats {
+                    let i = match titles.iter().position(|(t, _)| *t == sp.title) {
+                        Some(i) => i,
+                        None => {
+                            titles.push((
+                                sp.title.clone(),
+                                Acc {
+                                    kind: sp.kind,
+                                    runs: BTreeMap::new(),
+                                    first_base: None,
+                                    first_cand: None,
+                                },
+                            ));
+                            titles.len() - 1
+                        }
+                    };
+                    let acc = &mut titles[i].1;
+                    *acc.runs.entry(v.name.clone()).or_default() += 1;
+                    if v.name == baseline {
+                        acc.first_base
+                            .get_or_insert_with(|| (r.id.clone(), sp.excerpt.clone()));
+                    } else {
+                        acc.first_cand.get_or_insert_with(|| {
+                            (r.id.clone(), v.name.clone(), sp.excerpt.clone())
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let mut out: Vec<SplatFinding> = titles
+        .into_iter()
+        .map(|(title, acc)| {
+            let status = match (&acc.first_base, &acc.first_cand) {
+                (None, _) => SplatStatus::New,
+                (Some(_), Some(_)) => SplatStatus::PreExisting,
+                (Some(_), None) => SplatStatus::BaselineOnly,
+            };
+            let (first_run, first_variant, excerpt) = match (status, acc.first_cand, acc.first_base)
+            {
+                (SplatStatus::New, Some(c), _) => c,
+                (_, _, Some((run, ex))) => (run, baseline.to_string(), ex),
+                (_, Some(c), None) => c,
+                (_, None, None) => unreachable!("a title comes from some run"),
+            };
+            let hits = plan
+                .variants
+                .iter()
+                .map(|v| SplatHits {
+                    variant: v.name.clone(),
+                    runs: acc.runs.get(&v.name).copied().unwrap_or(0),
+                    of: of.get(v.name.as_str()).copied().unwrap_or(0),
+                })
+                .collect();
+            SplatFinding {
+                title,
+                kind: acc.kind,
+                status,
+                hits,
+                first_run,
+                first_variant,
+                excerpt,
+            }
+        })
+        .collect();
+    // Stable: new first, then pre-existing, then baseline-only.
+    out.sort_by_key(|f| f.status);
+    out
 }
 
 /// How a cell is named in reasons: its label, else its id.
@@ -280,9 +382,18 @@ pub fn cell_name(c: &CellComparison) -> &str {
 /// The verdict: kernels that did not build and runs that did not complete
 /// fail it, as do failed expectations; inconclusive expectations and
 /// missing runs make it inconclusive; otherwise it passes.
-fn verdict(cells: &[CellComparison], variants: &[VariantRuns]) -> Verdict {
+fn verdict(cells: &[CellComparison], variants: &[VariantRuns], splats: &[SplatFinding]) -> Verdict {
     let mut fails = vec![];
     let mut unsure = vec![];
+    // A splat the candidate brings is a regression whatever the numbers say.
+    for f in splats.iter().filter(|f| f.status == SplatStatus::New) {
+        for h in f.hits.iter().skip(1).filter(|h| h.runs > 0) {
+            fails.push(format!(
+                "{}: {} in {} of {} runs (not on {})",
+                h.variant, f.title, h.runs, h.of, f.hits[0].variant
+            ));
+        }
+    }
     for v in variants {
         if let Some(e) = &v.build_error {
             fails.push(format!("{}: did not build: {e}", v.variant));

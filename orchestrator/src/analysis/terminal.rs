@@ -119,6 +119,29 @@ pub fn render_table(c: &Comparison) -> String {
     format!("{table}\n")
 }
 
+/// The splats: title, status, runs per kernel, the first occurrence.
+pub fn render_splats(c: &Comparison) -> String {
+    let mut out = String::new();
+    for f in &c.splats {
+        out.push_str(&format!(
+            "splat {}: {} ({})\n  first occurrence: run {} ({})\n",
+            if f.status == super::model::SplatStatus::New {
+                "NEW".to_string()
+            } else {
+                f.status.name().to_string()
+            },
+            f.title,
+            f.hits_text(),
+            f.first_run,
+            f.first_variant
+        ));
+        for l in f.excerpt.lines() {
+            out.push_str(&format!("    {l}\n"));
+        }
+    }
+    out
+}
+
 /// The whole report.
 pub fn render(c: &Comparison) -> String {
     let o = &c.options;
@@ -150,6 +173,7 @@ pub fn render(c: &Comparison) -> String {
             out.push_str(&format!("  infra: {}: {}\n", p.run, p.reason));
         }
     }
+    out.push_str(&render_splats(c));
     if c.candidates.is_empty() {
         out.push_str("one kernel only: nothing to compare\n");
     } else {

@@ -43,6 +43,8 @@ pub struct View {
     pub runs: Vec<String>,
     pub expectations: Vec<ExpectationView>,
     pub tables: Vec<TableView>,
+    /// Kernel splats: new ones first, then pre-existing ones.
+    pub splats: Vec<SplatView>,
     pub reproduce: Vec<ReproduceView>,
     pub results_url: Option<String>,
     /// Rows and expectations left out to fit a size limit.
@@ -111,6 +113,22 @@ pub struct RowView {
     pub change_short: String,
     pub candidate_mean: String,
     pub candidate_sd: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SplatView {
+    pub title: String,
+    pub kind: String,
+    /// `new`, `pre-existing`, `baseline only`.
+    pub status: String,
+    pub new: bool,
+    /// `base: 0 of 5 runs, patched: 3 of 5 runs`.
+    pub hits: String,
+    /// Per kernel, in plan order: the run count and the total.
+    pub counts: Vec<(String, usize, usize)>,
+    pub first_run: String,
+    pub first_variant: String,
+    pub excerpt: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -409,6 +427,26 @@ pub fn build(input: &ReportInput) -> View {
         .map(crate::analysis::terminal::runs_line)
         .collect();
 
+    let splats = c
+        .splats
+        .iter()
+        .map(|f| SplatView {
+            title: f.title.clone(),
+            kind: f.kind.name().into(),
+            status: f.status.name().into(),
+            new: f.status == crate::analysis::model::SplatStatus::New,
+            hits: f.hits_text(),
+            counts: f
+                .hits
+                .iter()
+                .map(|h| (h.variant.clone(), h.runs, h.of))
+                .collect(),
+            first_run: f.first_run.clone(),
+            first_variant: f.first_variant.clone(),
+            excerpt: f.excerpt.lines().map(str::to_string).collect(),
+        })
+        .collect();
+
     let o = &c.options;
     View {
         title: c.description.clone().unwrap_or_else(|| c.source.clone()),
@@ -449,6 +487,7 @@ pub fn build(input: &ReportInput) -> View {
         runs,
         expectations,
         tables,
+        splats,
         reproduce,
         results_url: input.results_url.clone(),
         rows_cut: 0,
