@@ -201,9 +201,10 @@ fn html_is_self_contained() {
     for external in ["<script", "<link", "src=\"http", "@import", "url("] {
         assert!(!html.contains(external), "{external}");
     }
-    // One strip plot per metric (16 in scenario A) and the nr_isolated
+    // One strip plot per metric (16 in scenario A, and 9 per-touch ones)
+    // and the nr_isolated
     // chart with all 6 runs.
-    assert_eq!(html.matches("<svg").count(), 16 + 1);
+    assert_eq!(html.matches("<svg").count(), 16 + 9 + 1);
     assert_eq!(html.matches("<polyline").count(), 6);
 }
 

@@ -40,6 +40,12 @@ pub struct Metric {
     pub noise_floor: Option<f64>,
     /// The scenario whose runs carry it.
     pub scenario: Scenario,
+    /// A counter divided by the work done (per 1,000 touches in scenario
+    /// A, per 1,000 reads in scenario B): the raw metric it normalises,
+    /// when the catalog has it. A raw counter scales with the work, so a
+    /// kernel that does more work swaps more; its twin says whether it
+    /// swaps more per unit of work.
+    pub per_work_of: Option<&'static str>,
     /// Its value in one run; None when the run does not have it (no
     /// metrics, or nothing to divide by).
     pub extract: fn(&RunResult) -> Option<f64>,
@@ -56,7 +62,42 @@ fn b(r: &RunResult) -> Option<&crate::metrics::noio::NoioMetrics> {
     r.noio_metrics.as_ref().filter(|m| m.reproduced())
 }
 
-/// The registry. Order is the display order.
+/// `count` per 1,000 units of `work`; None without work.
+fn per_k(count: u64, work: u64) -> Option<f64> {
+    (work > 0).then(|| count as f64 * 1000.0 / work as f64)
+}
+
+/// What the per-work metrics of a scenario are divided by.
+pub fn is_per_work(name: &str) -> bool {
+    metric(name).is_some_and(|m| m.per_work_of.is_some() || m.name.contains("_per_k"))
+}
+
+pub fn work_unit(scenario: Scenario) -> Option<&'static str> {
+    match scenario {
+        Scenario::MglruIsolation => Some("per 1,000 touches (the workload's page writes)"),
+        Scenario::NoioVerity => Some("per 1,000 reads (the reader's block reads)"),
+        Scenario::Probe => None,
+    }
+}
+
+macro_rules! per_work {
+    ($name:literal, $of:expr, $what:literal, $unit:literal, $better:expr, $scenario:expr, $extract:expr) => {
+        Metric {
+            name: $name,
+            description: $what,
+            unit: $unit,
+            better: $better,
+            timing: false,
+            noise_floor: None,
+            scenario: $scenario,
+            per_work_of: $of,
+            extract: $extract,
+        }
+    };
+}
+
+/// The registry. Order is the display order (reports put the per-work
+/// counters, at the end here, first).
 pub static CATALOG: &[Metric] = &[
     Metric {
         name: "throttle_isolated",
@@ -66,6 +107,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.throttle_count(THROTTLE_ISOLATED) as f64),
     },
     Metric {
@@ -76,6 +118,7 @@ pub static CATALOG: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| {
             a(r).map(|m| {
                 m.throttle
@@ -92,6 +135,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.nr_isolated_peak as f64),
     },
     Metric {
@@ -102,6 +146,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.oom_kills as f64),
     },
     Metric {
@@ -112,6 +157,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.memcg_oom_events as f64),
     },
     Metric {
@@ -122,6 +168,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.memcg_max_events as f64),
     },
     Metric {
@@ -132,6 +179,7 @@ pub static CATALOG: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.touches as f64),
     },
     Metric {
@@ -142,6 +190,7 @@ pub static CATALOG: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| {
             a(r).filter(|m| m.workload_ms > 0)
                 .map(|m| m.touches_per_second())
@@ -155,6 +204,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).and_then(|m| m.scan_efficiency),
     },
     Metric {
@@ -165,6 +215,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.pswpin as f64),
     },
     Metric {
@@ -175,6 +226,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.pswpout as f64),
     },
     Metric {
@@ -185,6 +237,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.pgmajfault as f64),
     },
     Metric {
@@ -195,6 +248,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.workingset_refault_anon as f64),
     },
     Metric {
@@ -205,6 +259,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.workingset_refault_file as f64),
     },
     Metric {
@@ -216,6 +271,7 @@ pub static CATALOG: &[Metric] = &[
         // Stall time swings more than counters between identical runs.
         noise_floor: Some(0.10),
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.psi_some_us as f64),
     },
     Metric {
@@ -226,6 +282,7 @@ pub static CATALOG: &[Metric] = &[
         timing: true,
         noise_floor: Some(0.10),
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.psi_full_us as f64),
     },
     Metric {
@@ -236,6 +293,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.calls as f64),
     },
     Metric {
@@ -246,6 +304,7 @@ pub static CATALOG: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.latency_p50_us as f64 / 1000.0),
     },
     Metric {
@@ -256,6 +315,7 @@ pub static CATALOG: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.latency_p99_us as f64 / 1000.0),
     },
     Metric {
@@ -266,6 +326,7 @@ pub static CATALOG: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.latency_max_us as f64 / 1000.0),
     },
     Metric {
@@ -276,6 +337,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.anon_scanned as f64),
     },
     Metric {
@@ -287,6 +349,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.anon_scanned_prio0 as f64),
     },
     Metric {
@@ -297,6 +360,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.other.calls as f64),
     },
     Metric {
@@ -307,6 +371,7 @@ pub static CATALOG: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.other.latency_p99_us as f64 / 1000.0),
     },
     Metric {
@@ -317,6 +382,7 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.allocstall as f64),
     },
     Metric {
@@ -327,8 +393,153 @@ pub static CATALOG: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).and_then(|m| m.noio.zero_reclaimed_share()),
     },
+    per_work!(
+        "pswpin_per_ktouch",
+        Some("pswpin"),
+        "pages swapped in per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pswpin, m.touches))
+    ),
+    per_work!(
+        "pswpout_per_ktouch",
+        Some("pswpout"),
+        "pages swapped out per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pswpout, m.touches))
+    ),
+    per_work!(
+        "pgmajfault_per_ktouch",
+        Some("pgmajfault"),
+        "major faults per 1,000 touches",
+        "faults/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pgmajfault, m.touches))
+    ),
+    per_work!(
+        "refaults_anon_per_ktouch",
+        Some("refaults_anon"),
+        "workingset_refault_anon per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.workingset_refault_anon, m.touches))
+    ),
+    per_work!(
+        "refaults_file_per_ktouch",
+        Some("refaults_file"),
+        "workingset_refault_file per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.workingset_refault_file, m.touches))
+    ),
+    per_work!(
+        "pgscan_per_ktouch",
+        None,
+        "pages scanned (anon + file) per 1,000 touches",
+        "pages/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pgscan, m.touches))
+    ),
+    per_work!(
+        "pgsteal_per_ktouch",
+        None,
+        "pages reclaimed (anon + file) per 1,000 touches",
+        "pages/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pgsteal, m.touches))
+    ),
+    per_work!(
+        "memcg_max_events_per_ktouch",
+        Some("memcg_max_events"),
+        "memory.events max per 1,000 touches",
+        "events/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.memcg_max_events, m.touches))
+    ),
+    per_work!(
+        "throttle_isolated_per_ktouch",
+        Some("throttle_isolated"),
+        "VMSCAN_THROTTLE_ISOLATED events per 1,000 touches",
+        "events/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.throttle_count(THROTTLE_ISOLATED), m.touches))
+    ),
+    per_work!(
+        "noio_calls_per_kread",
+        Some("noio_calls"),
+        "GFP_NOIO direct-reclaim calls per 1,000 reads",
+        "calls/1k reads",
+        Better::Neither,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.noio.calls, m.reads))
+    ),
+    per_work!(
+        "noio_anon_scanned_per_kread",
+        Some("noio_anon_scanned"),
+        "anon folios scanned by GFP_NOIO direct reclaim per 1,000 reads",
+        "folios/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.noio.anon_scanned, m.reads))
+    ),
+    per_work!(
+        "allocstall_per_kread",
+        Some("allocstall"),
+        "allocation stalls per 1,000 reads",
+        "events/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.allocstall, m.reads))
+    ),
+    per_work!(
+        "pgscan_direct_per_kread",
+        None,
+        "pages scanned by direct reclaim per 1,000 reads",
+        "pages/1k reads",
+        Better::Neither,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pgscan_direct, m.reads))
+    ),
+    per_work!(
+        "pgsteal_direct_per_kread",
+        None,
+        "pages reclaimed by direct reclaim per 1,000 reads",
+        "pages/1k reads",
+        Better::Neither,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pgsteal_direct, m.reads))
+    ),
+    per_work!(
+        "pswpin_per_kread",
+        None,
+        "pages swapped in per 1,000 reads",
+        "pages/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pswpin, m.reads))
+    ),
+    per_work!(
+        "pswpout_per_kread",
+        None,
+        "pages swapped out per 1,000 reads",
+        "pages/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pswpout, m.reads))
+    ),
 ];
 
 /// The metric called `name`.

@@ -106,6 +106,21 @@ pub fn metric_comparison(
     }
 }
 
+/// A raw counter that regressed while its per-work twin did not change
+/// significantly scaled with the work done: not a regression.
+pub fn judge_per_work(metrics: &mut [MetricComparison]) {
+    let steady: Vec<&'static str> = metrics
+        .iter()
+        .filter(|m| !m.significant && m.assessment != Assessment::TooFewRuns)
+        .filter_map(|m| catalog::metric(&m.metric).and_then(|c| c.per_work_of))
+        .collect();
+    for m in metrics.iter_mut() {
+        if m.assessment == Assessment::Regression && steady.contains(&m.metric.as_str()) {
+            m.assessment = Assessment::ScalesWithWork;
+        }
+    }
+}
+
 /// The completed runs of one cell and variant, in repeat order.
 fn completed<'a>(
     plan: &Plan,
@@ -213,7 +228,7 @@ pub fn compare(
                 .iter()
                 .chain(&cand_runs)
                 .any(|r| r.accel == Accel::Tcg);
-            let metrics: Vec<MetricComparison> = catalog::of_scenario(cell.job.scenario)
+            let mut metrics: Vec<MetricComparison> = catalog::of_scenario(cell.job.scenario)
                 .filter_map(|metric| {
                     let (b, c) = (values(&base_runs, metric), values(&cand_runs, metric));
                     // A metric no run has (e.g. no scan at all) is left out.
@@ -221,6 +236,7 @@ pub fn compare(
                         .then(|| metric_comparison(metric, b, c, tcg, opts))
                 })
                 .collect();
+            judge_per_work(&mut metrics);
             let expectations = expect
                 .iter()
                 .filter(|(name, _)| {
@@ -544,6 +560,31 @@ mod tests {
             v["cells"][0]["candidates"][0]["metrics"][0]["change"]["kind"],
             "from_zero"
         );
+    }
+
+    #[test]
+    fn raw_counters_that_scale_with_the_work_are_no_regression() {
+        // The patched kernel touches 30% more pages. It swaps out the same
+        // per touch (so 30% more in all), but swaps in 60% more per touch.
+        let (m, mut runs, _) = synthetic(20);
+        for r in runs.values_mut() {
+            let patched = r.id.contains("-patched-");
+            let repeat: u64 = r.id.rsplit("-r").next().unwrap().parse().unwrap();
+            let x = r.metrics.as_mut().unwrap();
+            x.touches = if patched { 52_000 } else { 40_000 } + repeat * 10;
+            x.pswpout = x.touches * 3 / 4 + repeat;
+            x.pswpin = x.touches * if patched { 8 } else { 5 } / 10 + repeat;
+        }
+        let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
+        let cand = &c.cells[0].candidates[0];
+        let get = |name: &str| cand.metrics.iter().find(|x| x.metric == name).unwrap();
+        assert_eq!(get("pswpout_per_ktouch").assessment, Assessment::NoChange);
+        assert_eq!(get("pswpout").assessment, Assessment::ScalesWithWork);
+        assert_eq!(get("pswpout").assessment.name(), "more work, same per unit");
+        assert_eq!(get("pswpin_per_ktouch").assessment, Assessment::Regression);
+        assert_eq!(get("pswpin").assessment, Assessment::Regression);
+        let per = get("pswpout_per_ktouch").base.as_ref().unwrap().mean;
+        assert!((per - 750.0).abs() < 1.0, "{per}");
     }
 
     #[test]

@@ -96,6 +96,13 @@ pub struct Comparison {
     pub series: Vec<RunSeries>,
 }
 
+impl CellComparison {
+    /// The cell's scenario, parsed back from its name.
+    pub fn job_scenario(&self) -> Option<mmci_record::Scenario> {
+        serde_json::from_value(serde_json::Value::String(self.scenario.clone())).ok()
+    }
+}
+
 /// One cell of the matrix: every candidate against the baseline.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CellComparison {
@@ -129,6 +136,10 @@ pub enum Assessment {
     NoChange,
     /// Too few runs for the test to reach alpha.
     TooFewRuns,
+    /// Significant in the worse direction, but a counter that scales with
+    /// the work done whose per-work twin shows no significant change: the
+    /// kernel did more work, not worse work.
+    ScalesWithWork,
 }
 
 impl Assessment {
@@ -139,6 +150,7 @@ impl Assessment {
             Assessment::Changed => "changed",
             Assessment::NoChange => "no change",
             Assessment::TooFewRuns => "too few runs",
+            Assessment::ScalesWithWork => "more work, same per unit",
         }
     }
 }

@@ -75,7 +75,7 @@ pub fn render_table(c: &Comparison) -> String {
                     format!("{} {}", e.status.name(), catalog::kind_name(e.kind))
                 });
                 rows.push((
-                    rank(m, e),
+                    (rank(m, e), !catalog::is_per_work(&m.metric)),
                     vec![
                         cell_name(cell).to_string(),
                         cand.variant.clone(),
@@ -178,6 +178,17 @@ pub fn render(c: &Comparison) -> String {
         out.push_str("one kernel only: nothing to compare\n");
     } else {
         out.push_str(&render_table(c));
+        let mut units: Vec<&str> = c
+            .cells
+            .iter()
+            .filter_map(|cell| cell.job_scenario().and_then(catalog::work_unit))
+            .collect();
+        units.dedup();
+        for u in units {
+            out.push_str(&format!(
+                "rows *_per_k* are divided by the work done: {u}\n"
+            ));
+        }
     }
     let v = &c.verdict;
     out.push_str(&format!(
@@ -202,13 +213,14 @@ mod tests {
     #[test]
     fn regressions_and_failures_come_first() {
         let (m, mut runs, _) = synthetic(10);
-        // Make the patched kernel swap in 30% more: a regression (lower is better).
+        // Make the patched kernel swap in twice as much, more per touch too:
+        // a regression (lower is better).
         for r in runs
             .values_mut()
             .filter(|r| r.id.ends_with(|c: char| c.is_ascii_digit()) && r.id.contains("-patched-"))
         {
             if let Some(x) = r.metrics.as_mut() {
-                x.pswpin = x.pswpin * 13 / 10;
+                x.pswpin *= 2;
             }
         }
         let mut expect = m.plan.expect.clone();
@@ -223,8 +235,13 @@ mod tests {
             rows[0].contains("| oom_kills ") && rows[0].contains("FAIL nonzero"),
             "{text}"
         );
+        // The per-work twin first, then the raw counter.
         assert!(
-            rows[1].contains("| pswpin ") && rows[1].contains("REGRESSION"),
+            rows[1].contains("| pswpin_per_ktouch ") && rows[1].contains("REGRESSION"),
+            "{text}"
+        );
+        assert!(
+            rows[2].contains("| pswpin ") && rows[2].contains("REGRESSION"),
             "{text}"
         );
         assert!(

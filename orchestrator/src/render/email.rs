@@ -328,11 +328,22 @@ pub fn render(input: &ReportInput) -> String {
             // already point at what needs attention.
             let mut ordered = rows;
             ordered.sort_by_key(|r| {
-                cand.metrics
-                    .iter()
-                    .position(|m| m.metric == r.metric)
-                    .unwrap_or(usize::MAX)
+                (
+                    !crate::analysis::catalog::is_per_work(&r.metric),
+                    cand.metrics
+                        .iter()
+                        .position(|m| m.metric == r.metric)
+                        .unwrap_or(usize::MAX),
+                )
             });
+            if let Some(unit) = cell
+                .job_scenario()
+                .and_then(crate::analysis::catalog::work_unit)
+            {
+                if ordered.iter().any(|r| r.metric.contains("_per_k")) {
+                    lines.push(format!("(*_per_k*: {unit})"));
+                }
+            }
             lines.extend(ordered.iter().flat_map(line));
             tables.push(EmailTable {
                 heading: format!(

@@ -90,6 +90,8 @@ pub struct TableView {
     /// Whether the table needs a cell / a kernel column.
     pub multi_cell: bool,
     pub multi_kernel: bool,
+    /// What the `*_per_k*` rows are divided by.
+    pub per_work: Option<String>,
     pub rows: Vec<RowView>,
 }
 
@@ -293,15 +295,19 @@ pub fn build(input: &ReportInput) -> View {
     let multi_kernel = c.candidates.len() > 1;
 
     // Per scenario: the rows with their rank, sorted once all are in.
-    let mut ranked: Vec<(String, Vec<(u8, RowView)>)> = vec![];
+    let mut ranked: Vec<(String, Option<String>, Vec<((u8, bool), RowView)>)> = vec![];
     let mut expectations = vec![];
     for cell in &c.cells {
         let name = cell_name(cell).to_string();
         let scenario = scenario_name(&cell.scenario);
-        let ti = match ranked.iter().position(|(s, _)| *s == scenario) {
+        let ti = match ranked.iter().position(|(s, _, _)| *s == scenario) {
             Some(i) => i,
             None => {
-                ranked.push((scenario, vec![]));
+                let unit = cell
+                    .job_scenario()
+                    .and_then(catalog::work_unit)
+                    .map(|u| format!("Rows *_per_k* come before the raw counters and are divided by the work done: {u}."));
+                ranked.push((scenario, unit, vec![]));
                 ranked.len() - 1
             }
         };
@@ -320,7 +326,9 @@ pub fn build(input: &ReportInput) -> View {
                 let attention = matches!(e.map(|e| e.status), Some(Status::Fail))
                     || (m.assessment == Assessment::Regression && !m.functional_only);
                 let r = row(&name, &cand.variant, m, verdict, attention);
-                ranked[ti].1.push((rank(m, e), r));
+                ranked[ti]
+                    .2
+                    .push(((rank(m, e), !catalog::is_per_work(&m.metric)), r));
             }
             for e in &cand.expectations {
                 expectations.push(ExpectationView {
@@ -342,12 +350,13 @@ pub fn build(input: &ReportInput) -> View {
     });
     let tables = ranked
         .into_iter()
-        .map(|(scenario, mut rows)| {
+        .map(|(scenario, per_work, mut rows)| {
             rows.sort_by_key(|(r, _)| *r);
             TableView {
                 scenario,
                 multi_cell,
                 multi_kernel,
+                per_work,
                 rows: rows.into_iter().map(|(_, r)| r).collect(),
             }
         })
