@@ -211,6 +211,10 @@ enum Command {
         /// Also write the whole comparison as JSON (format 1) to this file.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Every column of the comparison table, however wide (by default
+        /// it is fitted to the terminal, or to 100 columns in a log).
+        #[arg(long)]
+        wide: bool,
     },
     /// Render the comparison of a results dir as GitHub markdown, a
     /// plain-text email for the patch thread, a self-contained HTML page or
@@ -904,7 +908,13 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 ) {
                     Ok(c) => {
                         println!();
-                        print!("{}", analysis::terminal::render(&c));
+                        print!(
+                            "{}",
+                            analysis::terminal::render_fitted(
+                                &c,
+                                Some(analysis::terminal::terminal_width())
+                            )
+                        );
                         println!(
                             "(mmci analyse / mmci report {} for other options and formats)",
                             opts.results.display()
@@ -954,12 +964,14 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             dir,
             analysis: args,
             json,
+            wide,
         } => {
             let c = args.analyse(&dir)?;
             if let Some(path) = &json {
                 analysis::write_json(path, &c)?;
             }
-            print!("{}", analysis::terminal::render(&c));
+            let width = (!wide).then(analysis::terminal::terminal_width);
+            print!("{}", analysis::terminal::render_fitted(&c, width));
             if let Some(path) = &json {
                 println!("json: {}", path.display());
             }
