@@ -112,9 +112,16 @@ async fn warn_and_panic_series_fail_with_their_traces_in_every_format() {
         })
         .unwrap_or_else(|| panic!("{:#?}", c.splats));
     assert_eq!(panic.first_variant, "panic");
+    // The guest kernels have no frame-pointer or ORC unwinder: every frame
+    // is a `? ` one, shrink_folio_list's among them.
     for s in [warn, panic] {
         assert!(s.excerpt.contains("Call Trace:"), "{}", s.excerpt);
         assert!(s.excerpt.contains(" shrink_folio_list+0x"), "{}", s.excerpt);
+        assert!(
+            s.excerpt.contains("do_try_to_free_pages+0x"),
+            "{}",
+            s.excerpt
+        );
     }
     assert!(warn.excerpt.contains("WARNING: CPU: "), "{}", warn.excerpt);
     assert!(
@@ -126,7 +133,7 @@ async fn warn_and_panic_series_fail_with_their_traces_in_every_format() {
     let trace_line = warn
         .excerpt
         .lines()
-        .find(|l| l.starts_with(" shrink_folio_list+0x"))
+        .find(|l| l.starts_with("WARNING: CPU: "))
         .unwrap()
         .to_string();
     let panic_line = panic.excerpt.lines().next().unwrap().to_string();

@@ -73,10 +73,14 @@ pub fn result_text(m: &MetricComparison) -> String {
 ///  5. the kernel column with one candidate, the cell column with one cell
 ///     (both are named above the table);
 ///  6. result: `(TCG: functional only)` becomes `*`, explained below.
+///
 /// Past that, comfy-table wraps the cells that are still too wide.
 pub const FIT_LEVELS: u8 = 6;
 
-fn rows_at(c: &Comparison, level: u8) -> (Vec<String>, Vec<((u8, bool), Vec<String>)>) {
+/// Table rows with their sort key (rank, raw counter rather than per-work).
+type Rows = Vec<((u8, bool), Vec<String>)>;
+
+fn rows_at(c: &Comparison, level: u8) -> (Vec<String>, Rows) {
     let one_cand = c.candidates.len() <= 1;
     let one_cell = c.cells.len() <= 1;
     let drop_kernel = level >= 5 && one_cand;

@@ -295,7 +295,10 @@ pub fn build(input: &ReportInput) -> View {
     let multi_kernel = c.candidates.len() > 1;
 
     // Per scenario: the rows with their rank, sorted once all are in.
-    let mut ranked: Vec<(String, Option<String>, Vec<((u8, bool), RowView)>)> = vec![];
+    // Per scenario: its name, what its per-work rows are divided by, and
+    // the rows with their sort key.
+    type Ranked = Vec<((u8, bool), RowView)>;
+    let mut ranked: Vec<(String, Option<String>, Ranked)> = vec![];
     let mut expectations = vec![];
     for cell in &c.cells {
         let name = cell_name(cell).to_string();
