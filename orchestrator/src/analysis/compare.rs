@@ -114,9 +114,17 @@ pub fn judge_per_work(metrics: &mut [MetricComparison]) {
         .filter(|m| !m.significant && m.assessment != Assessment::TooFewRuns)
         .filter_map(|m| catalog::metric(&m.metric).and_then(|c| c.per_work_of))
         .collect();
+    // A twin with values on one side only: the other side did no work.
+    let one_sided: Vec<&'static str> = metrics
+        .iter()
+        .filter(|m| m.base_values.is_empty() != m.candidate_values.is_empty())
+        .filter_map(|m| catalog::metric(&m.metric).and_then(|c| c.per_work_of))
+        .collect();
     for m in metrics.iter_mut() {
         if m.assessment == Assessment::Regression && steady.contains(&m.metric.as_str()) {
             m.assessment = Assessment::ScalesWithWork;
+        } else if m.assessment == Assessment::Regression && one_sided.contains(&m.metric.as_str()) {
+            m.assessment = Assessment::NoWorkOnOneSide;
         }
     }
 }
@@ -585,6 +593,17 @@ mod tests {
         assert_eq!(get("pswpin").assessment, Assessment::Regression);
         let per = get("pswpout_per_ktouch").base.as_ref().unwrap().mean;
         assert!((per - 750.0).abs() < 1.0, "{per}");
+
+        // A baseline that did no work at all: per touch there is nothing
+        // to compare, and neither are the raw counts.
+        for r in runs.values_mut().filter(|r| r.id.contains("-base-")) {
+            r.metrics.as_mut().unwrap().touches = 0;
+        }
+        let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
+        let cand = &c.cells[0].candidates[0];
+        let get = |name: &str| cand.metrics.iter().find(|x| x.metric == name).unwrap();
+        assert!(get("pswpin_per_ktouch").base_values.is_empty());
+        assert_eq!(get("pswpin").assessment, Assessment::NoWorkOnOneSide);
     }
 
     #[test]

@@ -140,6 +140,10 @@ pub enum Assessment {
     /// the work done whose per-work twin shows no significant change: the
     /// kernel did more work, not worse work.
     ScalesWithWork,
+    /// Significant in the worse direction, but a counter that scales with
+    /// the work done, and one side did no work at all (its per-work twin
+    /// has no value): the raw counts cannot be compared.
+    NoWorkOnOneSide,
 }
 
 impl Assessment {
@@ -151,6 +155,7 @@ impl Assessment {
             Assessment::NoChange => "no change",
             Assessment::TooFewRuns => "too few runs",
             Assessment::ScalesWithWork => "more work, same per unit",
+            Assessment::NoWorkOnOneSide => "not comparable: one side did no work",
         }
     }
 }
