@@ -100,3 +100,36 @@ fn bad_options_and_dirs_are_usage_errors() {
         assert!(text(&o).contains(msg), "{}", text(&o));
     }
 }
+
+#[test]
+fn the_table_fits_columns_unless_wide() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("results");
+    results_dir(&dir);
+    let d = dir.to_str().unwrap();
+    let run = |args: &[&str], columns: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+            .arg("analyse")
+            .args(args)
+            .env("COLUMNS", columns)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let table = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with('+') || l.starts_with('|'))
+            .map(str::to_string)
+            .collect()
+    };
+    let fitted = run(&[d], "100");
+    assert!(!table(&fitted).is_empty(), "{fitted}");
+    for l in table(&fitted) {
+        assert!(l.chars().count() <= 100, "{l}");
+    }
+    assert!(fitted.contains("--wide for every column"), "{fitted}");
+    let wide = run(&[d, "--wide"], "100");
+    assert!(wide.contains("p MWU / Welch"), "{wide}");
+    assert!(table(&wide).iter().any(|l| l.chars().count() > 100));
+    assert!(!wide.contains("--wide for every column"));
+}
