@@ -20,6 +20,30 @@ type Case = (
 );
 
 const CASES: &[Case] = &[
+    // mmci's own guests (whole consoles, CRLF and all): the bundled tree
+    // under scenario A, memcg OOM kills with their call traces and no splat;
+    // the WARN and the panic test series (kernels/series/test-*).
+    (fixture!("mmci_base_oom.txt"), &[]),
+    (
+        fixture!("mmci_warn_shrink_folio_list.txt"),
+        &[(
+            Warning,
+            "WARNING in shrink_folio_list",
+            1,
+            "------------[ cut here ]------------",
+            "---[ end trace 0000000000000000 ]---",
+        )],
+    ),
+    (
+        fixture!("mmci_panic_shrink_folio_list.txt"),
+        &[(
+            Panic,
+            "kernel panic: mm/vmscan: 301 reclaim batches",
+            1,
+            "Kernel panic - not syncing: mm/vmscan: 301 reclaim batches",
+            " </TASK>",
+        )],
+    ),
     (
         fixture!("list_add_bug.txt"),
         &[(
