@@ -208,7 +208,7 @@ enum Command {
         dir: PathBuf,
         #[command(flatten)]
         analysis: AnalysisArgs,
-        /// Also write the whole comparison as JSON (format 1) to this file.
+        /// Also write the whole comparison as JSON (format 2) to this file.
         #[arg(long)]
         json: Option<PathBuf>,
         /// Every column of the comparison table, however wide (by default

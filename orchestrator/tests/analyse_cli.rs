@@ -53,7 +53,7 @@ fn verdicts_are_exit_codes_and_json() {
         "{out}"
     );
     let c: Comparison = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!((c.format, c.verdict.status), (1, Status::Pass));
+    assert_eq!((c.format, c.verdict.status), (2, Status::Pass));
 
     let o = analyse(&[d, "--expect", "throttle_isolated=zero"]);
     assert_eq!(o.status.code(), Some(exit::RUN_FAILED), "{}", text(&o));

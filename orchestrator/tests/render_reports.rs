@@ -331,7 +331,7 @@ fn report_command_writes_files_and_the_job_summary() {
         "{md}"
     );
     assert!(md.contains("## mmci: PASS"));
-    // JSON to standard output: the comparison, format 1.
+    // JSON to standard output: the comparison, format 2.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
         .arg("report")
         .arg(fixture("smoke-matrix"))

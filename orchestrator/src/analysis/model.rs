@@ -15,7 +15,8 @@ use crate::outcome::Outcome;
 
 /// Version of the comparison's JSON layout. Bump on any change a reader of
 /// the previous version would misread.
-pub const COMPARISON_FORMAT: u32 = 1;
+/// 2: splats, per-work metrics and their assessments.
+pub const COMPARISON_FORMAT: u32 = 2;
 
 /// Which test decides significance. Both are always computed and shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
