@@ -5,21 +5,21 @@
 //!
 //! The same binary is the workload: `guest-init workload ...` (see workload.rs).
 
+mod blockdev;
 mod cgroup;
 mod direct_io;
 mod dm;
 mod mounts;
-mod noio;
 mod port;
 mod procfs;
 mod reclaim_trace;
 mod sampler;
 mod scenario;
+mod step;
 mod swap;
 mod sys;
 mod trace;
 mod verity;
-mod verity_dev;
 mod workload;
 
 use std::path::Path;

@@ -3,11 +3,11 @@
 
 use std::path::Path;
 
-use crate::accel;
 use crate::arch::Arch;
-use crate::guest_bin;
-use crate::kernel::on_path;
-use crate::tree::BUNDLED_TARBALL;
+use crate::guest::bin as guest_bin;
+use crate::host::tools::on_path;
+use crate::kernel::tree::BUNDLED_TARBALL;
+use crate::run::accel;
 
 /// One line of the doctor's report.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,44 +1,35 @@
 //! mmci: kernel CI for Linux memory-management patches.
 //!
-//! One module per stage; data flows one way: `tree` (kernel sources in git)
-//! -> `build` (configured, cached kernel builds) -> `image` (initramfs) ->
-//! `vm` (QEMU) -> `run` (one guest run, classified by `outcome`, measured by
-//! `metrics`, stored by `results`) -> `report`; a matrix's results dir
-//! -> `analysis` (base vs candidates, expectations, verdict) -> `post`
-//! (GitHub, email). `app` strings them together
-//! for the command line.
+//! One folder per stage of the pipeline; a module imports only from the
+//! stages before it:
+//!
+//! - `arch`: the guest architectures (shared by every stage).
+//! - `host`: child processes, the work dir, atomic files, tools on PATH.
+//! - `kernel`: source trees, patch series, config fragments, cached builds.
+//! - `guest`: guest-init binaries, the initramfs, QEMU.
+//! - `scenario`: what each scenario measures (one folder per scenario).
+//! - `matrix`: matrix files -> a validated plan, and its scheduling.
+//! - `results`: one run's record (its splats included), a matrix's results dir.
+//! - `run`: one guest run, its classification, the plan's executor.
+//! - `analysis`: base vs candidates, expectations, the verdict.
+//! - `report`: every rendering for people (terminal, markdown, email, HTML).
+//! - `post`: GitHub check runs and comments, email replies.
+//! - `watch`, `doctor`, `bench`: commands built on the stages above.
+//! - `pipeline` and `error`: what the command line calls, and exit codes.
 
-pub mod accel;
 pub mod analysis;
-pub mod app;
 pub mod arch;
 pub mod bench;
-pub mod bench_matrix;
-pub mod build;
-pub mod disks;
 pub mod doctor;
-pub mod guest_bin;
-pub mod image;
-pub mod kconfig;
+pub mod error;
+pub mod guest;
+pub mod host;
 pub mod kernel;
 pub mod matrix;
-pub mod matrix_report;
-pub mod matrix_run;
-pub mod metrics;
-pub mod outcome;
-pub mod paths;
+pub mod pipeline;
 pub mod post;
-pub mod process;
-pub mod progress;
-pub mod render;
 pub mod report;
 pub mod results;
-pub mod results_dir;
 pub mod run;
-pub mod schedule;
-pub mod series;
-pub mod splat;
-pub mod tree;
-pub mod vm;
-pub mod warnings;
+pub mod scenario;
 pub mod watch;

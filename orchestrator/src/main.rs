@@ -7,16 +7,16 @@ use std::time::Duration;
 use tokio::signal::unix::{signal, SignalKind};
 
 use clap::{Parser, Subcommand};
-use mmci::accel::{self, AccelRequest};
 use mmci::analysis;
-use mmci::app::{self, exit, AppError};
 use mmci::arch::Arch;
+use mmci::doctor;
+use mmci::error::{self, exit, AppError};
+use mmci::host::paths::WorkDir;
+use mmci::kernel::series::{fetch, SeriesSource};
 use mmci::kernel::{self, KernelSource};
 use mmci::matrix::{Overrides, Shard, Variant};
-use mmci::matrix_run::MatrixOptions;
-use mmci::paths::WorkDir;
-use mmci::series::{fetch, SeriesSource};
-use mmci::{bench, doctor, report};
+use mmci::run::accel::{self, AccelRequest};
+use mmci::run::executor::MatrixOptions;
 
 #[derive(Parser)]
 #[command(
@@ -44,7 +44,7 @@ struct KernelArgs {
     #[arg(long)]
     kernel: Option<PathBuf>,
     /// Kernel tree tarball to import and build (the offline default).
-    #[arg(long, default_value = mmci::tree::BUNDLED_TARBALL)]
+    #[arg(long, default_value = mmci::kernel::tree::BUNDLED_TARBALL)]
     tarball: PathBuf,
     /// Build a tree from a git URL instead (`mm-stable` = akpm's mm.git), mirrored in the work dir.
     #[arg(long, value_name = "URL|mm-stable")]
@@ -66,13 +66,13 @@ struct KernelArgs {
     #[arg(long, value_name = "MESSAGE-ID", conflicts_with = "github_pr")]
     lore: Option<String>,
     /// public-inbox server for --lore.
-    #[arg(long, default_value = mmci::series::fetch::LORE_URL)]
+    #[arg(long, default_value = mmci::kernel::series::fetch::LORE_URL)]
     lore_url: String,
     /// Patch series from a GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
     #[arg(long, value_name = "OWNER/REPO#N")]
     github_pr: Option<String>,
     /// GitHub API base URL for --github-pr (GitHub Enterprise: https://HOST/api/v3).
-    #[arg(long, default_value = mmci::series::fetch::GITHUB_API)]
+    #[arg(long, default_value = mmci::kernel::series::fetch::GITHUB_API)]
     github_api: String,
 }
 
@@ -123,7 +123,7 @@ impl KernelArgs {
         s.tree = self
             .tree
             .as_deref()
-            .map(|t| mmci::tree::TreeSpec::parse(t, self.git_ref.as_deref()));
+            .map(|t| mmci::kernel::tree::TreeSpec::parse(t, self.git_ref.as_deref()));
         s.fragments = self.config_fragments.clone();
         s.series = self.series()?;
         if let Some(j) = self.jobs {
@@ -223,7 +223,7 @@ enum Command {
         /// A results dir of `mmci run` (or `mmci merge`).
         dir: PathBuf,
         #[arg(long, value_enum, default_value = "markdown")]
-        format: mmci::render::Format,
+        format: mmci::report::Format,
         /// Write the report here instead of standard output.
         #[arg(long)]
         output: Option<PathBuf>,
@@ -234,7 +234,7 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         cover_letter: Option<PathBuf>,
         /// Name and address of the email's Tested-by: trailer (only on a pass).
-        #[arg(long, default_value = mmci::render::DEFAULT_TESTED_BY)]
+        #[arg(long, default_value = mmci::report::DEFAULT_TESTED_BY)]
         tested_by: String,
         /// Also append the markdown report to $GITHUB_STEP_SUMMARY (when it is set).
         #[arg(long)]
@@ -353,7 +353,7 @@ struct WatchArgs {
     #[arg(long)]
     maildir: Option<PathBuf>,
     /// public-inbox server the threads of --atom entries are fetched from.
-    #[arg(long, default_value = mmci::series::fetch::LORE_URL)]
+    #[arg(long, default_value = mmci::kernel::series::fetch::LORE_URL)]
     lore_url: String,
     /// Path prefix a series must touch (repeatable).
     #[arg(long = "path", default_values_t = vec!["mm/".to_string()])]
@@ -524,7 +524,7 @@ enum BenchCommand {
     Build {
         #[arg(long, default_value = "x86_64")]
         arch: Arch,
-        #[arg(long, default_value = mmci::tree::BUNDLED_TARBALL)]
+        #[arg(long, default_value = mmci::kernel::tree::BUNDLED_TARBALL)]
         tarball: PathBuf,
         /// make -j [default: number of CPUs]
         #[arg(long)]
@@ -591,7 +591,7 @@ fn init_logging(verbose: u8) {
 
 /// Prints an error and its causes on one line each, as `error: a: b: c`.
 fn print_error(err: &dyn std::error::Error) {
-    eprintln!("mmci: error: {}", mmci::app::error_chain(err));
+    eprintln!("mmci: error: {}", mmci::host::error_chain(err));
 }
 
 fn utc_stamp() -> String {
@@ -715,7 +715,7 @@ async fn email_post(a: &EmailArgs) -> Result<mmci::post::EmailPost, AppError> {
             }
             let store = tempfile::tempdir()
                 .map_err(|e| AppError::BadOption(format!("cannot create a temporary dir: {e}")))?;
-            mmci::series::load(
+            mmci::kernel::series::load(
                 &SeriesSource::from_path(path),
                 &fetch::Fetcher::default(),
                 store.path(),
@@ -815,22 +815,22 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                         Variant {
                             name: "patched".into(),
                             series: match s {
-                                mmci::series::SeriesSource::Mbox(p)
-                                | mmci::series::SeriesSource::PatchDir(p) => {
+                                mmci::kernel::series::SeriesSource::Mbox(p)
+                                | mmci::kernel::series::SeriesSource::PatchDir(p) => {
                                     Some(p.canonicalize().unwrap_or_else(|_| p.clone()))
                                 }
                                 _ => None,
                             },
                             lore: match s {
-                                mmci::series::SeriesSource::Lore { message_id, .. } => {
+                                mmci::kernel::series::SeriesSource::Lore { message_id, .. } => {
                                     Some(message_id.clone())
                                 }
                                 _ => None,
                             },
                             github_pr: match s {
-                                mmci::series::SeriesSource::GitHub { repo, number, .. } => {
-                                    Some(format!("{repo}#{number}"))
-                                }
+                                mmci::kernel::series::SeriesSource::GitHub {
+                                    repo, number, ..
+                                } => Some(format!("{repo}#{number}")),
                                 _ => None,
                             },
                             from_command_line: true,
@@ -851,19 +851,20 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             let capacity = match (guest_vcpus, guest_memory_mb) {
                 (None, None) => None,
                 (c, m) => {
-                    let host = mmci::results_dir::Host::this();
-                    let d = mmci::schedule::capacity(host.cpus, host.memory_mb, oversubscribe);
-                    Some(mmci::schedule::Capacity {
+                    let host = mmci::results::dir::Host::this();
+                    let d =
+                        mmci::matrix::schedule::capacity(host.cpus, host.memory_mb, oversubscribe);
+                    Some(mmci::matrix::schedule::Capacity {
                         vcpus: c.unwrap_or(d.vcpus),
                         memory_mb: m.unwrap_or(d.memory_mb),
                     })
                 }
             };
             let opts = MatrixOptions {
-                sources: app::variant_sources(
+                sources: mmci::pipeline::variant_sources(
                     &plan,
                     &base,
-                    &app::Endpoints {
+                    &mmci::pipeline::Endpoints {
                         lore_url: kernel.lore_url.clone(),
                         github_api: kernel.github_api.clone(),
                         ..Default::default()
@@ -881,15 +882,18 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 capacity,
                 oversubscribe,
             };
-            let outcome = mmci::matrix_run::run_matrix(&opts).await?;
+            let outcome = mmci::run::executor::run_matrix(&opts).await?;
             // A single run gets its full metrics table.
             if let [(_, Some(run))] = outcome.runs.as_slice() {
-                println!("{}", report::render_run(run));
+                println!("{}", mmci::report::run::render_run(run));
             }
-            print!("{}", mmci::matrix_report::render_kernels(&outcome.manifest));
+            print!(
+                "{}",
+                mmci::report::runs_table::render_kernels(&outcome.manifest)
+            );
             println!(
                 "{}",
-                mmci::matrix_report::render_runs(&outcome.manifest, &outcome.runs)
+                mmci::report::runs_table::render_runs(&outcome.manifest, &outcome.runs)
             );
             println!(
                 "results: {} ({} runs, {} kept from an earlier invocation, {:.0} s)",
@@ -910,9 +914,9 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                         println!();
                         print!(
                             "{}",
-                            analysis::terminal::render_fitted(
+                            mmci::report::comparison::render_fitted(
                                 &c,
-                                Some(analysis::terminal::terminal_width())
+                                Some(mmci::report::comparison::terminal_width())
                             )
                         );
                         println!(
@@ -920,10 +924,10 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                             opts.results.display()
                         );
                     }
-                    Err(e) => eprintln!("mmci: analysis skipped: {}", app::error_chain(&e)),
+                    Err(e) => eprintln!("mmci: analysis skipped: {}", mmci::host::error_chain(&e)),
                 }
             }
-            Ok(app::matrix_exit_code(&outcome))
+            Ok(error::matrix_exit_code(&outcome))
         }
         Command::Matrix {
             command:
@@ -942,21 +946,21 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 Some(path) => mmci::matrix::load(path, &over)?,
                 None => mmci::matrix::default_plan(&over)?,
             };
-            let host = mmci::results_dir::Host::this();
-            let cap = mmci::schedule::capacity(host.cpus, host.memory_mb, oversubscribe);
+            let host = mmci::results::dir::Host::this();
+            let cap = mmci::matrix::schedule::capacity(host.cpus, host.memory_mb, oversubscribe);
             print!("{}", mmci::matrix::show::render(&plan, shard, cap));
             Ok(exit::OK)
         }
         Command::Merge { into, dirs } => {
-            let m = mmci::results_dir::merge(&dirs, &into)?;
-            let runs = mmci::results_dir::all_runs(&into).len();
+            let m = mmci::results::dir::merge(&dirs, &into)?;
+            let runs = mmci::results::dir::all_runs(&into).len();
             println!(
                 "merged {} dir(s) into {}: plan {}, {} runs, shards {}",
                 dirs.len(),
                 into.display(),
                 m.plan_id,
                 runs,
-                mmci::results_dir::shards_text(&m.shards)
+                mmci::results::dir::shards_text(&m.shards)
             );
             Ok(exit::OK)
         }
@@ -970,12 +974,12 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             if let Some(path) = &json {
                 analysis::write_json(path, &c)?;
             }
-            let width = (!wide).then(analysis::terminal::terminal_width);
-            print!("{}", analysis::terminal::render_fitted(&c, width));
+            let width = (!wide).then(mmci::report::comparison::terminal_width);
+            print!("{}", mmci::report::comparison::render_fitted(&c, width));
             if let Some(path) = &json {
                 println!("json: {}", path.display());
             }
-            Ok(app::verdict_exit_code(c.verdict.status))
+            Ok(error::verdict_exit_code(c.verdict.status))
         }
         Command::Report {
             dir,
@@ -994,7 +998,7 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 })?),
                 None => None,
             };
-            let written = mmci::render::write_report(
+            let written = mmci::report::write_report(
                 &dir,
                 &c,
                 format,
@@ -1013,8 +1017,8 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
         Command::Bench {
             command: BenchCommand::Analysis { runs, rounds },
         } => {
-            let b = analysis::bench::analysis(runs, rounds);
-            print!("{}", analysis::bench::render(&b));
+            let b = mmci::bench::analysis::analysis(runs, rounds);
+            print!("{}", mmci::bench::analysis::render(&b));
             Ok(exit::OK)
         }
         Command::Kernel {
@@ -1029,7 +1033,7 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             let accel_line = if probe {
                 let k = KernelSource::bundled();
                 let info = kernel::prepare(&k, Arch::X86_64, &work).await?;
-                let guest = mmci::guest_bin::guest_init(Arch::X86_64).unwrap_or_default();
+                let guest = mmci::guest::bin::guest_init(Arch::X86_64).unwrap_or_default();
                 let c = accel::choose(
                     AccelRequest::Auto,
                     Arch::X86_64,
@@ -1137,8 +1141,8 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
         Command::Bench {
             command: BenchCommand::Matrix { cells, rounds },
         } => {
-            let b = mmci::bench_matrix::expansion(cells, rounds)?;
-            print!("{}", mmci::bench_matrix::render_expansion(&b));
+            let b = mmci::bench::matrix::expansion(cells, rounds)?;
+            print!("{}", mmci::bench::matrix::render_expansion(&b));
             Ok(exit::OK)
         }
         Command::Bench {
@@ -1151,7 +1155,7 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 },
         } => {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
-            let b = mmci::bench_matrix::packing(
+            let b = mmci::bench::matrix::packing(
                 &work,
                 guests,
                 vcpus.unwrap_or(cores),
@@ -1159,7 +1163,7 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 duration_s,
             )
             .await?;
-            print!("{}", mmci::bench_matrix::render_packing(&b));
+            print!("{}", mmci::bench::matrix::render_packing(&b));
             Ok(if b.failures.is_empty() {
                 exit::OK
             } else {
@@ -1177,8 +1181,8 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
         } => {
             let jobs =
                 jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
-            let b = bench::build(arch, &work, &tarball, jobs, rounds).await?;
-            print!("{}", bench::render_build(&b, arch));
+            let b = mmci::bench::boot::build(arch, &work, &tarball, jobs, rounds).await?;
+            print!("{}", mmci::bench::boot::render_build(&b, arch));
             Ok(exit::OK)
         }
         Command::Bench {
@@ -1190,11 +1194,11 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 },
         } => {
             let arch = k.arch.unwrap_or_default();
-            let guest_init = app::guest_prerequisites(arch)?;
+            let guest_init = mmci::pipeline::guest_prerequisites(arch)?;
             let results = work.scratch().join("bench-boot");
             let info = kernel::prepare(&k.source()?, arch, &work).await?;
             let choice = accel::choose(accel, arch, &info, guest_init, &work.scratch()).await;
-            let b = bench::boot(
+            let b = mmci::bench::boot::boot(
                 runs,
                 arch,
                 &info,
@@ -1205,7 +1209,7 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             )
             .await
             .map_err(AppError::Run)?;
-            print!("{}", bench::render(&b, &choice));
+            print!("{}", mmci::bench::boot::render(&b, &choice));
             let _ = std::fs::remove_dir_all(&results);
             Ok(if b.failures.is_empty() {
                 exit::OK
@@ -1264,7 +1268,7 @@ fn main() -> ExitCode {
         }
     });
     // Whatever is still running belongs to us: no QEMU or make outlives mmci.
-    mmci::process::kill_all();
+    mmci::host::process::kill_all();
     drop(runtime);
     ExitCode::from(code as u8)
 }

@@ -6,7 +6,7 @@
 //! Sources: a public-inbox Atom feed (lore's `<list>/new.atom`; each new
 //! patch mail's thread is then fetched as an mbox), a local mbox file, or a
 //! maildir. Series are told apart by their content hash
-//! ([`crate::series::series_hash`]), kept in a state file written after
+//! ([`crate::kernel::series::series_hash`]), kept in a state file written after
 //! each action, so a restart or a resend does not test a series twice,
 //! while a new revision (other content) is tested.
 
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::series::{self, fetch, Mail, Series};
+use crate::kernel::series::{self, fetch, Mail, Series};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
@@ -120,7 +120,7 @@ impl State {
             std::fs::create_dir_all(dir).map_err(err)?;
         }
         let text = serde_json::to_vec_pretty(self).expect("serializable");
-        crate::results::write_atomic(path, &text).map_err(err)
+        crate::host::fs::write_atomic(path, &text).map_err(err)
     }
 }
 
@@ -491,7 +491,7 @@ pub async fn pass(
                     path: store.clone(),
                     source,
                 })?;
-                crate::results::write_atomic(&mbox, &f.mbox()).map_err(|source| {
+                crate::host::fs::write_atomic(&mbox, &f.mbox()).map_err(|source| {
                     WatchError::WriteState {
                         path: mbox.clone(),
                         source,

@@ -5,9 +5,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use mmci::analysis::{bench::synthetic, Comparison, Status};
-use mmci::app::exit;
-use mmci::results_dir;
+use mmci::analysis::{synthetic::synthetic, Comparison, Status};
+use mmci::error::exit;
+use mmci::results::dir as results_dir;
 
 /// A results dir of 2 cells x base/patched x 5 repeats.
 fn results_dir(root: &Path) {

@@ -13,8 +13,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use mmci::analysis::stats::Change;
-use mmci::analysis::{analyse_dir, terminal, Comparison, Options, Status, Test};
+use mmci::analysis::{analyse_dir, Comparison, Options, Status, Test};
 use mmci::matrix::file::{ExpectKind, Expectation};
+use mmci::report::comparison as terminal;
 
 fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-matrix")

@@ -3,7 +3,7 @@
 
 use std::process::{Command, Output};
 
-use mmci::app::exit;
+use mmci::error::exit;
 
 fn mmci(args: &[&str], path_env: Option<&str>) -> Output {
     let work = tempfile::tempdir().unwrap();

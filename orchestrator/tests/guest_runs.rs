@@ -5,14 +5,14 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mmci::accel::{self, AccelChoice, AccelRequest};
 use mmci::arch::Arch;
-use mmci::guest_bin;
+use mmci::guest::bin as guest_bin;
+use mmci::host::paths::WorkDir;
 use mmci::kernel::{self, KernelSource};
-use mmci::outcome::Outcome;
-use mmci::paths::WorkDir;
 use mmci::results::{KernelInfo, RunResult};
-use mmci::run::{self, RunConfig};
+use mmci::run::accel::{self, AccelChoice, AccelRequest};
+use mmci::run::guest::{self, RunConfig};
+use mmci::run::outcome::Outcome;
 use mmci_record::{GuestJob, Record, Scenario};
 use tokio::sync::{Mutex, OnceCell};
 
@@ -67,7 +67,7 @@ async fn config(id: &str, job: GuestJob, timeout: Duration) -> RunConfig {
 
 async fn run(cfg: &RunConfig, dir: &Path) -> RunResult {
     let _one = ONE_GUEST_AT_A_TIME.lock().await;
-    let result = run::run_guest(cfg, &dir.join(&cfg.id), &dir.join("scratch"))
+    let result = guest::run_guest(cfg, &dir.join(&cfg.id), &dir.join("scratch"))
         .await
         .unwrap();
     keep_for_inspection(&dir.join(&cfg.id));
@@ -370,7 +370,7 @@ async fn ctrl_c_leaves_no_qemu_behind() {
         .await
         .expect("mmci exits after Ctrl-C")
         .unwrap();
-    assert_eq!(status.code(), Some(mmci::app::exit::INTERRUPTED));
+    assert_eq!(status.code(), Some(mmci::error::exit::INTERRUPTED));
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         qemu_processes_mentioning(&needle).is_empty(),

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use mmci::app::exit;
+use mmci::error::exit;
 use mmci::matrix::{Overrides, Variant};
 
 mod common;
@@ -116,7 +116,7 @@ async fn smoke_matrix_interrupted_then_resumed() {
         "interrupted midway: {kept:?}"
     );
     assert!(kept.is_subset(&expected), "{kept:?} vs {expected:?}");
-    let manifest = mmci::results_dir::read_manifest(&results)
+    let manifest = mmci::results::dir::read_manifest(&results)
         .unwrap()
         .expect("manifest written first");
     let in_manifest: Vec<_> = manifest.plan.cells.iter().collect();
@@ -157,7 +157,9 @@ async fn smoke_matrix_interrupted_then_resumed() {
     assert_eq!(finished_runs(&results), expected);
     // Kept runs were not run again.
     assert_eq!(kept.iter().map(started).collect::<Vec<_>>(), kept_started);
-    let manifest = mmci::results_dir::read_manifest(&results).unwrap().unwrap();
+    let manifest = mmci::results::dir::read_manifest(&results)
+        .unwrap()
+        .unwrap();
     let names: Vec<&str> = manifest
         .kernels
         .iter()
@@ -171,7 +173,7 @@ async fn smoke_matrix_interrupted_then_resumed() {
     for id in &expected {
         let r = mmci::results::read_run(&results.join("runs").join(id)).unwrap();
         let m = r.metrics.expect("completed runs have metrics");
-        let throttled = m.throttle_count(mmci::metrics::THROTTLE_ISOLATED);
+        let throttled = m.throttle_count(mmci::scenario::THROTTLE_ISOLATED);
         if id.contains("-patched-") {
             assert!(throttled > 0, "{id}: {throttled}");
         } else {
@@ -184,10 +186,11 @@ async fn smoke_matrix_interrupted_then_resumed() {
 /// made against the bundled tree's own file (the hunk's context is its last
 /// three lines).
 async fn unused_function_series(dir: &Path) -> PathBuf {
-    let work = mmci::paths::WorkDir::resolve(None);
-    let tree = mmci::tree::import_tarball(&mmci::kernel::KernelSource::bundled().tarball, &work)
-        .await
-        .unwrap();
+    let work = mmci::host::paths::WorkDir::resolve(None);
+    let tree =
+        mmci::kernel::tree::import_tarball(&mmci::kernel::KernelSource::bundled().tarball, &work)
+            .await
+            .unwrap();
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(&tree.path)
@@ -248,21 +251,26 @@ async fn new_build_warnings_of_a_series_are_reported_against_the_base() {
     )
     .unwrap();
     let base = mmci::kernel::KernelSource::bundled();
-    let opts = mmci::matrix_run::MatrixOptions {
-        sources: mmci::app::variant_sources(&plan, &base, &mmci::app::Endpoints::default(), None),
-        work: mmci::paths::WorkDir::resolve(None),
+    let opts = mmci::run::executor::MatrixOptions {
+        sources: mmci::pipeline::variant_sources(
+            &plan,
+            &base,
+            &mmci::pipeline::Endpoints::default(),
+            None,
+        ),
+        work: mmci::host::paths::WorkDir::resolve(None),
         results: tmp.path().join("results"),
         plan,
         shard: None,
-        accel: mmci::accel::AccelRequest::Tcg,
+        accel: mmci::run::accel::AccelRequest::Tcg,
         timeout: None,
         retries: 0,
         parallel_builds: 1,
         capacity: None,
         oversubscribe: 1.0,
     };
-    let outcome = mmci::matrix_run::run_matrix(&opts).await.unwrap();
-    assert!(mmci::matrix_run::all_completed(&outcome));
+    let outcome = mmci::run::executor::run_matrix(&opts).await.unwrap();
+    assert!(mmci::run::executor::all_completed(&outcome));
     let warns = outcome
         .manifest
         .kernels
@@ -281,11 +289,11 @@ async fn new_build_warnings_of_a_series_are_reported_against_the_base() {
         "{w}"
     );
     // The manifest on disk says the same, and the report shows it.
-    let on_disk = mmci::results_dir::read_manifest(&opts.results)
+    let on_disk = mmci::results::dir::read_manifest(&opts.results)
         .unwrap()
         .unwrap();
     assert_eq!(on_disk.kernels, outcome.manifest.kernels);
-    let text = mmci::matrix_report::render_kernels(&on_disk);
+    let text = mmci::report::runs_table::render_kernels(&on_disk);
     assert!(
         text.contains("1 new build warning(s) against the baseline:"),
         "{text}"

@@ -150,23 +150,23 @@ fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     )
 }
 
-fn bundled_series() -> mmci::series::Series {
+fn bundled_series() -> mmci::kernel::series::Series {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
-    let mails = mmci::series::mails_from_mbox(&std::fs::read(path).unwrap());
-    mmci::series::assemble(&mails, "bundled").unwrap()
+    let mails = mmci::kernel::series::mails_from_mbox(&std::fs::read(path).unwrap());
+    mmci::kernel::series::assemble(&mails, "bundled").unwrap()
 }
 
 /// A results dir whose patched kernel carries the bundled series.
 fn results_dir(root: &Path) -> PathBuf {
+    use mmci::results::dir::{Host, Manifest, VariantKernel};
     use mmci::results::KernelInfo;
-    use mmci::results_dir::{Host, Manifest, VariantKernel};
     let dir = root.join("results");
     std::fs::create_dir_all(dir.join("runs")).unwrap();
     let plan = mmci::matrix::default_plan(&Default::default()).unwrap();
     let series = bundled_series();
     let m = Manifest {
-        format: mmci::results_dir::MANIFEST_FORMAT,
+        format: mmci::results::dir::MANIFEST_FORMAT,
         mmci_version: "test".into(),
         plan_id: plan.fingerprint(),
         plan,
@@ -198,7 +198,7 @@ fn results_dir(root: &Path) -> PathBuf {
         failed_kernels: vec![],
         created_unix: 0,
     };
-    mmci::results_dir::write_manifest(&dir, &m).unwrap();
+    mmci::results::dir::write_manifest(&dir, &m).unwrap();
     dir
 }
 
@@ -372,7 +372,7 @@ fn the_reply_arrives_over_starttls_threaded_on_the_cover_letter() {
     let o = mmci(&untrusted);
     assert_eq!(
         o.status.code(),
-        Some(mmci::app::exit::POST),
+        Some(mmci::error::exit::POST),
         "{}",
         stderr(&o)
     );
@@ -407,7 +407,7 @@ fn a_refused_recipient_is_a_clear_error_with_exit_8() {
     ]);
     assert_eq!(
         o.status.code(),
-        Some(mmci::app::exit::POST),
+        Some(mmci::error::exit::POST),
         "{}",
         stderr(&o)
     );
@@ -483,12 +483,12 @@ fn dry_run_by_default_and_eml_or_mbox_for_git_send_email() {
         ]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    let m = mmci::series::parse_mail(&std::fs::read(&eml).unwrap()).unwrap();
+    let m = mmci::kernel::series::parse_mail(&std::fs::read(&eml).unwrap()).unwrap();
     assert!(m.subject.starts_with("Re: [PATCH v1 0/2]"));
     assert!(m
         .references
         .contains(&"cover.1796033954.git.mmci-dev@example.org".to_string()));
-    let mails = mmci::series::mails_from_mbox(&std::fs::read(&mbox).unwrap());
+    let mails = mmci::kernel::series::mails_from_mbox(&std::fs::read(&mbox).unwrap());
     assert_eq!(mails.len(), 1);
     assert_eq!(mails[0].to, ["mmci developers <mmci-dev@example.org>"]);
 
@@ -568,7 +568,7 @@ fn smtp_auth_over_starttls_and_the_password_is_never_printed() {
     let o = send("wrong-password-123");
     assert_eq!(
         o.status.code(),
-        Some(mmci::app::exit::POST),
+        Some(mmci::error::exit::POST),
         "{}",
         stderr(&o)
     );

@@ -269,22 +269,22 @@ async fn connection(mut sock: tokio::net::TcpStream, state: Shared) {
     }
 }
 
-fn bundled_series() -> mmci::series::Series {
+fn bundled_series() -> mmci::kernel::series::Series {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
-    let mails = mmci::series::mails_from_mbox(&std::fs::read(path).unwrap());
-    mmci::series::assemble(&mails, "bundled").unwrap()
+    let mails = mmci::kernel::series::mails_from_mbox(&std::fs::read(path).unwrap());
+    mmci::kernel::series::assemble(&mails, "bundled").unwrap()
 }
 
 /// A results dir as `mmci run` leaves it: a manifest whose patched kernel
 /// carries the bundled series, and one run.
 fn results_dir(root: &Path) -> PathBuf {
+    use mmci::results::dir::{Host, Manifest, VariantKernel};
     use mmci::results::KernelInfo;
-    use mmci::results_dir::{Host, Manifest, VariantKernel};
     let dir = root.join("results");
     std::fs::create_dir_all(&dir).unwrap();
     let plan = mmci::matrix::default_plan(&Default::default()).unwrap();
-    let kernel = |variant: &str, series: Option<mmci::series::Series>| VariantKernel {
+    let kernel = |variant: &str, series: Option<mmci::kernel::series::Series>| VariantKernel {
         variant: variant.into(),
         arch: mmci::arch::Arch::X86_64,
         description: variant.into(),
@@ -303,7 +303,7 @@ fn results_dir(root: &Path) -> PathBuf {
         new_warnings: vec![],
     };
     let m = Manifest {
-        format: mmci::results_dir::MANIFEST_FORMAT,
+        format: mmci::results::dir::MANIFEST_FORMAT,
         mmci_version: "test".into(),
         plan_id: plan.fingerprint(),
         plan,
@@ -321,7 +321,7 @@ fn results_dir(root: &Path) -> PathBuf {
         failed_kernels: vec![],
         created_unix: 0,
     };
-    mmci::results_dir::write_manifest(&dir, &m).unwrap();
+    mmci::results::dir::write_manifest(&dir, &m).unwrap();
     std::fs::create_dir_all(dir.join("runs/x86_64-a-base-r1")).unwrap();
     std::fs::write(dir.join("runs/x86_64-a-base-r1/run.json"), "{}").unwrap();
     dir
@@ -651,7 +651,7 @@ async fn github_app_trades_a_jwt_for_an_installation_token() {
     .await;
     assert_eq!(
         o.status.code(),
-        Some(mmci::app::exit::POST),
+        Some(mmci::error::exit::POST),
         "{:?}",
         text(&o)
     );
@@ -750,7 +750,7 @@ async fn refusals_are_clear_errors_with_exit_8_and_results_untouched() {
     let o = mmci(&["--start", "--results", results.to_str().unwrap()], &env).await;
     assert_eq!(
         o.status.code(),
-        Some(mmci::app::exit::POST),
+        Some(mmci::error::exit::POST),
         "{:?}",
         text(&o)
     );
@@ -781,7 +781,7 @@ async fn refusals_are_clear_errors_with_exit_8_and_results_untouched() {
     .await;
     assert_eq!(
         o.status.code(),
-        Some(mmci::app::exit::POST),
+        Some(mmci::error::exit::POST),
         "{:?}",
         text(&o)
     );
@@ -804,7 +804,7 @@ async fn refusals_are_clear_errors_with_exit_8_and_results_untouched() {
         ],
     )
     .await;
-    assert_eq!(o.status.code(), Some(mmci::app::exit::POST));
+    assert_eq!(o.status.code(), Some(mmci::error::exit::POST));
     let err = text(&o).1;
     assert!(
         err.contains("HTTP 401: Bad credentials (the token is invalid or expired)"),

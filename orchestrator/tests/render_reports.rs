@@ -7,10 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mmci::analysis::bench::synthetic;
+use mmci::analysis::synthetic::synthetic;
 use mmci::analysis::{analyse_dir, compare, Options};
 use mmci::matrix::file::{ExpectKind, Expectation};
-use mmci::render::{self, email, markdown, Format, ReportInput};
+use mmci::report::{self, email, markdown, Format, ReportInput};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -27,11 +27,11 @@ fn recorded(format: Format, cover: Option<&str>) -> String {
 fn recorded_dir(name: &str, format: Format, cover: Option<&str>) -> String {
     let dir = fixture(name);
     let c = analyse_dir(&dir, &Default::default(), &Options::default()).unwrap();
-    let m = mmci::results_dir::read_manifest(&dir).unwrap().unwrap();
+    let m = mmci::results::dir::read_manifest(&dir).unwrap().unwrap();
     let mut input = ReportInput::new(&c, &m);
     input.results_url = Some("https://ci.example.org/mmci/20261130-131930/".into());
     input.cover_letter = cover.map(str::to_string);
-    render::render(format, &input)
+    report::render(format, &input)
 }
 
 const COVER: &str = "Subject: [PATCH 0/2] mm: vmscan: throttle on isolation in MGLRU\n\n\
@@ -146,7 +146,7 @@ fn wrapping_keeps_quotes_commands_and_long_words_within_72() {
 fn synthetic_comparison(
     runs: usize,
     fail: bool,
-) -> (mmci::analysis::Comparison, mmci::results_dir::Manifest) {
+) -> (mmci::analysis::Comparison, mmci::results::dir::Manifest) {
     let (m, results, series) = synthetic(runs);
     let mut expect = m.plan.expect.clone();
     if fail {
@@ -239,7 +239,7 @@ async fn html_renders_in_headless_chromium() {
     let png = std::env::var_os("MMCI_SCREENSHOT")
         .map(PathBuf::from)
         .unwrap_or_else(|| dir.path().join("report.png"));
-    render::screenshot::screenshot(chromium, &html, &png, (1280, 2000), Duration::from_secs(60))
+    report::screenshot::screenshot(chromium, &html, &png, (1280, 2000), Duration::from_secs(60))
         .await
         .unwrap();
     let bytes = std::fs::read(&png).unwrap();
@@ -258,7 +258,7 @@ fn scenario_b_latencies_get_histograms() {
     // per-run values of two of scenario B's latency metrics.
     let dir = fixture("smoke-matrix");
     let mut c = analyse_dir(&dir, &Default::default(), &Options::default()).unwrap();
-    let m = mmci::results_dir::read_manifest(&dir).unwrap().unwrap();
+    let m = mmci::results::dir::read_manifest(&dir).unwrap().unwrap();
     let cand = &mut c.cells[0].candidates[0];
     for (name, base, patched) in [
         ("noio_latency_p99_ms", [4.0, 5.5, 6.0], [21.0, 30.5, 26.0]),
@@ -271,7 +271,7 @@ fn scenario_b_latencies_get_histograms() {
         metric.candidate_values = patched.to_vec();
         cand.metrics.push(metric);
     }
-    let html = render::render(Format::Html, &ReportInput::new(&c, &m));
+    let html = report::render(Format::Html, &ReportInput::new(&c, &m));
     assert!(html.contains("Latency of direct reclaim (scenario B)"));
     let section = html
         .split("Latency of direct reclaim")

@@ -8,7 +8,7 @@ fn render(fixture: &str) -> String {
         .join("tests/fixtures")
         .join(fixture);
     let run = mmci::results::read_run(&dir).expect("fixture run.json reads");
-    mmci::report::render_run(&run)
+    mmci::report::run::render_run(&run)
 }
 
 #[test]

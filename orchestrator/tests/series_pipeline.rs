@@ -8,11 +8,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mmci::arch::Arch;
-use mmci::build::{self, BuildError, BuildRequest};
-use mmci::paths::WorkDir;
-use mmci::series::fetch::{FetchError, Fetcher};
-use mmci::series::{self, SeriesError, SeriesSource};
-use mmci::tree;
+use mmci::host::paths::WorkDir;
+use mmci::kernel::build::{self, BuildError, BuildRequest};
+use mmci::kernel::series::fetch::{FetchError, Fetcher};
+use mmci::kernel::series::{self, SeriesError, SeriesSource};
+use mmci::kernel::tree;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -502,12 +502,12 @@ async fn bundled_series_hash() -> String {
 fn check_base_and_patched(out: &std::process::Output, results: &Path, hash: &str, describes: &str) {
     assert_eq!(
         out.status.code(),
-        Some(mmci::app::exit::OK),
+        Some(mmci::error::exit::OK),
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let manifest = mmci::results_dir::read_manifest(results).unwrap().unwrap();
+    let manifest = mmci::results::dir::read_manifest(results).unwrap().unwrap();
     let kernels: Vec<(&str, Option<&str>)> = manifest
         .kernels
         .iter()
@@ -520,7 +520,7 @@ fn check_base_and_patched(out: &std::process::Output, results: &Path, hash: &str
         manifest.kernels[1].description
     );
     assert_eq!(
-        mmci::results_dir::all_runs(results).len(),
+        mmci::results::dir::all_runs(results).len(),
         2,
         "one cell x two kernels"
     );

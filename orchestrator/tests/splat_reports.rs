@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use mmci::analysis::model::SplatStatus;
 use mmci::analysis::{analyse_dir, Options, Status};
-use mmci::render::{self, Format, ReportInput};
+use mmci::report::{self, Format, ReportInput};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -37,8 +37,8 @@ fn copy_dir(from: &Path, to: &Path) {
 fn dir_with_splats() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     copy_dir(&fixture("smoke-matrix"), tmp.path());
-    let warning = mmci::splat::detect(&console("warning_arm64.txt"));
-    let rss = mmci::splat::detect(&console("bad_rss_and_page_map.txt"));
+    let warning = mmci::results::splat::detect(&console("warning_arm64.txt"));
+    let rss = mmci::results::splat::detect(&console("bad_rss_and_page_map.txt"));
     for e in std::fs::read_dir(tmp.path().join("runs")).unwrap() {
         let run = e.unwrap().path().join("run.json");
         let mut v: serde_json::Value =
@@ -56,8 +56,8 @@ fn dir_with_splats() -> tempfile::TempDir {
 
 fn render(dir: &Path, format: Format) -> String {
     let c = analyse_dir(dir, &Default::default(), &Options::default()).unwrap();
-    let m = mmci::results_dir::read_manifest(dir).unwrap().unwrap();
-    render::render(format, &ReportInput::new(&c, &m))
+    let m = mmci::results::dir::read_manifest(dir).unwrap().unwrap();
+    report::render(format, &ReportInput::new(&c, &m))
 }
 
 /// The part of `text` from `start` to the next `end` (exclusive).
@@ -134,7 +134,7 @@ fn every_format_shows_title_kernels_runs_and_the_excerpt() {
     let header = "WARNING: CPU: 5 PID: 35 at kernel/sched/fair.c:3282";
 
     let c = analyse_dir(tmp.path(), &Default::default(), &Options::default()).unwrap();
-    let term = mmci::analysis::terminal::render(&c);
+    let term = mmci::report::comparison::render(&c);
     let term_splats = section(&term, "splat NEW", "\n+-");
     assert!(term_splats.contains(excerpt_line));
     insta::assert_snapshot!("terminal_splats", term_splats);

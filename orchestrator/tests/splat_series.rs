@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use mmci::analysis::model::SplatStatus;
 use mmci::analysis::{analyse_dir, Options, Status};
-use mmci::outcome::Outcome;
-use mmci::render::{self, Format, ReportInput};
+use mmci::report::{self, Format, ReportInput};
+use mmci::results::outcome::Outcome;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -59,8 +59,8 @@ async fn run(dir: &Path, matrix_text: &str) -> PathBuf {
 
 fn report(dir: &Path, format: Format) -> String {
     let c = analyse_dir(dir, &Default::default(), &Options::default()).unwrap();
-    let m = mmci::results_dir::read_manifest(dir).unwrap().unwrap();
-    render::render(format, &ReportInput::new(&c, &m))
+    let m = mmci::results::dir::read_manifest(dir).unwrap().unwrap();
+    report::render(format, &ReportInput::new(&c, &m))
 }
 
 #[tokio::test]
@@ -139,7 +139,7 @@ async fn warn_and_panic_series_fail_with_their_traces_in_every_format() {
     let panic_line = panic.excerpt.lines().next().unwrap().to_string();
     let json = serde_json::to_string(&c).unwrap();
     for (format, text) in [
-        ("terminal", mmci::analysis::terminal::render(&c)),
+        ("terminal", mmci::report::comparison::render(&c)),
         ("markdown", report(&results, Format::Markdown)),
         ("email", report(&results, Format::Email)),
         (

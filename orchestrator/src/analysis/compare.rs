@@ -12,12 +12,12 @@ use super::expect;
 use super::model::*;
 use super::series;
 use super::stats::{self, min_attainable_p};
+use crate::guest::vm::Accel;
 use crate::matrix::file::Expectation;
 use crate::matrix::{Plan, Slot};
-use crate::outcome::Outcome;
+use crate::results::dir::{self as results_dir, Manifest, ResultsDirError};
 use crate::results::RunResult;
-use crate::results_dir::{self, Manifest, ResultsDirError};
-use crate::vm::Accel;
+use crate::run::outcome::Outcome;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AnalysisError {
@@ -151,7 +151,7 @@ fn completed<'a>(
 
 /// `m`'s value in each of `runs` that has it.
 fn values(runs: &[&RunResult], m: &Metric) -> Vec<f64> {
-    runs.iter().filter_map(|r| (m.extract)(r)).collect()
+    runs.iter().filter_map(|r| catalog::value(m, r)).collect()
 }
 
 /// What happened to every planned run of each variant.
@@ -302,7 +302,7 @@ pub fn splat_findings(
     baseline: &str,
 ) -> Vec<SplatFinding> {
     struct Acc {
-        kind: crate::splat::SplatKind,
+        kind: crate::results::splat::SplatKind,
         runs: BTreeMap<String, usize>,
         first_base: Option<(String, String)>,
         first_cand: Option<(String, String, String)>,
@@ -507,7 +507,7 @@ pub fn analyse_dir(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::analysis::bench::synthetic;
+    use crate::analysis::synthetic::synthetic;
     use crate::matrix::file::ExpectKind;
 
     fn outcome(runs: &mut BTreeMap<String, RunResult>, id: &str, o: Outcome, why: &str) {

@@ -8,14 +8,13 @@
 //! and keeping the guest's time `series`. Renderers only read the model:
 //! `terminal` here, others later. `text` formats numbers for all of them.
 
-pub mod bench;
 pub mod catalog;
 pub mod compare;
 pub mod expect;
 pub mod model;
 pub mod series;
 pub mod stats;
-pub mod terminal;
+pub mod synthetic;
 pub mod text;
 
 pub use compare::{analyse_dir, compare, AnalysisError};
@@ -75,7 +74,7 @@ pub fn options_from_args(
 /// Writes the comparison as pretty JSON, atomically.
 pub fn write_json(path: &Path, c: &Comparison) -> Result<(), AnalysisError> {
     let bytes = serde_json::to_vec_pretty(c).expect("serializable");
-    crate::results::write_atomic(path, &bytes).map_err(|source| AnalysisError::Write {
+    crate::host::fs::write_atomic(path, &bytes).map_err(|source| AnalysisError::Write {
         path: path.to_path_buf(),
         source,
     })

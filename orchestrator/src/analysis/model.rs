@@ -11,7 +11,7 @@ use super::catalog::Better;
 use super::stats::{Change, MannWhitney, Summary, Welch};
 use crate::arch::Arch;
 use crate::matrix::file::{ExpectKind, Expectation};
-use crate::outcome::Outcome;
+use crate::run::outcome::Outcome;
 
 /// Version of the comparison's JSON layout. Bump on any change a reader of
 /// the previous version would misread.
@@ -258,7 +258,7 @@ pub struct SplatHits {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SplatFinding {
     pub title: String,
-    pub kind: crate::splat::SplatKind,
+    pub kind: crate::results::splat::SplatKind,
     pub status: SplatStatus,
     /// Per kernel variant, in plan order (the baseline first).
     pub hits: Vec<SplatHits>,

@@ -10,10 +10,10 @@ use std::path::Path;
 use mmci_record::Record;
 
 use super::model::RunSeries;
+use crate::guest::vm::TimedRecord;
 use crate::matrix::{Plan, Slot};
+use crate::results::dir as results_dir;
 use crate::results::RunResult;
-use crate::results_dir;
-use crate::vm::TimedRecord;
 
 /// The sample columns of `records`, labelled with `slot`.
 pub fn from_records<'a>(slot: &Slot, records: impl IntoIterator<Item = &'a Record>) -> RunSeries {

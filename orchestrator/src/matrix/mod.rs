@@ -5,9 +5,12 @@
 //! cells, kernel variants, run slots and shards.
 
 pub mod expand;
+pub mod expectations;
 pub mod file;
 pub mod plan;
+pub mod schedule;
 pub mod show;
+pub mod synthetic;
 
 pub use plan::{load, Cell, MatrixError, Overrides, Plan, Shard, Slot, Variant};
 

@@ -331,7 +331,7 @@ fn resolve_variant(
         ));
     }
     if let Some(pr) = &entry.github_pr {
-        if crate::series::fetch::parse_pull_request(pr).is_none() {
+        if crate::kernel::series::fetch::parse_pull_request(pr).is_none() {
             return Err(MatrixError::at(
                 file,
                 Some(pos),
@@ -501,7 +501,7 @@ pub fn plan(
     // Expectations name catalog metrics measured by some cell's scenario.
     let scenarios: Vec<_> = cells.iter().map(|c| c.job.scenario).collect();
     for (name, e) in &m.expect {
-        crate::analysis::catalog::validate(name, &e.value, &scenarios)
+        super::expectations::validate(name, &e.value, &scenarios)
             .map_err(|err| MatrixError::at(file, Some(Pos::of(e)), err.to_string()))?;
     }
     Ok(Plan {

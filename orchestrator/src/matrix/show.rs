@@ -3,7 +3,7 @@
 use comfy_table::{presets, ContentArrangement, Table};
 
 use super::plan::{estimated_run_seconds, shard_cells, Plan, Shard};
-use crate::schedule::{self, Capacity, Need};
+use crate::matrix::schedule::{self, Capacity, Need};
 
 /// Cost of running `cells` of `plan` on `cap`.
 pub fn estimate(plan: &Plan, cells: &[&super::Cell], cap: Capacity) -> schedule::Simulation {

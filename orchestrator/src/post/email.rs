@@ -17,7 +17,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use crate::series::Series;
+use crate::kernel::series::Series;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmailError {
@@ -330,7 +330,7 @@ pub fn write(o: &Outgoing, path: &Path) -> Result<(), EmailError> {
         out.push('\n');
         f.write_all(out.as_bytes()).map_err(err)
     } else {
-        crate::results::write_atomic(path, text.as_bytes()).map_err(err)
+        crate::host::fs::write_atomic(path, text.as_bytes()).map_err(err)
     }
 }
 
@@ -552,8 +552,8 @@ mod tests {
     fn bundled() -> Series {
         let path =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
-        let mails = crate::series::mails_from_mbox(&std::fs::read(path).unwrap());
-        crate::series::assemble(&mails, "bundled").unwrap()
+        let mails = crate::kernel::series::mails_from_mbox(&std::fs::read(path).unwrap());
+        crate::kernel::series::assemble(&mails, "bundled").unwrap()
     }
 
     #[test]
@@ -694,7 +694,7 @@ mod tests {
         let text = std::fs::read_to_string(&p).unwrap();
         assert_eq!(text.matches("\nFrom mmci@localhost ").count() + 1, 2);
         assert!(text.contains("\n>From the start\n>>From quoted\n"));
-        let mails = crate::series::mails_from_mbox(text.as_bytes());
+        let mails = crate::kernel::series::mails_from_mbox(text.as_bytes());
         assert_eq!(mails.len(), 2);
         assert_eq!(mails[0].message_id, o.message_id);
     }

@@ -1,0 +1,101 @@
+//! The scenarios: what PID 1 sets up, runs and measures for each job. One
+//! module per scenario (`mglru` is scenario A, `noio` scenario B); the
+//! steps they share (MGLRU on or off, swap, counter snapshots) are here.
+
+mod mglru;
+mod noio;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mmci_record::{GuestJob, Phase, Record, Scenario, SWAP_DISK_SERIAL};
+
+use crate::blockdev::find_disk;
+use crate::port::RecordPort;
+use crate::step::{Stage, StepError};
+use crate::{dm, procfs, swap, sys};
+
+pub(crate) const LRU_GEN: &str = "/sys/kernel/mm/lru_gen/enabled";
+
+pub fn hello(job: &GuestJob) -> Record {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    Record::Hello {
+        kernel_release: release.trim().to_string(),
+        arch: std::env::consts::ARCH.to_string(),
+        cpus: std::thread::available_parallelism().map_or(1, |n| n.get() as u32),
+        mem_total_kb: procfs::meminfo_kb(&meminfo, "MemTotal").unwrap_or(0),
+        uptime_ms: sys::uptime_ms(),
+        job: job.clone(),
+    }
+}
+
+pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
+    match job.scenario {
+        Scenario::Probe => Ok(()),
+        Scenario::MglruIsolation => mglru::run(job, port),
+        Scenario::NoioVerity => noio::run(job, port),
+    }
+}
+
+pub(crate) fn set_lru_gen(enabled: bool) -> Result<((), String), StepError> {
+    std::fs::write(LRU_GEN, if enabled { "y" } else { "n" })
+        .map_err(|e| format!("{LRU_GEN}: {e}"))
+        .stage("mglru")?;
+    let now = std::fs::read_to_string(LRU_GEN).stage("mglru")?;
+    let now = now.trim().to_string();
+    // Reads back as a bitmask: 0x0007 with every feature on, 0x0000 when off.
+    let is_on = now != "0x0000";
+    if is_on != enabled {
+        return Err(StepError {
+            stage: "mglru",
+            message: format!("{LRU_GEN} reads {now} after writing {enabled}"),
+        });
+    }
+    Ok(((), format!("enabled={now}")))
+}
+
+pub(crate) fn setup_swap(delay_ms: u32) -> Result<(PathBuf, String), StepError> {
+    let (name, major, minor, bytes) = find_disk(SWAP_DISK_SERIAL).stage("swap")?;
+    let (device, how) = if delay_ms > 0 {
+        let target = dm::Target {
+            start: 0,
+            length: bytes / 512,
+            kind: "delay".into(),
+            params: dm::delay_params(major, minor, delay_ms),
+        };
+        let node = dm::create_device("mmci-swap-delay", &[target], 0).stage("dm-delay")?;
+        let how = format!(
+            "dm-delay {} over {name} ({major}:{minor}), {} ms",
+            node.display(),
+            delay_ms
+        );
+        (node, how)
+    } else {
+        (
+            PathBuf::from(format!("/dev/{name}")),
+            format!("/dev/{name}, no delay"),
+        )
+    };
+    swap::mkswap_and_swapon(&device, bytes).stage("swapon")?;
+    Ok((device, format!("{how}, {} MiB", bytes >> 20)))
+}
+
+pub(crate) fn read_map(path: &Path) -> BTreeMap<String, u64> {
+    std::fs::read_to_string(path)
+        .map(|t| procfs::parse_key_values(&t))
+        .unwrap_or_default()
+}
+
+pub(crate) fn snapshot(phase: Phase, cgroup: &Path) -> Record {
+    Record::Snapshot {
+        phase,
+        vmstat: read_map(Path::new("/proc/vmstat")),
+        memcg_events: read_map(&cgroup.join("memory.events")),
+        memcg_stat: read_map(&cgroup.join("memory.stat")),
+        psi_memory: std::fs::read_to_string("/proc/pressure/memory")
+            .ok()
+            .map(|t| procfs::parse_psi(&t)),
+    }
+}

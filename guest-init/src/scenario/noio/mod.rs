@@ -1,0 +1,312 @@
+//! Scenario B (docs/workloads.md): GFP_NOIO direct reclaim through dm-verity.
+//!
+//! MGLRU off, swap on a plain disk, a dm-verity device (verity_dev.rs:
+//! built and proven here), an anonymous hog filled to near MemTotal in its
+//! own cgroup, then dm-bufio's cache shrunk, caches dropped and O_DIRECT
+//! random reads of the verity device:
+//! every read verifies hash blocks that dm-bufio must allocate, with
+//! GFP_NOIO once GFP_NOWAIT fails. Direct-reclaim calls are traced, paired
+//! and streamed one record each; the preconditions are measured and sent for
+//! the host to judge.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mmci_record::{GuestJob, MemState, Phase, Record};
+
+use crate::port::RecordPort;
+use crate::scenario;
+use crate::step::{setup_step, Stage, StepError};
+use crate::{cgroup, direct_io, procfs, reclaim_trace, sampler, trace, workload};
+
+mod verity_dev;
+
+const HOG_CGROUP: &str = "mmci-hog";
+/// With `hog_mb` = 0 the hog is MemTotal minus this: more than fits beside
+/// the kernel, so the hog's random writes keep swapping and free memory
+/// keeps falling to the min watermark (at MemTotal - 40 MiB, a 512 MiB
+/// guest held the whole hog and nothing was reclaimed).
+const HOG_HEADROOM_MB: u64 = 16;
+/// How long the hog writes at random before the preconditions are measured
+/// and the reads start: right after the fill pass, the swap cache still
+/// holds what the fill pushed out (18 MiB in a run without this wait, 1.6
+/// MiB in one with it): the fill's transient, not the steady state.
+const HOG_SETTLE: Duration = Duration::from_secs(5);
+/// How long the hog may take to write its pages once (TCG is slow).
+const HOG_FILL_TIMEOUT: Duration = Duration::from_secs(600);
+const BUFIO_CACHE: &str = "/sys/module/dm_bufio/parameters/max_cache_size_bytes";
+/// Raw trace lines of the first calls go to the console (kept in the run's
+/// console.log), at most this many lines per call and this many calls.
+const RAW_LINES_PER_CALL: usize = 12;
+const RAW_NOIO_CALLS: u32 = 20;
+const RAW_OTHER_CALLS: u32 = 3;
+
+fn write_file(path: &str, value: &str) -> Result<(), String> {
+    std::fs::write(path, value).map_err(|e| format!("{path}: {e}"))
+}
+
+fn read_trimmed(path: &str) -> String {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// The hog: `guest-init workload` in its own unlimited cgroup, filling its
+/// pages once, then touching them at random until killed.
+fn start_hog(job: &GuestJob, cg: &Path) -> Result<(Child, String), StepError> {
+    let mem_total_mb =
+        procfs::meminfo_kb(&read_trimmed("/proc/meminfo"), "MemTotal").unwrap_or(0) >> 10;
+    let hog_mb = if job.hog_mb > 0 {
+        job.hog_mb
+    } else {
+        mem_total_mb.saturating_sub(HOG_HEADROOM_MB).max(1)
+    };
+    let args = workload::WorkloadArgs {
+        cgroup: cg.to_string_lossy().into_owned(),
+        threads: job.hog_threads,
+        working_set_mb: hog_mb,
+        // Killed once the readers are done; this is only a backstop.
+        duration_s: job.duration_s + 3600,
+        fill_first: true,
+    };
+    let start = std::time::Instant::now();
+    let mut child = Command::new("/proc/self/exe")
+        .args(args.to_args())
+        .stdout(Stdio::piped())
+        .spawn()
+        .stage("hog")?;
+    let stdout = child.stdout.take().expect("piped stdout");
+    let (tx, rx) = mpsc::channel();
+    // Keeps draining the hog's progress lines so that it never blocks on a full pipe.
+    std::thread::Builder::new()
+        .name("hog-out".into())
+        .spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line == workload::FILLED {
+                    let _ = tx.send(());
+                }
+            }
+        })
+        .stage("hog")?;
+    match rx.recv_timeout(HOG_FILL_TIMEOUT) {
+        Ok(()) => {
+            let filled_ms = start.elapsed().as_millis();
+            std::thread::sleep(HOG_SETTLE);
+            Ok((
+                child,
+                format!(
+                    "{hog_mb} MiB (MemTotal {mem_total_mb} MiB), {} threads, filled in {filled_ms} ms, then {} s of random writes",
+                    job.hog_threads,
+                    HOG_SETTLE.as_secs()
+                ),
+            ))
+        }
+        Err(e) => {
+            let _ = child.kill();
+            let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
+            Err(StepError {
+                stage: "hog",
+                message: format!("the hog did not fill its {hog_mb} MiB ({e}; {status})"),
+            })
+        }
+    }
+}
+
+fn mem_state(cg: &Path) -> MemState {
+    let stat = scenario::read_map(&cg.join("memory.stat"));
+    let meminfo = read_trimmed("/proc/meminfo");
+    let kb = |k| procfs::meminfo_kb(&meminfo, k).unwrap_or(0);
+    let get = |k: &str| stat.get(k).copied().unwrap_or(0);
+    MemState {
+        anon: get("anon"),
+        inactive_anon: get("inactive_anon"),
+        inactive_file: get("inactive_file"),
+        swapcached: get("swapcached"),
+        swap_total_kb: kb("SwapTotal"),
+        swap_free_kb: kb("SwapFree"),
+        mem_free_kb: kb("MemFree"),
+    }
+}
+
+/// What the trace thread keeps while it pairs events.
+struct TraceState {
+    port: Arc<RecordPort>,
+    pairer: reclaim_trace::Pairer,
+    calls: u64,
+    lost_markers: u64,
+    raw: HashMap<u32, Vec<String>>,
+    printed_noio: u32,
+    printed_other: u32,
+}
+
+impl TraceState {
+    fn on_line(&mut self, line: &str) {
+        if let Some(n) = reclaim_trace::lost_marker(line) {
+            self.lost_markers += n;
+            return;
+        }
+        let Some(parsed) = reclaim_trace::parse_line(line) else {
+            return;
+        };
+        let pid = parsed.pid;
+        match parsed.event {
+            reclaim_trace::Event::Begin { .. } => {
+                self.raw.insert(pid, vec![line.to_string()]);
+            }
+            _ => {
+                if let Some(raw) = self.raw.get_mut(&pid) {
+                    if raw.len() < RAW_LINES_PER_CALL {
+                        raw.push(line.to_string());
+                    }
+                }
+            }
+        }
+        let is_end = matches!(parsed.event, reclaim_trace::Event::End { .. });
+        let Some(call) = self.pairer.feed(parsed) else {
+            return;
+        };
+        self.calls += 1;
+        let mut raw = self.raw.remove(&pid).unwrap_or_default();
+        if is_end && raw.last().map(String::as_str) != Some(line) {
+            raw.push(line.to_string());
+        }
+        let noio = call.gfp_flags.starts_with("GFP_NOIO");
+        let printed = if noio {
+            &mut self.printed_noio
+        } else {
+            &mut self.printed_other
+        };
+        if *printed
+            < if noio {
+                RAW_NOIO_CALLS
+            } else {
+                RAW_OTHER_CALLS
+            }
+        {
+            *printed += 1;
+            for l in &raw {
+                eprintln!("mmci-trace: {l}");
+            }
+        }
+        self.port.send(Record::ReclaimCall(call));
+    }
+}
+
+pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
+    // The RFC's path is the classic LRU's get_scan_count(): MGLRU off.
+    setup_step(port, "mglru", || scenario::set_lru_gen(false))?;
+    // Swap on the disk directly: the hog's swap-out must make progress.
+    setup_step(port, "swap", || scenario::setup_swap(0))?;
+    setup_step(port, "swappiness", || {
+        write_file("/proc/sys/vm/swappiness", &job.swappiness.to_string()).stage("swappiness")?;
+        // No swap readahead: the hog's random swap-ins would otherwise fill
+        // the swap cache with pages nobody touches, and the case needs a
+        // small swap cache (anon folios not in it are what GFP_NOIO cannot
+        // reclaim).
+        write_file("/proc/sys/vm/page-cluster", "0").stage("swappiness")?;
+        Ok((
+            (),
+            format!(
+                "vm.swappiness={} vm.page-cluster={}",
+                read_trimmed("/proc/sys/vm/swappiness"),
+                read_trimmed("/proc/sys/vm/page-cluster")
+            ),
+        ))
+    })?;
+    let verity = setup_step(port, "verity", || verity_dev::setup(job.verity_mb))?;
+    setup_step(port, "verity-check", || verity_dev::check(&verity))?;
+    // The trace buffers cannot be allocated once the hog has the memory.
+    setup_step(port, "trace-buffers", || {
+        trace::size_buffers(job.trace_buffer_kb).stage("trace")?;
+        Ok(((), format!("{} KiB/cpu", job.trace_buffer_kb)))
+    })?;
+    let cg = setup_step(port, "cgroup", || {
+        let dir = cgroup::create(HOG_CGROUP, 0).stage("cgroup")?;
+        let detail = format!("{} memory.max=max", dir.display());
+        Ok((dir, detail))
+    })?;
+    let mut hog = setup_step(port, "hog", || start_hog(job, &cg))?;
+    let result = read_under_pressure(job, port, &verity, &cg);
+    let _ = hog.kill();
+    let _ = hog.wait();
+    result
+}
+
+fn read_under_pressure(
+    job: &GuestJob,
+    port: &Arc<RecordPort>,
+    verity: &verity_dev::Verity,
+    cg: &Path,
+) -> Result<(), StepError> {
+    setup_step(port, "bufio", || {
+        write_file(BUFIO_CACHE, &job.bufio_cache_bytes.to_string()).stage("bufio")?;
+        Ok((
+            (),
+            format!("max_cache_size_bytes={}", read_trimmed(BUFIO_CACHE)),
+        ))
+    })?;
+    setup_step(port, "drop-caches", || {
+        write_file("/proc/sys/vm/drop_caches", "3").stage("drop-caches")?;
+        Ok(((), "3".to_string()))
+    })?;
+    let reader = setup_step(port, "trace", || {
+        trace::start(&reclaim_trace::EVENTS).stage("trace")?;
+        let state = TraceState {
+            port: port.clone(),
+            pairer: reclaim_trace::Pairer::default(),
+            calls: 0,
+            lost_markers: 0,
+            raw: HashMap::new(),
+            printed_noio: 0,
+            printed_other: 0,
+        };
+        let reader = trace::PipeReader::start(state, |s, line| s.on_line(line)).stage("trace")?;
+        Ok((reader, reclaim_trace::EVENTS.join(", ")))
+    })?;
+    let at_start = mem_state(cg);
+    port.send(scenario::snapshot(Phase::Before, cg));
+    let watermarks =
+        sampler::WatermarkSampler::start(Duration::from_millis(job.sample_interval_ms.max(1)))
+            .stage("sampler")?;
+    let reads = direct_io::random_reads(
+        &verity.node,
+        verity.blocks,
+        job.readers,
+        job.reads,
+        Duration::from_secs(job.duration_s),
+    )
+    .stage("reader")?;
+    let watermark = watermarks.finish();
+    let at_end = mem_state(cg);
+    port.send(scenario::snapshot(Phase::After, cg));
+
+    trace::stop().stage("trace")?;
+    let state = reader.finish().stage("trace")?;
+    let (unpaired_begins, orphan_ends) = state.pairer.finish();
+    port.send(Record::ReclaimTrace {
+        calls: state.calls,
+        unpaired_begins,
+        orphan_ends,
+        lost_events: trace::lost_events() + state.lost_markers,
+    });
+    port.send(Record::Preconditions {
+        swappiness: read_trimmed("/proc/sys/vm/swappiness").parse().unwrap_or(0),
+        lru_gen: read_trimmed(scenario::LRU_GEN),
+        at_start,
+        at_end,
+        watermark,
+    });
+    port.send(Record::Reader {
+        reads: reads.reads,
+        errors: reads.errors,
+        elapsed_ms: reads.elapsed.as_millis() as u64,
+        first_error: reads.first_error,
+    });
+    Ok(())
+}

@@ -1,0 +1,406 @@
+//! QEMU: the argument list (pure functions, unit tested), and one guest run:
+//! spawn in its own process group, collect records from the named
+//! virtio-serial port as they arrive, keep the serial console in a file, and
+//! stop at the guest's power-off or at the timeout.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitStatus;
+use std::time::{Duration, Instant};
+
+use mmci_record::{Record, RECORD_PORT_NAME};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::UnixListener;
+use tokio::process::Command;
+
+use crate::arch::Arch;
+use crate::host::process::GroupChild;
+
+/// How QEMU executes guest code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Accel {
+    Kvm,
+    Tcg,
+}
+
+impl Accel {
+    pub fn name(self) -> &'static str {
+        match self {
+            Accel::Kvm => "kvm",
+            Accel::Tcg => "tcg",
+        }
+    }
+}
+
+impl std::fmt::Display for Accel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A raw virtio disk given to the guest, found there by its serial.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Disk {
+    pub path: PathBuf,
+    pub serial: String,
+}
+
+/// Everything QEMU needs for one guest.
+#[derive(Clone, Debug)]
+pub struct VmSpec {
+    pub arch: Arch,
+    pub accel: Accel,
+    pub vcpus: u32,
+    pub memory_mb: u64,
+    pub kernel: PathBuf,
+    pub initrd: PathBuf,
+    pub cmdline: String,
+    pub console_log: PathBuf,
+    /// Where QEMU's own stderr goes (accelerator failures are read from it).
+    pub qemu_stderr: PathBuf,
+    pub record_socket: PathBuf,
+    pub disks: Vec<Disk>,
+}
+
+/// The kernel command line: console on the arch's serial port, any panic or
+/// oops ends the guest at once (QEMU exits thanks to -no-reboot), and PID 1 is
+/// our /init. `extra` words (e.g. `mmci.threads=8`) come last.
+pub fn kernel_cmdline(arch: Arch, extra: &[String]) -> String {
+    let mut words = vec![
+        format!("console={}", arch.console()),
+        "panic=-1".to_string(),
+        "oops=panic".to_string(),
+        "rdinit=/init".to_string(),
+    ];
+    words.extend(extra.iter().cloned());
+    words.join(" ")
+}
+
+/// The full QEMU argument list (without the binary).
+pub fn qemu_args(spec: &VmSpec) -> Vec<String> {
+    let mut a: Vec<String> = Vec::new();
+    let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
+    push(&[
+        "-nodefaults",
+        "-no-user-config",
+        "-display",
+        "none",
+        "-no-reboot",
+    ]);
+    match spec.arch {
+        Arch::X86_64 => push(&["-machine", "pc"]),
+        Arch::Arm64 => push(&["-machine", "virt"]),
+    }
+    match spec.accel {
+        Accel::Kvm => push(&["-accel", "kvm", "-cpu", "host"]),
+        Accel::Tcg => push(&["-accel", "tcg", "-cpu", "max"]),
+    }
+    let smp = spec.vcpus.to_string();
+    let mem = format!("{}M", spec.memory_mb);
+    push(&["-smp", &smp, "-m", &mem]);
+    // No network device: -nodefaults already drops the default NIC; say so.
+    push(&["-nic", "none"]);
+    let kernel = spec.kernel.display().to_string();
+    let initrd = spec.initrd.display().to_string();
+    push(&[
+        "-kernel",
+        &kernel,
+        "-initrd",
+        &initrd,
+        "-append",
+        &spec.cmdline,
+    ]);
+    let serial = format!("file:{}", spec.console_log.display());
+    push(&["-serial", &serial]);
+    let chardev = format!("socket,id=records,path={}", spec.record_socket.display());
+    let port = format!("virtserialport,bus=vser0.0,chardev=records,name={RECORD_PORT_NAME}");
+    push(&[
+        "-device",
+        "virtio-serial-pci,id=vser0",
+        "-chardev",
+        &chardev,
+        "-device",
+        &port,
+    ]);
+    for (i, disk) in spec.disks.iter().enumerate() {
+        // cache=unsafe: the disk is scratch swap; host durability buys nothing.
+        let drive = format!(
+            "file={},format=raw,if=none,id=disk{i},cache=unsafe,aio=threads",
+            disk.path.display()
+        );
+        let dev = format!("virtio-blk-pci,drive=disk{i},serial={}", disk.serial);
+        push(&["-drive", &drive, "-device", &dev]);
+    }
+    a
+}
+
+/// A record with the time it arrived, in ms since QEMU was spawned.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TimedRecord {
+    pub at_ms: u64,
+    #[serde(flatten)]
+    pub record: Record,
+}
+
+/// What one QEMU process produced.
+#[derive(Debug)]
+pub struct VmRun {
+    pub records: Vec<TimedRecord>,
+    /// Lines on the record port that were not records (kept for the report).
+    pub bad_lines: Vec<String>,
+    pub exit: Option<ExitStatus>,
+    pub timed_out: bool,
+    /// QEMU gave up on the accelerator ("KVM internal error").
+    pub accel_failed: bool,
+    /// QEMU connected to the record socket (it started the machine).
+    pub connected: bool,
+    pub console: String,
+    pub qemu_stderr: String,
+    /// From spawn to exit.
+    pub lifetime: Duration,
+    /// From spawn to the first record.
+    pub first_record: Option<Duration>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VmError {
+    #[error("{0} not found: install QEMU with ./mmci-setup (Debian: qemu-system-x86 / qemu-system-arm from bookworm-backports)")]
+    MissingQemu(String),
+    #[error("kernel image {0} not found: build one with `mmci kernel build`, or pass the path of an existing image")]
+    MissingKernel(PathBuf),
+    #[error("{path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// QEMU's words for an accelerator that cannot run the guest.
+const ACCEL_FAILURE_MARKERS: [&str; 3] =
+    ["KVM internal error", "kvm run failed", "failed to set MSR"];
+
+pub fn accel_failure(stderr: &str) -> Option<&str> {
+    stderr
+        .lines()
+        .find(|l| ACCEL_FAILURE_MARKERS.iter().any(|m| l.contains(m)))
+}
+
+/// Runs one guest to its end or its timeout.
+pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> {
+    if !spec.kernel.is_file() {
+        return Err(VmError::MissingKernel(spec.kernel.clone()));
+    }
+    let io_err = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| VmError::Io { path, source }
+    };
+    let _ = std::fs::remove_file(&spec.record_socket);
+    let listener = UnixListener::bind(&spec.record_socket).map_err(io_err(&spec.record_socket))?;
+    let stderr_path = spec.qemu_stderr.clone();
+    let stderr = std::fs::File::create(&stderr_path).map_err(io_err(&stderr_path))?;
+
+    let qemu = spec.arch.qemu_binary();
+    let mut cmd = Command::new(qemu);
+    cmd.args(qemu_args(spec))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(stderr);
+    let start = Instant::now();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let mut child = GroupChild::spawn(&mut cmd).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            VmError::MissingQemu(qemu.to_string())
+        } else {
+            VmError::Io {
+                path: PathBuf::from(qemu),
+                source: e,
+            }
+        }
+    })?;
+
+    let mut run = VmRun {
+        records: Vec::new(),
+        bad_lines: Vec::new(),
+        exit: None,
+        timed_out: false,
+        accel_failed: false,
+        connected: false,
+        console: String::new(),
+        qemu_stderr: String::new(),
+        lifetime: Duration::ZERO,
+        first_record: None,
+    };
+
+    // QEMU connects to our socket while it sets up the machine; if it exits
+    // first (bad arguments, broken accelerator), there is nothing to read.
+    let stream = tokio::select! {
+        accepted = listener.accept() => accepted.ok().map(|(s, _)| s),
+        status = child.child_mut().wait() => { run.exit = status.ok(); None }
+        _ = tokio::time::sleep_until(deadline) => { run.timed_out = true; None }
+    };
+    if let Some(stream) = stream {
+        run.connected = true;
+        let mut lines = BufReader::new(stream).lines();
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            tokio::select! {
+                line = lines.next_line() => match line {
+                    Ok(Some(line)) => {
+                        let at = start.elapsed();
+                        run.first_record.get_or_insert(at);
+                        match mmci_record::parse_line(&line) {
+                            Ok(record) => run.records.push(TimedRecord { at_ms: at.as_millis() as u64, record }),
+                            Err(_) => run.bad_lines.push(line),
+                        }
+                    }
+                    // EOF: QEMU closed the port, i.e. it is exiting.
+                    Ok(None) | Err(_) => break,
+                },
+                _ = tick.tick() => {
+                    // A dead accelerator may leave QEMU paused rather than exited.
+                    let stderr_now = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+                    if accel_failure(&stderr_now).is_some() {
+                        run.accel_failed = true;
+                        break;
+                    }
+                }
+                _ = tokio::time::sleep_until(deadline) => { run.timed_out = true; break; }
+            }
+        }
+    }
+    if run.exit.is_none() {
+        let grace = Duration::from_secs(2);
+        let status = if run.timed_out || run.accel_failed {
+            child.terminate(grace).await
+        } else {
+            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+            child.wait_timeout(remaining, grace).await.map(|f| {
+                run.timed_out |= f.timed_out;
+                f.status
+            })
+        };
+        run.exit = status.ok();
+    } else {
+        // Already exited: still kill anything left in its group.
+        let _ = child.wait().await;
+    }
+    run.lifetime = start.elapsed();
+    run.console =
+        String::from_utf8_lossy(&std::fs::read(&spec.console_log).unwrap_or_default()).into_owned();
+    run.qemu_stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+    run.accel_failed |= accel_failure(&run.qemu_stderr).is_some();
+    let _ = std::fs::remove_file(&spec.record_socket);
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rstest::rstest;
+
+    fn spec(arch: Arch, accel: Accel) -> VmSpec {
+        VmSpec {
+            arch,
+            accel,
+            vcpus: 2,
+            memory_mb: 1024,
+            kernel: "/k/bzImage".into(),
+            initrd: "/r/initrd.cpio".into(),
+            cmdline: kernel_cmdline(arch, &["mmci.threads=8".into()]),
+            console_log: "/r/console.log".into(),
+            qemu_stderr: "/r/qemu-stderr.log".into(),
+            record_socket: "/r/records.sock".into(),
+            disks: vec![Disk {
+                path: "/r/swap.img".into(),
+                serial: "mmci-swap".into(),
+            }],
+        }
+    }
+
+    fn value_after<'a>(args: &'a [String], flag: &str) -> Vec<&'a str> {
+        args.windows(2)
+            .filter(|w| w[0] == flag)
+            .map(|w| w[1].as_str())
+            .collect()
+    }
+
+    #[rstest]
+    #[case(Arch::X86_64, Accel::Tcg, "pc", "tcg", "max", "console=ttyS0")]
+    #[case(Arch::X86_64, Accel::Kvm, "pc", "kvm", "host", "console=ttyS0")]
+    #[case(Arch::Arm64, Accel::Tcg, "virt", "tcg", "max", "console=ttyAMA0")]
+    fn machine_accel_cpu_console(
+        #[case] arch: Arch,
+        #[case] accel: Accel,
+        #[case] machine: &str,
+        #[case] accel_name: &str,
+        #[case] cpu: &str,
+        #[case] console: &str,
+    ) {
+        let args = qemu_args(&spec(arch, accel));
+        assert_eq!(value_after(&args, "-machine"), [machine]);
+        assert_eq!(value_after(&args, "-accel"), [accel_name]);
+        assert_eq!(value_after(&args, "-cpu"), [cpu]);
+        assert!(value_after(&args, "-append")[0].starts_with(console));
+    }
+
+    #[test]
+    fn no_network_no_defaults_no_reboot() {
+        let args = qemu_args(&spec(Arch::X86_64, Accel::Tcg));
+        for flag in ["-nodefaults", "-no-user-config", "-no-reboot"] {
+            assert!(args.iter().any(|a| a == flag), "{flag}");
+        }
+        assert_eq!(value_after(&args, "-nic"), ["none"]);
+        assert!(!args
+            .iter()
+            .any(|a| a.contains("netdev") || a.contains("e1000")));
+    }
+
+    #[test]
+    fn resources_kernel_console_records_and_disks() {
+        let args = qemu_args(&spec(Arch::X86_64, Accel::Tcg));
+        assert_eq!(value_after(&args, "-smp"), ["2"]);
+        assert_eq!(value_after(&args, "-m"), ["1024M"]);
+        assert_eq!(value_after(&args, "-kernel"), ["/k/bzImage"]);
+        assert_eq!(value_after(&args, "-initrd"), ["/r/initrd.cpio"]);
+        assert_eq!(value_after(&args, "-serial"), ["file:/r/console.log"]);
+        assert_eq!(
+            value_after(&args, "-chardev"),
+            ["socket,id=records,path=/r/records.sock"]
+        );
+        assert_eq!(
+            value_after(&args, "-device"),
+            [
+                "virtio-serial-pci,id=vser0",
+                "virtserialport,bus=vser0.0,chardev=records,name=org.mmci.records",
+                "virtio-blk-pci,drive=disk0,serial=mmci-swap"
+            ]
+        );
+        assert_eq!(
+            value_after(&args, "-drive"),
+            ["file=/r/swap.img,format=raw,if=none,id=disk0,cache=unsafe,aio=threads"]
+        );
+    }
+
+    #[test]
+    fn cmdline_panics_end_the_guest() {
+        assert_eq!(
+            kernel_cmdline(Arch::X86_64, &["mmci.threads=8".into()]),
+            "console=ttyS0 panic=-1 oops=panic rdinit=/init mmci.threads=8"
+        );
+    }
+
+    #[test]
+    fn accel_failure_is_recognised() {
+        let stderr = "KVM internal error. Suberror: 1\nextra data[0]: 0x0000000000000000\nemulation failure\n";
+        assert_eq!(
+            accel_failure(stderr),
+            Some("KVM internal error. Suberror: 1")
+        );
+        assert_eq!(
+            accel_failure("qemu-system-x86_64: terminating on signal 15\n"),
+            None
+        );
+    }
+}

@@ -1,0 +1,558 @@
+//! Kernel builds: tinyconfig + our fragments, merged with merge_config.sh and
+//! checked option by option, then `make O=<dir>`, out of tree. Each build
+//! directory is named by a cache key (tree commit, fragments, arch,
+//! compiler); a finished build leaves `mmci-build.json` and is reused without
+//! running make.
+
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use tokio::process::Command;
+
+use crate::arch::Arch;
+use crate::host::paths::WorkDir;
+use crate::host::process::{self, CommandError};
+use crate::kernel::kconfig::{self, Mismatch};
+use crate::kernel::series::apply;
+use crate::kernel::series::Series;
+use crate::kernel::tree::{self, SourceTree, TreeError};
+use crate::kernel::warnings;
+
+/// The fragments shipped in kernels/, embedded so that the default run works
+/// from any directory.
+pub const MM_FRAGMENT: (&str, &str) = ("mm.config", include_str!("../../../kernels/mm.config"));
+pub const X86_64_FRAGMENT: (&str, &str) = (
+    "x86_64.config",
+    include_str!("../../../kernels/x86_64.config"),
+);
+pub const ARM64_FRAGMENT: (&str, &str) = (
+    "arm64.config",
+    include_str!("../../../kernels/arm64.config"),
+);
+
+/// A config fragment: a name for messages and its text.
+#[derive(Clone, Debug)]
+pub struct Fragment {
+    pub name: String,
+    pub text: String,
+}
+
+impl Fragment {
+    pub fn read(path: &Path) -> std::io::Result<Fragment> {
+        Ok(Fragment {
+            name: path.display().to_string(),
+            text: std::fs::read_to_string(path)?,
+        })
+    }
+}
+
+/// The bundled fragments for `arch`: kernels/mm.config + kernels/<arch>.config.
+pub fn default_fragments(arch: Arch) -> Vec<Fragment> {
+    let arch_fragment = match arch {
+        Arch::X86_64 => X86_64_FRAGMENT,
+        Arch::Arm64 => ARM64_FRAGMENT,
+    };
+    [MM_FRAGMENT, arch_fragment]
+        .into_iter()
+        .map(|(name, text)| Fragment {
+            name: format!("kernels/{name}"),
+            text: text.to_string(),
+        })
+        .collect()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("{0} not found: install it with ./mmci-setup")]
+    MissingTool(String),
+    #[error("{path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("kernel build step failed")]
+    Step(#[from] CommandError),
+    #[error("{0}")]
+    Apply(apply::ApplyFailure),
+    #[error("applying the series: {0}")]
+    ApplyIo(String),
+    #[error(transparent)]
+    Tree(#[from] TreeError),
+    #[error("the final .config lacks {} requested option(s):\n  {}", .0.len(), .0.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("\n  "))]
+    Config(Vec<Mismatch>),
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
+    move |source| BuildError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// What to build.
+#[derive(Clone, Debug)]
+pub struct BuildRequest {
+    pub arch: Arch,
+    pub fragments: Vec<Fragment>,
+    /// make -j.
+    pub jobs: usize,
+}
+
+/// A built kernel.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct KernelBuild {
+    pub arch: Arch,
+    pub key: String,
+    /// The artifacts: image, .config, System.map, build.log.
+    pub dir: PathBuf,
+    pub image: PathBuf,
+    /// `make kernelrelease`.
+    pub release: String,
+    /// The base tree's commit.
+    pub tree_commit: String,
+    /// The series applied on it, if any.
+    pub series_hash: Option<String>,
+    /// HEAD after applying the series (reproducible: pinned committer).
+    pub head_commit: String,
+    pub compiler: String,
+    /// The build ran in bubblewrap (no network, read-only except its dirs).
+    pub sandboxed: bool,
+    /// ccache was used.
+    pub ccache: bool,
+    /// Compiler warnings of this tree in this configuration (see [`crate::kernel::warnings`]).
+    pub warnings: Vec<String>,
+    /// Wall time of the build that produced it.
+    pub build_seconds: f64,
+    /// This call found it in the cache.
+    #[serde(default)]
+    pub cached: bool,
+}
+
+const STAMP: &str = "mmci-build.json";
+
+/// The cache key: everything that changes the kernel we get.
+pub fn cache_key(
+    tree_commit: &str,
+    series_hash: Option<&str>,
+    arch: Arch,
+    compiler: &str,
+    fragments: &[Fragment],
+) -> String {
+    let mut h = Sha256::new();
+    h.update(b"mmci-build-v2\0");
+    for part in [
+        tree_commit,
+        series_hash.unwrap_or("-"),
+        arch.name(),
+        compiler,
+    ] {
+        h.update(part.as_bytes());
+        h.update(b"\0");
+    }
+    for f in fragments {
+        // The name is for messages only: renaming a fragment keeps the key.
+        h.update(f.text.as_bytes());
+        h.update(b"\0");
+    }
+    hex::encode(h.finalize())
+}
+
+/// The key of an object directory: the configuration without the sources,
+/// so that every variant of one tree shares its objects. "objs-2": object
+/// dirs carry a warnings ledger since layout 2, which is only complete if
+/// the dir's first build was a cold one.
+pub fn config_key(arch: Arch, compiler: &str, fragments: &[Fragment]) -> String {
+    cache_key("objs-2", None, arch, compiler, fragments)
+}
+
+/// First line of `<compiler> --version`.
+pub async fn compiler_version(compiler: &str) -> Result<String, BuildError> {
+    let out = Command::new(compiler)
+        .arg("--version")
+        .output()
+        .await
+        .map_err(|_| BuildError::MissingTool(compiler.to_string()))?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or("")
+        .to_string())
+}
+
+/// The make command line for a step.
+pub fn make_args(
+    arch: Arch,
+    out_dir: &Path,
+    jobs: Option<usize>,
+    ccache: bool,
+    targets: &[&str],
+) -> Vec<String> {
+    let mut args = vec![
+        format!("ARCH={}", arch.kernel_arch()),
+        format!("O={}", out_dir.display()),
+    ];
+    if let Some(prefix) = arch.cross_compile() {
+        args.push(format!("CROSS_COMPILE={prefix}"));
+    }
+    if ccache {
+        args.push(format!("CC=ccache {}", arch.compiler()));
+    }
+    if let Some(j) = jobs {
+        args.push(format!("-j{j}"));
+    }
+    args.extend(targets.iter().map(|t| t.to_string()));
+    args
+}
+
+/// Bubblewrap around a build step: everything read-only but the checkout,
+/// the object dir and ccache's dir; no network; a private /tmp; dies with us.
+pub fn sandbox_args(writable: &[&Path]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    for p in writable {
+        let p = p.display().to_string();
+        a.extend(["--bind".to_string(), p.clone(), p]);
+    }
+    a.extend(
+        [
+            "--unshare-net",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--die-with-parent",
+        ]
+        .map(String::from),
+    );
+    a
+}
+
+/// Can bubblewrap run here? (It needs user namespaces or root.)
+pub async fn sandbox_available() -> bool {
+    Command::new("bwrap")
+        .args(sandbox_args(&[]))
+        .arg("true")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .await
+        .is_ok_and(|s| s.success())
+}
+
+/// What a build step needs besides its arguments.
+struct Step<'a> {
+    checkout: &'a Path,
+    objs: &'a Path,
+    ccache_dir: Option<&'a Path>,
+    sandbox: bool,
+    log: &'a Path,
+}
+
+impl Step<'_> {
+    fn command(&self, program: &str, args: Vec<String>) -> Command {
+        let mut cmd = if self.sandbox {
+            let mut writable = vec![self.checkout, self.objs];
+            writable.extend(self.ccache_dir);
+            let mut c = Command::new("bwrap");
+            c.args(sandbox_args(&writable)).arg("--").arg(program);
+            c
+        } else {
+            Command::new(program)
+        };
+        cmd.current_dir(self.checkout)
+            .args(args)
+            .env("KBUILD_BUILD_TIMESTAMP", "2000-01-01 00:00:00 UTC")
+            .env("KBUILD_BUILD_USER", "mmci")
+            .env("KBUILD_BUILD_HOST", "mmci");
+        if let Some(dir) = self.ccache_dir {
+            cmd.env("CCACHE_DIR", dir)
+                .env("CCACHE_BASEDIR", self.checkout);
+        }
+        cmd
+    }
+
+    async fn run(&self, program: &str, args: Vec<String>, what: &str) -> Result<(), BuildError> {
+        process::run_logged(&mut self.command(program, args), self.log, what).await?;
+        Ok(())
+    }
+}
+
+/// Builds (or finds in the cache) a kernel of `tree` with `series` applied.
+pub async fn build_kernel(
+    tree: &SourceTree,
+    series: Option<&Series>,
+    req: &BuildRequest,
+    work: &WorkDir,
+) -> Result<KernelBuild, BuildError> {
+    let compiler = compiler_version(&req.arch.compiler()).await?;
+    let series_hash = series.map(|s| s.hash.clone());
+    let key = cache_key(
+        &tree.commit,
+        series_hash.as_deref(),
+        req.arch,
+        &compiler,
+        &req.fragments,
+    );
+    let dir = work.builds().join(format!("{}-{}", req.arch, &key[..16]));
+    let _key_lock = process::lock_file(&work.locks(), &format!("build-{}", &key[..16]))
+        .await
+        .map_err(io_err(&work.locks()))?;
+    if let Some(mut cached) = read_stamp(&dir) {
+        cached.cached = true;
+        return Ok(cached);
+    }
+
+    // One build at a time per checkout: it is shared by every variant.
+    let slot = req.arch.name();
+    let _slot_lock = process::lock_file(&work.locks(), &format!("checkout-{}-{slot}", tree.name))
+        .await
+        .map_err(io_err(&work.locks()))?;
+    let start = std::time::Instant::now();
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let log = dir.join("build.log");
+    let _ = std::fs::remove_file(&log);
+
+    let checkout = tree::prepare_checkout(tree, slot, work, &log).await?;
+    if let Some(series) = series {
+        let scratch = dir.join("patches");
+        apply::apply(&checkout, series, &scratch, &log)
+            .await
+            .map_err(|e| match e {
+                apply::ApplyError::DoesNotApply(f) => BuildError::Apply(f),
+                other => BuildError::ApplyIo(other.to_string()),
+            })?;
+    }
+    let head_commit = tree::head(&checkout).await?;
+
+    let objs = work.objs().join(format!(
+        "{}-{slot}-{}",
+        tree.name,
+        &config_key(req.arch, &compiler, &req.fragments)[..16]
+    ));
+    std::fs::create_dir_all(&objs).map_err(io_err(&objs))?;
+    // ccache is opt-in (MMCI_CCACHE=1): base and patched builds already share
+    // one object dir, and on a cold cache every miss runs the preprocessor
+    // and the compiler, which made cold builds about 40% slower here
+    // (`mmci bench build`).
+    let ccache = std::env::var("MMCI_CCACHE").is_ok_and(|v| v == "1")
+        && crate::host::tools::on_path("ccache").is_some();
+    let ccache_dir = work.ccache();
+    if ccache {
+        std::fs::create_dir_all(&ccache_dir).map_err(io_err(&ccache_dir))?;
+    }
+    let sandbox = sandbox_available().await;
+    let step = Step {
+        checkout: &checkout,
+        objs: &objs,
+        ccache_dir: ccache.then_some(ccache_dir.as_path()),
+        sandbox,
+        log: &log,
+    };
+    let make_step = |jobs, targets: &[&str]| make_args(req.arch, &objs, jobs, ccache, targets);
+
+    // The configuration: tinyconfig, our fragments merged over it (-m: merge
+    // only), olddefconfig to resolve dependencies, then every request checked.
+    // An object dir keeps its .config: its name already says which fragments.
+    let config_path = objs.join(".config");
+    let mut requests = Vec::new();
+    for f in &req.fragments {
+        requests.extend(kconfig::parse_fragment(&f.text, &f.name));
+    }
+    if !config_path.is_file() {
+        step.run("make", make_step(None, &["tinyconfig"]), "make tinyconfig")
+            .await?;
+        let frag_dir = objs.join("fragments");
+        std::fs::create_dir_all(&frag_dir).map_err(io_err(&frag_dir))?;
+        let mut args = vec![
+            "-m".to_string(),
+            "-O".to_string(),
+            objs.display().to_string(),
+        ];
+        args.push(config_path.display().to_string());
+        for (i, f) in req.fragments.iter().enumerate() {
+            let path = frag_dir.join(format!("{i:02}.config"));
+            std::fs::write(&path, &f.text).map_err(io_err(&path))?;
+            args.push(path.display().to_string());
+        }
+        let mut merge = step.command("scripts/kconfig/merge_config.sh", args);
+        merge.env("ARCH", req.arch.kernel_arch());
+        process::run_logged(&mut merge, &log, "merge_config.sh").await?;
+    }
+    step.run(
+        "make",
+        make_step(None, &["olddefconfig"]),
+        "make olddefconfig",
+    )
+    .await?;
+    let config = std::fs::read_to_string(&config_path).map_err(io_err(&config_path))?;
+    let mismatches = kconfig::check(&kconfig::parse_config(&config), &requests);
+    if !mismatches.is_empty() {
+        // Do not keep a config that fails the check for the next build.
+        let _ = std::fs::remove_file(&config_path);
+        return Err(BuildError::Config(mismatches));
+    }
+
+    let (target, image_rel) = req.arch.image_target();
+    step.run(
+        "make",
+        make_step(Some(req.jobs), &[target]),
+        &format!("make {target}"),
+    )
+    .await?;
+    // What `make kernelrelease` prints, without another pass through the
+    // Makefiles (a few seconds on 2 cores).
+    let release = match std::fs::read_to_string(objs.join("include/config/kernel.release")) {
+        Ok(r) => r.trim().to_string(),
+        Err(_) => {
+            let out = step
+                .command("make", make_step(None, &["-s", "kernelrelease"]))
+                .output()
+                .await
+                .map_err(io_err(&objs))?;
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        }
+    };
+
+    // Keep the artifacts, not the objects.
+    let image_name = Path::new(image_rel).file_name().expect("image has a name");
+    for (from, to) in [
+        (objs.join(image_rel), dir.join(image_name)),
+        (objs.join(".config"), dir.join("config")),
+        (objs.join("System.map"), dir.join("System.map")),
+    ] {
+        std::fs::copy(&from, &to).map_err(io_err(&from))?;
+    }
+    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    // The object dir's ledger knows the warnings of files this incremental
+    // build did not recompile (see crate::kernel::warnings).
+    let mut ledger = warnings::read_ledger(&objs);
+    warnings::update(&mut ledger, &log_text, &checkout);
+    warnings::write_ledger(&objs, &ledger).map_err(io_err(&objs))?;
+    let build = KernelBuild {
+        arch: req.arch,
+        key,
+        image: dir.join(image_name),
+        dir: dir.clone(),
+        release,
+        tree_commit: tree.commit.clone(),
+        series_hash,
+        head_commit,
+        compiler,
+        sandboxed: sandbox,
+        ccache,
+        warnings: warnings::all(&ledger),
+        build_seconds: start.elapsed().as_secs_f64(),
+        cached: false,
+    };
+    let stamp = dir.join(STAMP);
+    let tmp = dir.join(format!("{STAMP}.tmp"));
+    std::fs::write(
+        &tmp,
+        serde_json::to_vec_pretty(&build).expect("serializable"),
+    )
+    .map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, &stamp).map_err(io_err(&stamp))?;
+    Ok(build)
+}
+
+fn read_stamp(dir: &Path) -> Option<KernelBuild> {
+    let text = std::fs::read_to_string(dir.join(STAMP)).ok()?;
+    let build: KernelBuild = serde_json::from_str(&text).ok()?;
+    build.image.is_file().then_some(build)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frag(text: &str) -> Fragment {
+        Fragment {
+            name: "f".into(),
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn key_changes_with_each_input() {
+        let a = [frag("CONFIG_A=y\n")];
+        let base = cache_key("abc", None, Arch::X86_64, "gcc 12", &a);
+        assert_eq!(base, cache_key("abc", None, Arch::X86_64, "gcc 12", &a));
+        for other in [
+            cache_key("abd", None, Arch::X86_64, "gcc 12", &a),
+            cache_key("abc", Some("5e71e5"), Arch::X86_64, "gcc 12", &a),
+            cache_key("abc", None, Arch::Arm64, "gcc 12", &a),
+            cache_key("abc", None, Arch::X86_64, "gcc 13", &a),
+            cache_key("abc", None, Arch::X86_64, "gcc 12", &[frag("CONFIG_A=m\n")]),
+        ] {
+            assert_ne!(base, other);
+        }
+        // Objects are shared by every variant of one configuration.
+        assert_eq!(
+            config_key(Arch::X86_64, "gcc 12", &a),
+            config_key(Arch::X86_64, "gcc 12", &a)
+        );
+    }
+
+    #[test]
+    fn make_command_lines() {
+        assert_eq!(
+            make_args(
+                Arch::X86_64,
+                Path::new("/w/b"),
+                Some(2),
+                false,
+                &["bzImage"]
+            ),
+            ["ARCH=x86_64", "O=/w/b", "-j2", "bzImage"]
+        );
+        assert_eq!(
+            make_args(Arch::X86_64, Path::new("/w/b"), Some(2), true, &["vmlinux"]),
+            ["ARCH=x86_64", "O=/w/b", "CC=ccache gcc", "-j2", "vmlinux"]
+        );
+        assert_eq!(
+            make_args(Arch::Arm64, Path::new("/w/b"), None, false, &["tinyconfig"]),
+            [
+                "ARCH=arm64",
+                "O=/w/b",
+                "CROSS_COMPILE=aarch64-linux-gnu-",
+                "tinyconfig"
+            ]
+        );
+    }
+
+    #[test]
+    fn sandbox_binds_only_what_the_build_writes() {
+        let args = sandbox_args(&[Path::new("/w/src"), Path::new("/w/objs")]);
+        let joined = args.join(" ");
+        assert!(joined.starts_with("--ro-bind / / "));
+        assert!(joined.contains("--bind /w/src /w/src --bind /w/objs /w/objs"));
+        assert!(joined.contains("--unshare-net"));
+        assert!(!joined.contains("--new-session"), "keeps our process group");
+    }
+
+    #[test]
+    fn bundled_fragments_ask_for_event_counters() {
+        let frags = default_fragments(Arch::X86_64);
+        let requests: Vec<_> = frags
+            .iter()
+            .flat_map(|f| kconfig::parse_fragment(&f.text, &f.name))
+            .collect();
+        assert!(requests
+            .iter()
+            .any(|r| r.name == "CONFIG_VM_EVENT_COUNTERS" && r.value == "y"));
+        assert!(requests
+            .iter()
+            .any(|r| r.name == "CONFIG_SERIAL_8250_CONSOLE"));
+    }
+}

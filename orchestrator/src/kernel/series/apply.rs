@@ -1,0 +1,244 @@
+//! Applying a series with `git am -3` onto a checkout of its base, and saying
+//! precisely which patch and which file or hunk failed when it does not apply.
+
+use std::path::{Path, PathBuf};
+
+use tokio::process::Command;
+
+use super::Series;
+use crate::host::process::{self, CommandError};
+
+/// Why a series did not apply.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ApplyFailure {
+    /// 1-based index of the patch that failed, when git said.
+    pub patch: Option<u32>,
+    pub total: u32,
+    pub title: Option<String>,
+    /// "mm/vmscan.c:4535" (hunk start) or "mm/vmscan.c" (conflict).
+    pub places: Vec<String>,
+    /// git am's own words, for the log and the report.
+    pub detail: String,
+}
+
+impl std::fmt::Display for ApplyFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.patch, &self.title) {
+            (Some(n), Some(t)) => write!(f, "patch {n}/{} ({t}) does not apply", self.total)?,
+            (Some(n), None) => write!(f, "patch {n}/{} does not apply", self.total)?,
+            _ => write!(f, "the series does not apply")?,
+        }
+        if !self.places.is_empty() {
+            write!(f, " at {}", self.places.join(", "))?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("{0}")]
+    DoesNotApply(ApplyFailure),
+    #[error("preparing the patches")]
+    Io(#[from] std::io::Error),
+    #[error("git")]
+    Git(#[from] CommandError),
+}
+
+/// Reads git am's output: the failed patch number and the files and hunks.
+pub fn parse_am_failure(output: &str, series: &Series) -> ApplyFailure {
+    let mut patch = None;
+    let mut places: Vec<String> = Vec::new();
+    for line in output.lines() {
+        let line = line.trim();
+        // "Patch failed at 0002 mm/vmscan: throttle ..."
+        if let Some(rest) = line.strip_prefix("Patch failed at ") {
+            patch = rest.split_whitespace().next().and_then(|n| n.parse().ok());
+        }
+        // "error: patch failed: mm/vmscan.c:4535"
+        if let Some(place) = line.strip_prefix("error: patch failed: ") {
+            places.push(place.to_string());
+        }
+        // "CONFLICT (content): Merge conflict in mm/vmscan.c"
+        if let Some((_, file)) = line.split_once("Merge conflict in ") {
+            places.push(file.to_string());
+        }
+        // "error: sha1 information is lacking or useless (mm/vmscan.c)."
+        if let Some(rest) = line.strip_prefix("error: sha1 information is lacking or useless (") {
+            places.push(rest.trim_end_matches('.').trim_end_matches(')').to_string());
+        }
+        // "error: mm/foo.c: does not exist in index"
+        if let Some(rest) = line.strip_prefix("error: ") {
+            if let Some(file) = rest.strip_suffix(": does not exist in index") {
+                places.push(format!("{file} (missing)"));
+            }
+        }
+    }
+    places.dedup();
+    let title =
+        patch.and_then(|n: u32| series.patches.get(n as usize - 1).map(|p| p.title.clone()));
+    let detail = output
+        .lines()
+        .filter(|l| {
+            l.starts_with("error:")
+                || l.starts_with("CONFLICT")
+                || l.starts_with("Patch failed")
+                || l.starts_with("Applying:")
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    ApplyFailure {
+        patch,
+        total: series.total,
+        title,
+        places,
+        detail,
+    }
+}
+
+/// One mbox file per patch, in order, for `git am`.
+pub fn write_patch_files(series: &Series, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut files = Vec::new();
+    for p in &series.patches {
+        let path = dir.join(format!("{:04}.patch", p.index));
+        let mut bytes = b"From mmci Mon Sep 17 00:00:00 2001\n".to_vec();
+        bytes.extend_from_slice(&p.raw);
+        std::fs::write(&path, bytes)?;
+        files.push(path);
+    }
+    Ok(files)
+}
+
+/// git in `checkout`, with a pinned committer: with the committer date taken
+/// from the author date, the same base and series give the same commits.
+fn git(checkout: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C")
+        .arg(checkout)
+        .env("GIT_COMMITTER_NAME", "mmci")
+        .env("GIT_COMMITTER_EMAIL", "mmci@localhost");
+    cmd
+}
+
+/// `git am -3` of `series` onto the current HEAD of `checkout`. On failure
+/// the am is aborted, leaving the checkout at its base.
+pub async fn apply(
+    checkout: &Path,
+    series: &Series,
+    scratch: &Path,
+    log: &Path,
+) -> Result<(), ApplyError> {
+    let files = write_patch_files(series, scratch)?;
+    let out = git(checkout)
+        .args([
+            "am",
+            "-3",
+            "--empty=drop",
+            "--committer-date-is-author-date",
+        ])
+        .args(&files)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    {
+        use std::io::Write;
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(log)?;
+        writeln!(f, "==> git am -3 ({} patches)\n{text}", files.len())?;
+    }
+    if out.status.success() {
+        let _ = std::fs::remove_dir_all(scratch);
+        return Ok(());
+    }
+    let mut failure = parse_am_failure(&text, series);
+    // git am -3 may go straight to its 3-way fallback and only say that it
+    // could not; a plain `git apply --check` of the failed patch names the
+    // hunks that do not fit.
+    if let Some(file) = failure.patch.and_then(|n| files.get(n as usize - 1)) {
+        let check = git(checkout)
+            .args(["apply", "--check"])
+            .arg(file)
+            .output()
+            .await?;
+        let check_text = String::from_utf8_lossy(&check.stderr).into_owned();
+        let hunks = parse_am_failure(&check_text, series).places;
+        failure
+            .places
+            .retain(|p| !hunks.iter().any(|h| h.starts_with(p.as_str())));
+        failure.places.extend(hunks);
+        failure
+            .detail
+            .push_str(&format!("\n{}", check_text.trim_end()));
+    }
+    let _ = std::fs::remove_dir_all(scratch);
+    process::run_logged(git(checkout).args(["am", "--abort"]), log, "git am --abort").await?;
+    Err(ApplyError::DoesNotApply(failure))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::series::{Patch, Series};
+
+    fn series(titles: &[&str]) -> Series {
+        Series {
+            version: 1,
+            total: titles.len() as u32,
+            rfc: false,
+            cover: None,
+            patches: titles
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Patch {
+                    index: i as u32 + 1,
+                    title: t.to_string(),
+                    subject: t.to_string(),
+                    message_id: String::new(),
+                    from: String::new(),
+                    to: vec![],
+                    cc: vec![],
+                    references: vec![],
+                    raw: vec![],
+                })
+                .collect(),
+            base_commit: None,
+            prerequisite_patch_ids: vec![],
+            versions_seen: vec![1],
+            hash: "0".repeat(64),
+        }
+    }
+
+    #[test]
+    fn failure_names_patch_and_hunk() {
+        // What git 2.47 prints when a hunk does not apply and the 3-way
+        // fallback has no blob to merge with.
+        let out = "Applying: mm: first\nApplying: mm: second\nerror: sha1 information is lacking or useless (mm/vmscan.c).\nerror: could not build fake ancestor\nhint: Use 'git am --show-current-patch=diff' to see the failed patch\nPatch failed at 0002 mm: second\n";
+        let f = parse_am_failure(out, &series(&["mm: first", "mm: second"]));
+        assert_eq!(f.patch, Some(2));
+        assert_eq!(f.places, ["mm/vmscan.c"]);
+        assert_eq!(f.title.as_deref(), Some("mm: second"));
+        assert_eq!(
+            f.to_string(),
+            "patch 2/2 (mm: second) does not apply at mm/vmscan.c"
+        );
+    }
+
+    #[test]
+    fn failure_with_conflict_and_hunk_lines() {
+        let out = "Applying: mm: only\nerror: patch failed: mm/vmscan.c:4535\nerror: mm/vmscan.c: patch does not apply\nUsing index info to reconstruct a base tree...\nM\tmm/vmscan.c\nFalling back to patching base and 3-way merge...\nAuto-merging mm/vmscan.c\nCONFLICT (content): Merge conflict in mm/vmscan.c\nPatch failed at 0001 mm: only\n";
+        let f = parse_am_failure(out, &series(&["mm: only"]));
+        assert_eq!(f.places, ["mm/vmscan.c:4535", "mm/vmscan.c"]);
+        assert_eq!(
+            f.to_string(),
+            "patch 1/1 (mm: only) does not apply at mm/vmscan.c:4535, mm/vmscan.c"
+        );
+    }
+}

@@ -1,0 +1,550 @@
+//! Kernel source trees as git repositories in the work dir. The offline
+//! default is Debian's linux-source tarball, imported once into git (with a
+//! pinned author and date, so the same tarball gives the same commit on every
+//! machine) so that patches can later be applied with `git am`.
+
+use std::path::{Path, PathBuf};
+
+use sha2::Digest;
+use tokio::process::Command;
+
+use crate::host::paths::WorkDir;
+use crate::host::process::{self, CommandError};
+
+/// Debian's linux-source-6.12 package installs this.
+pub const BUNDLED_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
+
+/// The default base of mm patches online: mm-stable of akpm's mm.git.
+pub const MM_GIT_URL: &str = "https://git.kernel.org/pub/scm/linux/kernel/git/akpm/mm.git";
+pub const MM_STABLE_REF: &str = "mm-stable";
+
+/// A tree given by URL and ref (branch, tag or commit).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TreeSpec {
+    pub url: String,
+    pub git_ref: String,
+}
+
+impl TreeSpec {
+    /// `mm-stable` names akpm's tree; anything else is a git URL.
+    pub fn parse(url: &str, git_ref: Option<&str>) -> TreeSpec {
+        if url == MM_STABLE_REF {
+            return TreeSpec {
+                url: MM_GIT_URL.to_string(),
+                git_ref: git_ref.unwrap_or(MM_STABLE_REF).to_string(),
+            };
+        }
+        TreeSpec {
+            url: url.to_string(),
+            git_ref: git_ref.unwrap_or("HEAD").to_string(),
+        }
+    }
+
+    /// The mirror's name: the repository's name and a hash of its URL, so
+    /// two trees called linux.git do not share a mirror.
+    pub fn mirror_name(&self) -> String {
+        let last = self
+            .url
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("tree")
+            .trim_end_matches(".git");
+        let clean: String = last
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let hash = hex::encode(sha2::Sha256::digest(self.url.as_bytes()));
+        format!("{clean}-{}", &hash[..8])
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TreeError {
+    #[error("fetching {url}")]
+    Fetch {
+        url: String,
+        #[source]
+        source: CommandError,
+    },
+    #[error("preparing the build checkout {path}")]
+    Checkout {
+        path: PathBuf,
+        #[source]
+        source: CommandError,
+    },
+    #[error("ref `{git_ref}` not found in {url} (give a branch, a tag or a commit it has)")]
+    UnknownRef { url: String, git_ref: String },
+    #[error("kernel source tarball {0} not found: install it with ./mmci-setup (Debian package linux-source-6.12)")]
+    MissingTarball(PathBuf),
+    #[error("cannot prepare {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("importing {tarball}")]
+    Import {
+        tarball: PathBuf,
+        #[source]
+        source: CommandError,
+    },
+}
+
+/// A kernel tree checked into git.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct SourceTree {
+    /// Short name, e.g. "linux-source-6.12".
+    pub name: String,
+    pub path: PathBuf,
+    /// Commit of the tree's HEAD.
+    pub commit: String,
+    /// `make kernelversion` of the tree, e.g. "6.12.95".
+    pub version: String,
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> TreeError + '_ {
+    move |source| TreeError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Name of the tree a tarball becomes: the file name without .tar.*.
+pub fn tree_name(tarball: &Path) -> String {
+    let file = tarball
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "linux".into());
+    file.split(".tar").next().unwrap_or(&file).to_string()
+}
+
+/// VERSION.PATCHLEVEL.SUBLEVEL from a top-level kernel Makefile.
+pub fn makefile_version(makefile: &str) -> Option<String> {
+    let get = |key: &str| {
+        makefile.lines().find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        })
+    };
+    let extra = get("EXTRAVERSION").unwrap_or_default();
+    Some(format!(
+        "{}.{}.{}{}",
+        get("VERSION")?,
+        get("PATCHLEVEL")?,
+        get("SUBLEVEL")?,
+        extra
+    ))
+}
+
+fn git(repo: &Path) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.arg("-C").arg(repo);
+    // Pinned identity and dates: the import commit is reproducible.
+    for (k, v) in [
+        ("GIT_AUTHOR_NAME", "mmci"),
+        ("GIT_AUTHOR_EMAIL", "mmci@localhost"),
+        ("GIT_COMMITTER_NAME", "mmci"),
+        ("GIT_COMMITTER_EMAIL", "mmci@localhost"),
+        ("GIT_AUTHOR_DATE", "2000-01-01T00:00:00Z"),
+        ("GIT_COMMITTER_DATE", "2000-01-01T00:00:00Z"),
+    ] {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+/// Imports `tarball` (once; later calls return the existing repository).
+pub async fn import_tarball(tarball: &Path, work: &WorkDir) -> Result<SourceTree, TreeError> {
+    if !tarball.is_file() {
+        return Err(TreeError::MissingTarball(tarball.to_path_buf()));
+    }
+    let name = tree_name(tarball);
+    let trees = work.trees();
+    std::fs::create_dir_all(&trees).map_err(io_err(&trees))?;
+    let repo = trees.join(&name);
+    let _lock = process::lock_file(&work.locks(), &format!("tree-{name}"))
+        .await
+        .map_err(io_err(&work.locks()))?;
+
+    if !repo.join(".git").is_dir() {
+        let staging = trees.join(format!(".import-{name}"));
+        if staging.exists() {
+            std::fs::remove_dir_all(&staging).map_err(io_err(&staging))?;
+        }
+        std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
+        let log = trees.join(format!("{name}.import.log"));
+        let _ = std::fs::remove_file(&log);
+        let import = |source| TreeError::Import {
+            tarball: tarball.to_path_buf(),
+            source,
+        };
+        let mut tar = Command::new("tar");
+        tar.arg("-xf")
+            .arg(tarball)
+            .arg("-C")
+            .arg(&staging)
+            .arg("--strip-components=1");
+        process::run_logged(&mut tar, &log, "tar")
+            .await
+            .map_err(import)?;
+        // --force: Debian's packaging adds "/*" to the top-level .gitignore,
+        // and a clean release tarball holds nothing that should be left out.
+        for args in [
+            vec!["init", "-q"],
+            vec!["config", "gc.auto", "0"],
+            vec!["add", "-A", "--force"],
+        ] {
+            process::run_logged(git(&staging).args(&args), &log, &format!("git {}", args[0]))
+                .await
+                .map_err(import)?;
+        }
+        let message = format!("Import {}", tarball.display());
+        process::run_logged(
+            git(&staging).args(["commit", "-q", "--no-verify", "-m", &message]),
+            &log,
+            "git commit",
+        )
+        .await
+        .map_err(import)?;
+        std::fs::rename(&staging, &repo).map_err(io_err(&repo))?;
+    }
+    open(&repo, &name).await
+}
+
+/// Describes an existing repository.
+pub async fn open(repo: &Path, name: &str) -> Result<SourceTree, TreeError> {
+    let out = git(repo)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .await
+        .map_err(io_err(repo))?;
+    let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let makefile = std::fs::read_to_string(repo.join("Makefile")).map_err(io_err(repo))?;
+    Ok(SourceTree {
+        name: name.to_string(),
+        path: repo.to_path_buf(),
+        commit,
+        version: makefile_version(&makefile).unwrap_or_else(|| "unknown".into()),
+    })
+}
+
+/// Mirrors `spec.url` into the work dir (incrementally: later calls fetch
+/// only what is new) and resolves `spec.git_ref` to a commit.
+pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, TreeError> {
+    let name = spec.mirror_name();
+    let trees = work.trees();
+    std::fs::create_dir_all(&trees).map_err(io_err(&trees))?;
+    let mirror = trees.join(format!("{name}.git"));
+    let _lock = process::lock_file(&work.locks(), &format!("tree-{name}"))
+        .await
+        .map_err(io_err(&work.locks()))?;
+    let log = trees.join(format!("{name}.fetch.log"));
+    let fetch_err = |source| TreeError::Fetch {
+        url: spec.url.clone(),
+        source,
+    };
+    if !mirror.join("HEAD").is_file() {
+        let mut init = Command::new("git");
+        init.args(["init", "-q", "--bare"]).arg(&mirror);
+        process::run_logged(&mut init, &log, "git init --bare")
+            .await
+            .map_err(fetch_err)?;
+        process::run_logged(
+            git(&mirror).args(["config", "gc.auto", "0"]),
+            &log,
+            "git config",
+        )
+        .await
+        .map_err(fetch_err)?;
+    }
+    process::run_logged(
+        git(&mirror).args([
+            "fetch",
+            "--prune",
+            "--force",
+            &spec.url,
+            "+refs/heads/*:refs/heads/*",
+            "+refs/tags/*:refs/tags/*",
+            "+HEAD:refs/remotes/origin/HEAD",
+        ]),
+        &log,
+        "git fetch",
+    )
+    .await
+    .map_err(fetch_err)?;
+    let resolve = |r: String| {
+        let mirror = mirror.clone();
+        async move {
+            let out = git(&mirror)
+                .args(["rev-parse", "--verify", "-q", &format!("{r}^{{commit}}")])
+                .output()
+                .await
+                .ok()?;
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        }
+    };
+    let wanted = if spec.git_ref == "HEAD" {
+        "refs/remotes/origin/HEAD".to_string()
+    } else {
+        spec.git_ref.clone()
+    };
+    let mut commit = resolve(wanted.clone()).await;
+    if commit.is_none()
+        && spec.git_ref.len() >= 7
+        && spec.git_ref.chars().all(|c| c.is_ascii_hexdigit())
+    {
+        // A commit no branch or tag points at: servers let us fetch it by id.
+        let _ = process::run_logged(
+            git(&mirror).args(["fetch", &spec.url, &spec.git_ref]),
+            &log,
+            "git fetch <commit>",
+        )
+        .await;
+        commit = resolve(spec.git_ref.clone()).await;
+    }
+    let commit = commit.ok_or_else(|| TreeError::UnknownRef {
+        url: spec.url.clone(),
+        git_ref: spec.git_ref.clone(),
+    })?;
+    let makefile = git(&mirror)
+        .args(["show", &format!("{commit}:Makefile")])
+        .output()
+        .await
+        .map_err(io_err(&mirror))?;
+    Ok(SourceTree {
+        name,
+        path: mirror,
+        commit,
+        version: makefile_version(&String::from_utf8_lossy(&makefile.stdout))
+            .unwrap_or_else(|| "unknown".into()),
+    })
+}
+
+/// A reusable checkout of `tree` for builds, reset to `tree.commit`:
+/// created once as a git worktree, later switched with `git checkout`, which
+/// rewrites only the files that differ (make then rebuilds only those).
+pub async fn prepare_checkout(
+    tree: &SourceTree,
+    slot: &str,
+    work: &WorkDir,
+    log: &Path,
+) -> Result<PathBuf, TreeError> {
+    let dir = work.checkouts();
+    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+    let path = dir.join(format!("{}-{slot}", tree.name));
+    let fail = |source| TreeError::Checkout {
+        path: path.clone(),
+        source,
+    };
+    if !path.join(".git").exists() {
+        let _ = std::fs::remove_dir_all(&path);
+        // Forget worktrees whose directories were deleted by hand; `-f -f`
+        // below also takes over one left locked by an interrupted `add`.
+        process::run_logged(
+            git(&tree.path).args(["worktree", "prune"]),
+            log,
+            "git worktree prune",
+        )
+        .await
+        .map_err(fail)?;
+        process::run_logged(
+            git(&tree.path)
+                .args(["worktree", "add", "-q", "-f", "-f", "--detach"])
+                .arg(&path)
+                .arg(&tree.commit),
+            log,
+            "git worktree add",
+        )
+        .await
+        .map_err(fail)?;
+        return Ok(path);
+    }
+    // A previous failed `git am` may have left its state behind.
+    let _ = git(&path).args(["am", "--abort"]).output().await;
+    process::run_logged(
+        git(&path).args(["checkout", "-q", "-f", "--detach", &tree.commit]),
+        log,
+        "git checkout",
+    )
+    .await
+    .map_err(fail)?;
+    process::run_logged(git(&path).args(["clean", "-fdxq"]), log, "git clean")
+        .await
+        .map_err(fail)?;
+    Ok(path)
+}
+
+/// The commit at HEAD of a checkout.
+pub async fn head(checkout: &Path) -> Result<String, TreeError> {
+    let out = git(checkout)
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .await
+        .map_err(io_err(checkout))?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_versions() {
+        assert_eq!(
+            tree_name(Path::new("/usr/src/linux-source-6.12.tar.xz")),
+            "linux-source-6.12"
+        );
+        let mk = "# SPDX\nVERSION = 6\nPATCHLEVEL = 12\nSUBLEVEL = 95\nEXTRAVERSION =\nNAME = Baby Opossum Posse\n";
+        assert_eq!(makefile_version(mk).as_deref(), Some("6.12.95"));
+    }
+
+    #[tokio::test]
+    async fn import_is_reproducible_and_idempotent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src/linux-tiny");
+        std::fs::create_dir_all(src.join("mm")).unwrap();
+        std::fs::write(
+            src.join("Makefile"),
+            "VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 2\nEXTRAVERSION = -rc3\n",
+        )
+        .unwrap();
+        std::fs::write(src.join("mm/vmscan.c"), "int x;\n").unwrap();
+        let tarball = tmp.path().join("linux-tiny.tar.xz");
+        let st = std::process::Command::new("tar")
+            .arg("-cJf")
+            .arg(&tarball)
+            .arg("-C")
+            .arg(tmp.path().join("src"))
+            .arg("linux-tiny")
+            .status()
+            .unwrap();
+        assert!(st.success());
+
+        let a = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w1")))
+            .await
+            .unwrap();
+        let b = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w2")))
+            .await
+            .unwrap();
+        assert_eq!(a.commit, b.commit, "same tarball, same commit");
+        assert_eq!(a.commit.len(), 40);
+        assert_eq!(a.version, "6.1.2-rc3");
+        assert!(a.path.join("mm/vmscan.c").is_file());
+        let again = import_tarball(&tarball, &WorkDir::new(tmp.path().join("w1")))
+            .await
+            .unwrap();
+        assert_eq!(again.commit, a.commit);
+    }
+
+    fn sh(dir: &Path, script: &str) {
+        let st = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(script)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@example.org")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@example.org")
+            .status()
+            .unwrap();
+        assert!(st.success(), "{script}");
+    }
+
+    #[tokio::test]
+    async fn remote_trees_are_mirrored_incrementally_and_refs_resolved() {
+        let tmp = tempfile::tempdir().unwrap();
+        let up = tmp.path().join("upstream");
+        std::fs::create_dir_all(&up).unwrap();
+        sh(&up, "git init -q -b mm-stable && printf 'VERSION = 6\\nPATCHLEVEL = 13\\nSUBLEVEL = 0\\nEXTRAVERSION = -rc1\\n' > Makefile && git add Makefile && git commit -qm one && git tag v6.13-rc1 && git checkout -q -b mm-unstable && echo x > f && git add f && git commit -qm two && git checkout -q mm-stable");
+        let url = format!("file://{}", up.display());
+        let work = WorkDir::new(tmp.path().join("work"));
+        let rev = |r: &str| {
+            let out = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&up)
+                .args(["rev-parse", r])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        };
+
+        let stable = fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")), &work)
+            .await
+            .unwrap();
+        assert_eq!(stable.commit, rev("mm-stable"));
+        assert_eq!(stable.version, "6.13.0-rc1");
+        let unstable = fetch_tree(&TreeSpec::parse(&url, Some("mm-unstable")), &work)
+            .await
+            .unwrap();
+        assert_eq!(unstable.commit, rev("mm-unstable"));
+        assert_eq!(unstable.path, stable.path, "one mirror per URL");
+        let tag = fetch_tree(&TreeSpec::parse(&url, Some("v6.13-rc1")), &work)
+            .await
+            .unwrap();
+        assert_eq!(tag.commit, rev("mm-stable"));
+        let by_id = fetch_tree(
+            &TreeSpec::parse(&url, Some(&rev("mm-unstable")[..12])),
+            &work,
+        )
+        .await
+        .unwrap();
+        assert_eq!(by_id.commit, rev("mm-unstable"));
+        let head = fetch_tree(&TreeSpec::parse(&url, None), &work)
+            .await
+            .unwrap();
+        assert_eq!(head.commit, rev("mm-stable"));
+
+        // New upstream work arrives with the next fetch.
+        sh(&up, "echo y > g && git add g && git commit -qm three");
+        let again = fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")), &work)
+            .await
+            .unwrap();
+        assert_eq!(again.commit, rev("mm-stable"));
+        assert_ne!(again.commit, stable.commit);
+
+        let err = fetch_tree(&TreeSpec::parse(&url, Some("no-such-branch")), &work)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "ref `no-such-branch` not found in {url} (give a branch, a tag or a commit it has)"
+            )
+        );
+    }
+
+    #[test]
+    fn mm_stable_alias_and_mirror_names() {
+        let s = TreeSpec::parse("mm-stable", None);
+        assert_eq!(
+            (s.url.as_str(), s.git_ref.as_str()),
+            (MM_GIT_URL, "mm-stable")
+        );
+        assert!(s.mirror_name().starts_with("mm-"));
+        let a = TreeSpec::parse("https://example.org/a/linux.git", None).mirror_name();
+        let b = TreeSpec::parse("https://example.org/b/linux.git", None).mirror_name();
+        assert!(a.starts_with("linux-") && b.starts_with("linux-"));
+        assert_ne!(a, b);
+    }
+
+    #[tokio::test]
+    async fn missing_tarball_says_how_to_get_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = import_tarball(
+            Path::new("/nonexistent/linux.tar.xz"),
+            &WorkDir::new(tmp.path()),
+        )
+        .await
+        .unwrap_err();
+        assert!(err.to_string().contains("mmci-setup"), "{err}");
+    }
+}

@@ -1,0 +1,151 @@
+//! The reports of a comparison for people: GitHub markdown, a plain-text
+//! email for the patch thread and a self-contained HTML page, each a
+//! minijinja template under `orchestrator/templates/` (embedded in the
+//! binary) filled from one [`view::View`] of the model. The JSON of the
+//! model itself is `analysis::write_json`.
+//!
+//! Everything here is pure: a comparison and its manifest in, a string
+//! out. Numbers are formatted in Rust (`analysis::text`, [`view`]) so
+//! that every format reads the same; templates only lay them out.
+
+pub mod comparison;
+pub mod email;
+pub mod html;
+pub mod markdown;
+pub mod run;
+pub mod runs_table;
+pub mod screenshot;
+pub mod svg;
+pub mod view;
+
+use minijinja::Environment;
+use serde::Serialize;
+
+use crate::analysis::Comparison;
+use crate::results::dir::Manifest;
+
+/// What every renderer gets.
+pub struct ReportInput<'a> {
+    pub comparison: &'a Comparison,
+    pub manifest: &'a Manifest,
+    /// Where the full results are (a URL, or a path on the CI machine).
+    pub results_url: Option<String>,
+    /// The series' cover letter, whole: the email quotes its first lines.
+    pub cover_letter: Option<String>,
+    /// Name and address of the `Tested-by:` trailer.
+    pub tested_by: String,
+}
+
+impl<'a> ReportInput<'a> {
+    pub fn new(comparison: &'a Comparison, manifest: &'a Manifest) -> Self {
+        ReportInput {
+            comparison,
+            manifest,
+            results_url: None,
+            cover_letter: None,
+            tested_by: DEFAULT_TESTED_BY.into(),
+        }
+    }
+}
+
+pub const DEFAULT_TESTED_BY: &str = "mmci <mmci@kernel-ci.invalid>";
+
+/// The output formats of `mmci report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Markdown,
+    Email,
+    Html,
+    Json,
+}
+
+/// Renders `input` in `format`.
+pub fn render(format: Format, input: &ReportInput) -> String {
+    match format {
+        Format::Markdown => markdown::render(input, markdown::CHECK_RUN_LIMIT),
+        Format::Email => email::render(input),
+        Format::Html => html::render(input),
+        Format::Json => {
+            let mut s = serde_json::to_string_pretty(input.comparison).expect("serializable");
+            s.push('\n');
+            s
+        }
+    }
+}
+
+/// Fills the template `name` (one of the embedded ones) with `ctx`. The
+/// templates are part of the binary and tested, so an error is a bug.
+fn fill(name: &str, source: &'static str, ctx: impl Serialize) -> String {
+    let mut env = Environment::new();
+    // Trailing newlines matter in the plain-text formats.
+    env.set_keep_trailing_newline(true);
+    env.set_trim_blocks(true);
+    env.set_lstrip_blocks(true);
+    env.add_filter("md", markdown::escape);
+    env.add_template(name, source)
+        .unwrap_or_else(|e| panic!("template {name}: {e:#}"));
+    env.get_template(name)
+        .and_then(|t| t.render(ctx))
+        .unwrap_or_else(|e| panic!("template {name}: {e:#}"))
+}
+
+/// `mmci report`: renders the comparison of `dir` in `format` to `output`
+/// (standard output without one) and, with `github_summary`, appends the
+/// markdown to the file named by `$GITHUB_STEP_SUMMARY` if it is set.
+/// Returns what was written, for the log.
+#[allow(clippy::too_many_arguments)]
+pub fn write_report(
+    dir: &std::path::Path,
+    comparison: &Comparison,
+    format: Format,
+    output: Option<&std::path::Path>,
+    results_url: Option<String>,
+    cover_letter: Option<String>,
+    tested_by: String,
+    github_summary: bool,
+) -> Result<Vec<String>, String> {
+    let manifest = crate::results::dir::read_manifest(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .ok_or_else(|| format!("{}: no manifest.json", dir.display()))?;
+    let input = ReportInput {
+        comparison,
+        manifest: &manifest,
+        results_url,
+        cover_letter,
+        tested_by,
+    };
+    let mut written = vec![];
+    let text = render(format, &input);
+    match output {
+        Some(path) => {
+            crate::host::fs::write_atomic(path, text.as_bytes())
+                .map_err(|e| format!("--output {}: {e}", path.display()))?;
+            written.push(format!("{} ({} bytes)", path.display(), text.len()));
+        }
+        None => {
+            use std::io::Write;
+            std::io::stdout()
+                .write_all(text.as_bytes())
+                .map_err(|e| format!("standard output: {e}"))?;
+        }
+    }
+    if github_summary {
+        if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+            let md = if format == Format::Markdown {
+                text
+            } else {
+                render(Format::Markdown, &input)
+            };
+            use std::io::Write;
+            // Appended: other steps of the job write their own summaries.
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| f.write_all(md.as_bytes()))
+                .map_err(|e| format!("$GITHUB_STEP_SUMMARY {}: {e}", path.to_string_lossy()))?;
+            written.push(format!("$GITHUB_STEP_SUMMARY ({} bytes)", md.len()));
+        }
+    }
+    Ok(written)
+}

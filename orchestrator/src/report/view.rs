@@ -1,0 +1,532 @@
+//! The model as the templates read it: every number already formatted,
+//! rows in the order people should read them (failed expectations and
+//! regressions first), one table per scenario, the matrix's shape, the
+//! kernels and the command that reproduces a cell.
+
+use serde::Serialize;
+
+use crate::analysis::catalog;
+use crate::analysis::compare::cell_name;
+use crate::analysis::model::{Assessment, Comparison, MetricComparison, Status};
+use crate::analysis::stats::{Change, Summary};
+use crate::analysis::text;
+use crate::report::comparison::{rank, result_text};
+use std::collections::BTreeMap;
+
+use crate::matrix::plan::{shard_assignment, Cell, Plan};
+use crate::results::dir::Manifest;
+
+use super::ReportInput;
+
+/// Reproduce commands for at most this many cells (failing ones first):
+/// nobody reads a thousand commands.
+pub const MAX_REPRODUCE: usize = 5;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct View {
+    pub title: String,
+    pub plan_id: String,
+    pub source: String,
+    pub baseline: String,
+    pub candidates: Vec<String>,
+    pub status: String,
+    pub passed: bool,
+    pub verdict: String,
+    pub reasons: Vec<String>,
+    /// Hidden marker of the report, for sticky comments.
+    pub marker: String,
+    pub method: String,
+    pub shape: String,
+    pub cells: Vec<CellView>,
+    pub kernels: Vec<KernelView>,
+    pub accel: Vec<String>,
+    pub runs: Vec<String>,
+    pub expectations: Vec<ExpectationView>,
+    pub tables: Vec<TableView>,
+    /// Kernel splats: new ones first, then pre-existing ones.
+    pub splats: Vec<SplatView>,
+    pub reproduce: Vec<ReproduceView>,
+    pub results_url: Option<String>,
+    /// Rows and expectations left out to fit a size limit.
+    pub rows_cut: usize,
+    pub expectations_cut: usize,
+    pub reasons_cut: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct CellView {
+    pub id: String,
+    pub name: String,
+    pub machine: String,
+    pub job: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct KernelView {
+    pub variant: String,
+    pub arch: String,
+    pub description: String,
+    pub release: String,
+    pub tree: String,
+    pub tree_commit: String,
+    pub head_commit: String,
+    pub series_hash: String,
+    pub new_warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ExpectationView {
+    pub cell: String,
+    pub kernel: String,
+    pub metric: String,
+    pub kind: String,
+    pub status: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TableView {
+    pub scenario: String,
+    /// Whether the table needs a cell / a kernel column.
+    pub multi_cell: bool,
+    pub multi_kernel: bool,
+    /// What the `*_per_k*` rows are divided by.
+    pub per_work: Option<String>,
+    pub rows: Vec<RowView>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RowView {
+    pub cell: String,
+    pub kernel: String,
+    pub metric: String,
+    pub unit: String,
+    /// `mean ± sd (n=5)`.
+    pub base: String,
+    pub candidate: String,
+    pub change: String,
+    pub p: String,
+    pub verdict: String,
+    /// A failed expectation or a regression: shown in bold.
+    pub attention: bool,
+    /// The 0-day columns: mean, relative stddev, change.
+    pub base_mean: String,
+    pub base_sd: String,
+    pub change_short: String,
+    pub candidate_mean: String,
+    pub candidate_sd: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SplatView {
+    pub title: String,
+    pub kind: String,
+    /// `new`, `pre-existing`, `baseline only`.
+    pub status: String,
+    pub new: bool,
+    /// `base: 0 of 5 runs, patched: 3 of 5 runs`.
+    pub hits: String,
+    /// Per kernel, in plan order: the run count and the total.
+    pub counts: Vec<(String, usize, usize)>,
+    pub first_run: String,
+    pub first_variant: String,
+    pub excerpt: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ReproduceView {
+    pub cell: String,
+    pub command: String,
+}
+
+/// `scenario A (MGLRU isolation)` for `mglru_isolation`.
+pub fn scenario_name(s: &str) -> String {
+    match s {
+        "mglru_isolation" => "scenario A (MGLRU isolation throttling)".into(),
+        "noio_verity" => "scenario B (GFP_NOIO direct reclaim under dm-verity)".into(),
+        other => other.replace('_', " "),
+    }
+}
+
+/// A compact mean for fixed-width columns: at most 9 characters.
+pub fn short_num(v: f64) -> String {
+    let s = text::num(v);
+    if s.len() <= 9 {
+        s
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
+/// The relative standard deviation, 0-day style: `5%`; empty when it is
+/// 0 or unknown.
+pub fn rel_sd(s: &Summary) -> String {
+    match s.stddev {
+        Some(sd) if sd > 0.0 && s.mean != 0.0 => {
+            format!("{:.0}%", (sd / s.mean.abs() * 100.0).min(999.0))
+        }
+        _ => String::new(),
+    }
+}
+
+/// The change without its interval, short enough for a fixed column.
+pub fn change_column(c: &Change) -> String {
+    match c {
+        Change::Relative { rel, .. } => text::pct(*rel),
+        Change::FromZero { .. } => "from 0".into(),
+        Change::ToZero { .. } => "to 0".into(),
+        Change::BothZero => "0".into(),
+    }
+}
+
+fn side(s: &Option<Summary>) -> String {
+    s.as_ref().map_or("-".into(), text::summary)
+}
+
+fn row(
+    cell: &str,
+    kernel: &str,
+    m: &MetricComparison,
+    verdict: String,
+    attention: bool,
+) -> RowView {
+    let p = m.p.map_or("-".into(), text::p);
+    RowView {
+        cell: cell.into(),
+        kernel: kernel.into(),
+        metric: m.metric.clone(),
+        unit: m.unit.clone(),
+        base: side(&m.base),
+        candidate: side(&m.candidate),
+        change: m.change.as_ref().map_or("-".into(), text::change),
+        p,
+        verdict,
+        attention,
+        base_mean: m.base.as_ref().map_or("-".into(), |s| short_num(s.mean)),
+        base_sd: m.base.as_ref().map_or(String::new(), rel_sd),
+        change_short: m.change.as_ref().map_or("-".into(), change_column),
+        candidate_mean: m
+            .candidate
+            .as_ref()
+            .map_or("-".into(), |s| short_num(s.mean)),
+        candidate_sd: m.candidate.as_ref().map_or(String::new(), rel_sd),
+    }
+}
+
+fn short(commit: &Option<String>) -> String {
+    commit
+        .as_deref()
+        .map_or("-".into(), |c| c.chars().take(12).collect())
+}
+
+/// The job parameters of a cell, `threads=8 working_set_mb=24 ...`.
+fn job_values(cell: &Cell) -> Vec<(String, String)> {
+    let v = serde_json::to_value(&cell.job).unwrap_or_default();
+    let mut out = vec![];
+    if let Some(map) = v.as_object() {
+        for (k, v) in map {
+            let v = match v {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Null => continue,
+                other => other.to_string(),
+            };
+            out.push((k.clone(), v));
+        }
+    }
+    out
+}
+
+/// The command that runs exactly `cell` of `plan` again: the same matrix,
+/// the one-cell shard that holds it (with as many shards as cells, each
+/// shard is one cell: `shard_of` is the plan's split that many ways), and
+/// the kernels the command line gave.
+pub fn reproduce_command(plan: &Plan, cell: &Cell, shard_of: &BTreeMap<String, u32>) -> String {
+    let mut cmd = vec!["mmci".to_string(), "run".into()];
+    // The embedded default matrix is what `mmci run` runs without --matrix.
+    if !plan.source.ends_with("(embedded)") {
+        cmd.push(format!("--matrix {}", plan.source));
+    }
+    let n = plan.cells.len() as u32;
+    if n > 1 {
+        if let Some(index) = shard_of.get(&cell.id) {
+            cmd.push(format!("--shard {index}/{n}"));
+        }
+    }
+    if let Some(v) = plan.variants.iter().find(|v| v.from_command_line) {
+        if let Some(s) = &v.series {
+            cmd.push(format!("--series {}", s.display()));
+        } else if let Some(l) = &v.lore {
+            cmd.push(format!("--lore '{l}'"));
+        } else if let Some(pr) = &v.github_pr {
+            cmd.push(format!("--github-pr {pr}"));
+        }
+    }
+    cmd.push(format!("--repeats {}", plan.repeats));
+    cmd.join(" ")
+}
+
+fn marker(m: &Manifest) -> String {
+    // The plan id alone changes with any option; the series hashes say
+    // which patches were tested, so a new revision gets a new comment.
+    let series: Vec<String> = m
+        .kernels
+        .iter()
+        .filter_map(|k| k.kernel.series_hash.as_deref())
+        .map(|h| h.chars().take(12).collect())
+        .collect();
+    if series.is_empty() {
+        format!("<!-- mmci-report plan={} -->", m.plan_id)
+    } else {
+        format!(
+            "<!-- mmci-report series={} plan={} -->",
+            series.join(","),
+            m.plan_id
+        )
+    }
+}
+
+/// The view of `input`, every row and expectation in it.
+pub fn build(input: &ReportInput) -> View {
+    let c: &Comparison = input.comparison;
+    let m = input.manifest;
+    let plan = &m.plan;
+    let v = &c.verdict;
+    let multi_cell = c.cells.len() > 1;
+    let multi_kernel = c.candidates.len() > 1;
+
+    // Per scenario: the rows with their rank, sorted once all are in.
+    // Per scenario: its name, what its per-work rows are divided by, and
+    // the rows with their sort key.
+    type Ranked = Vec<((u8, bool), RowView)>;
+    let mut ranked: Vec<(String, Option<String>, Ranked)> = vec![];
+    let mut expectations = vec![];
+    for cell in &c.cells {
+        let name = cell_name(cell).to_string();
+        let scenario = scenario_name(&cell.scenario);
+        let ti = match ranked.iter().position(|(s, _, _)| *s == scenario) {
+            Some(i) => i,
+            None => {
+                let unit = cell
+                    .job_scenario()
+                    .and_then(catalog::work_unit)
+                    .map(|u| format!("Rows *_per_k* come before the raw counters and are divided by the work done: {u}."));
+                ranked.push((scenario, unit, vec![]));
+                ranked.len() - 1
+            }
+        };
+        for cand in &cell.candidates {
+            for m in &cand.metrics {
+                let e = cand.expectations.iter().find(|e| e.metric == m.metric);
+                let mut verdict = result_text(m);
+                if let Some(e) = e {
+                    verdict = format!(
+                        "{}; {} {}",
+                        verdict,
+                        catalog::kind_name(e.kind),
+                        e.status.name()
+                    );
+                }
+                let attention = matches!(e.map(|e| e.status), Some(Status::Fail))
+                    || (m.assessment == Assessment::Regression && !m.functional_only);
+                let r = row(&name, &cand.variant, m, verdict, attention);
+                ranked[ti]
+                    .2
+                    .push(((rank(m, e), !catalog::is_per_work(&m.metric)), r));
+            }
+            for e in &cand.expectations {
+                expectations.push(ExpectationView {
+                    cell: name.clone(),
+                    kernel: cand.variant.clone(),
+                    metric: e.metric.clone(),
+                    kind: catalog::kind_name(e.kind).into(),
+                    status: e.status.name().into(),
+                    reason: e.reason.clone(),
+                });
+            }
+        }
+    }
+    // Failed first, then inconclusive, then passed; stable within.
+    expectations.sort_by_key(|e| match e.status.as_str() {
+        "FAIL" => 0,
+        "INCONCLUSIVE" => 1,
+        _ => 2,
+    });
+    let tables = ranked
+        .into_iter()
+        .map(|(scenario, per_work, mut rows)| {
+            rows.sort_by_key(|(r, _)| *r);
+            TableView {
+                scenario,
+                multi_cell,
+                multi_kernel,
+                per_work,
+                rows: rows.into_iter().map(|(_, r)| r).collect(),
+            }
+        })
+        .collect();
+
+    // Cells with something to look at first, for the reproduce commands.
+    let mut order: Vec<&crate::analysis::model::CellComparison> = c.cells.iter().collect();
+    order.sort_by_key(|cell| {
+        let bad = cell.candidates.iter().any(|cand| {
+            cand.expectations.iter().any(|e| e.status == Status::Fail)
+                || cand
+                    .metrics
+                    .iter()
+                    .any(|m| m.assessment == Assessment::Regression)
+        });
+        !bad
+    });
+    let shard_of = shard_assignment(&plan.cells, plan.cells.len() as u32);
+    let reproduce = order
+        .iter()
+        .take(MAX_REPRODUCE)
+        .filter_map(|cc| plan.cell(&cc.cell))
+        .map(|cell| ReproduceView {
+            cell: if cell.label.is_empty() {
+                cell.id.clone()
+            } else {
+                format!("{} ({})", cell.label, cell.id)
+            },
+            command: reproduce_command(plan, cell, &shard_of),
+        })
+        .collect();
+
+    let cells = plan
+        .cells
+        .iter()
+        .map(|cell| CellView {
+            id: cell.id.clone(),
+            name: if cell.label.is_empty() {
+                cell.id.clone()
+            } else {
+                cell.label.clone()
+            },
+            machine: format!(
+                "{}, {} vCPU, {} MiB RAM, {} MiB swap",
+                cell.arch.name(),
+                cell.vcpus,
+                cell.memory_mb,
+                cell.swap_mb
+            ),
+            job: job_values(cell)
+                .into_iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+        })
+        .collect();
+
+    let kernels = m
+        .kernels
+        .iter()
+        .map(|k| KernelView {
+            variant: k.variant.clone(),
+            arch: k.arch.name().into(),
+            description: k.description.clone(),
+            release: k.kernel.release.clone(),
+            tree: k.kernel.tree.clone().unwrap_or_else(|| "-".into()),
+            tree_commit: short(&k.kernel.tree_commit),
+            head_commit: short(&k.kernel.head_commit),
+            series_hash: short(&k.kernel.series_hash),
+            new_warnings: k.new_warnings.clone(),
+        })
+        .collect();
+
+    let runs = c
+        .variants
+        .iter()
+        .map(crate::report::comparison::runs_line)
+        .collect();
+
+    let splats = c
+        .splats
+        .iter()
+        .map(|f| SplatView {
+            title: f.title.clone(),
+            kind: f.kind.name().into(),
+            status: f.status.name().into(),
+            new: f.status == crate::analysis::model::SplatStatus::New,
+            hits: f.hits_text(),
+            counts: f
+                .hits
+                .iter()
+                .map(|h| (h.variant.clone(), h.runs, h.of))
+                .collect(),
+            first_run: f.first_run.clone(),
+            first_variant: f.first_variant.clone(),
+            excerpt: f.excerpt.lines().map(str::to_string).collect(),
+        })
+        .collect();
+
+    let o = &c.options;
+    View {
+        title: c.description.clone().unwrap_or_else(|| c.source.clone()),
+        plan_id: c.plan_id.clone(),
+        source: c.source.clone(),
+        baseline: c.baseline.clone(),
+        candidates: c.candidates.clone(),
+        status: v.status.name().into(),
+        passed: v.status == Status::Pass,
+        verdict: format!(
+            "{}: {} expectation(s) passed, {} failed, {} inconclusive",
+            v.status.name(),
+            v.expectations_passed,
+            v.expectations_failed,
+            v.expectations_inconclusive
+        ),
+        reasons: v.reasons.clone(),
+        marker: marker(m),
+        method: format!(
+            "significant: {} p <= {} and |change| >= the noise floor ({} by default); \
+             change of the means with its {:.0}% confidence interval",
+            o.test.name(),
+            o.alpha,
+            text::pct(o.noise_floor).trim_start_matches('+'),
+            (1.0 - o.alpha) * 100.0
+        ),
+        shape: format!(
+            "{} cell(s) x {} kernel(s) x {} repeat(s) = {} runs ({})",
+            plan.cells.len(),
+            plan.variants.len(),
+            plan.repeats,
+            plan.cells.len() * plan.variants.len() * plan.repeats as usize,
+            plan.source
+        ),
+        cells,
+        kernels,
+        accel: c.accel.iter().map(|(a, s)| format!("{a}: {s}")).collect(),
+        runs,
+        expectations,
+        tables,
+        splats,
+        reproduce,
+        results_url: input.results_url.clone(),
+        rows_cut: 0,
+        expectations_cut: 0,
+        reasons_cut: 0,
+    }
+}
+
+impl View {
+    /// Keeps the first `rows` table rows (over all tables, in order) and
+    /// the first `expectations` expectations, counting what is cut. The
+    /// rows come failures first, so what is cut is what matters least.
+    pub fn truncate(&mut self, rows: usize, expectations: usize) {
+        let mut left = rows;
+        for t in &mut self.tables {
+            let keep = t.rows.len().min(left);
+            self.rows_cut += t.rows.len() - keep;
+            t.rows.truncate(keep);
+            left -= keep;
+        }
+        self.tables.retain(|t| !t.rows.is_empty());
+        let keep = self.expectations.len().min(expectations);
+        self.expectations_cut += self.expectations.len() - keep;
+        self.expectations.truncate(keep);
+    }
+
+    pub fn row_count(&self) -> usize {
+        self.tables.iter().map(|t| t.rows.len()).sum()
+    }
+}

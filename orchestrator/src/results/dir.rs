@@ -1,0 +1,474 @@
+//! A matrix's results dir: `manifest.json` (what ran where, on which
+//! kernels) and `runs/<slot id>/` (one guest run each, written atomically
+//! by `run`). Rerunning the same command resumes: runs already there are
+//! kept. `merge` joins the results dirs of the shards of one plan.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::matrix::{Plan, Shard, Slot};
+use crate::results::outcome::Outcome;
+use crate::results::{self, KernelInfo, RunResult};
+
+/// Version of manifest.json's layout.
+pub const MANIFEST_FORMAT: u32 = 1;
+
+pub const MANIFEST: &str = "manifest.json";
+pub const RUNS: &str = "runs";
+
+/// A built kernel variant, as recorded for the reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantKernel {
+    pub variant: String,
+    pub arch: crate::arch::Arch,
+    pub description: String,
+    pub kernel: KernelInfo,
+    /// Compiler warnings this variant's build has and the baseline's lacks.
+    pub new_warnings: Vec<String>,
+}
+
+/// A variant that could not be built: its runs are not attempted.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct VariantFailure {
+    pub variant: String,
+    pub arch: crate::arch::Arch,
+    pub error: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    pub cpus: usize,
+    pub memory_mb: u64,
+}
+
+impl Host {
+    pub fn this() -> Host {
+        Host {
+            hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default(),
+            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            memory_mb: crate::matrix::schedule::host_memory_mb(),
+        }
+    }
+}
+
+/// manifest.json.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: u32,
+    pub mmci_version: String,
+    /// [`Plan::fingerprint`]: shards and resumed runs of one plan share it.
+    pub plan_id: String,
+    pub plan: Plan,
+    /// The shards whose runs are in this dir (all of them: `None`).
+    pub shards: Option<Vec<Shard>>,
+    pub host: Host,
+    /// Accelerator per arch, with the reason (e.g. the KVM probe's failure).
+    pub accel: BTreeMap<String, String>,
+    pub kernels: Vec<VariantKernel>,
+    pub failed_kernels: Vec<VariantFailure>,
+    pub created_unix: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsDirError {
+    #[error("results dir {path} is not writable: choose another with --results")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is not an mmci manifest ({source}): choose another --results")]
+    BadManifest {
+        path: PathBuf,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("results dir {path} holds {what}: rerun with the same matrix and options to resume, or choose another --results")]
+    Mismatch { path: PathBuf, what: String },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ResultsDirError + '_ {
+    move |source| ResultsDirError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+pub fn run_dir(root: &Path, slot: &Slot) -> PathBuf {
+    root.join(RUNS).join(slot.id())
+}
+
+pub fn read_manifest(root: &Path) -> Result<Option<Manifest>, ResultsDirError> {
+    let path = root.join(MANIFEST);
+    match std::fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|source| ResultsDirError::BadManifest { path, source }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(io(&path)(e)),
+    }
+}
+
+pub fn write_manifest(root: &Path, m: &Manifest) -> Result<(), ResultsDirError> {
+    let path = root.join(MANIFEST);
+    let text = serde_json::to_vec_pretty(m).expect("serializable");
+    crate::host::fs::write_atomic(&path, &text).map_err(io(&path))
+}
+
+/// Checks that `existing` is a manifest of the same plan and shard, so that
+/// resuming cannot mix runs of different experiments.
+pub fn check_resumable(
+    root: &Path,
+    existing: &Manifest,
+    fresh: &Manifest,
+) -> Result<(), ResultsDirError> {
+    let mismatch = |what: String| ResultsDirError::Mismatch {
+        path: root.to_path_buf(),
+        what,
+    };
+    if existing.plan_id != fresh.plan_id {
+        return Err(mismatch(format!(
+            "another plan ({} from {}, this one is {} from {})",
+            existing.plan_id, existing.plan.source, fresh.plan_id, fresh.plan.source
+        )));
+    }
+    if existing.shards != fresh.shards {
+        return Err(mismatch(format!(
+            "shard(s) {}, not {}",
+            shards_text(&existing.shards),
+            shards_text(&fresh.shards)
+        )));
+    }
+    Ok(())
+}
+
+/// Checks that the kernels built now are the ones the dir's runs booted (a
+/// tree ref like mm-stable may have moved since).
+pub fn check_same_kernels(
+    root: &Path,
+    existing: &[VariantKernel],
+    now: &[VariantKernel],
+) -> Result<(), ResultsDirError> {
+    for old in existing {
+        if let Some(new) = now
+            .iter()
+            .find(|n| n.variant == old.variant && n.arch == old.arch)
+        {
+            let id = |k: &KernelInfo| {
+                (
+                    k.head_commit.clone(),
+                    k.series_hash.clone(),
+                    k.build_key.clone(),
+                )
+            };
+            if id(&old.kernel) != id(&new.kernel) {
+                return Err(ResultsDirError::Mismatch {
+                    path: root.to_path_buf(),
+                    what: format!(
+                        "runs of kernel `{}` ({}) built from {}, but it now builds from {}",
+                        old.variant,
+                        old.arch,
+                        old.kernel.head_commit.as_deref().unwrap_or("?"),
+                        new.kernel.head_commit.as_deref().unwrap_or("?")
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn shards_text(s: &Option<Vec<Shard>>) -> String {
+    match s {
+        None => "all".into(),
+        Some(v) => v
+            .iter()
+            .map(|s| s.to_string())
+            .collect::<Vec<_>>()
+            .join(","),
+    }
+}
+
+/// The run of `slot` if it is already in the dir and counts as a result:
+/// everything but an infra failure (those are retried on resume).
+pub fn finished_run(root: &Path, slot: &Slot) -> Option<RunResult> {
+    let r = results::read_run(&run_dir(root, slot)).ok()?;
+    (r.classification.outcome != Outcome::InfraFailure).then_some(r)
+}
+
+/// Every run in the dir, by slot id.
+pub fn all_runs(root: &Path) -> BTreeMap<String, RunResult> {
+    let mut out = BTreeMap::new();
+    if let Ok(entries) = std::fs::read_dir(root.join(RUNS)) {
+        for e in entries.flatten() {
+            if let Ok(r) = results::read_run(&e.path()) {
+                out.insert(e.file_name().to_string_lossy().into_owned(), r);
+            }
+        }
+    }
+    out
+}
+
+/// Joins the results dirs of shards (or partial reruns) of one plan into
+/// `into`: same plan and same kernels required; a run present in two dirs
+/// must be the same run.
+pub fn merge(dirs: &[PathBuf], into: &Path) -> Result<Manifest, ResultsDirError> {
+    let mut merged: Option<Manifest> = None;
+    let mut sources: BTreeMap<String, PathBuf> = BTreeMap::new();
+    for dir in dirs {
+        let m = read_manifest(dir)?.ok_or_else(|| ResultsDirError::Mismatch {
+            path: dir.clone(),
+            what: "no manifest.json (not an mmci results dir)".into(),
+        })?;
+        match &mut merged {
+            None => merged = Some(m.clone()),
+            Some(acc) => {
+                if acc.plan_id != m.plan_id {
+                    return Err(ResultsDirError::Mismatch {
+                        path: dir.clone(),
+                        what: format!(
+                            "plan {} but {} holds plan {}: only shards of one plan merge",
+                            m.plan_id,
+                            dirs[0].display(),
+                            acc.plan_id
+                        ),
+                    });
+                }
+                check_same_kernels(dir, &acc.kernels, &m.kernels)?;
+                for k in &m.kernels {
+                    if !acc
+                        .kernels
+                        .iter()
+                        .any(|a| a.variant == k.variant && a.arch == k.arch)
+                    {
+                        acc.kernels.push(k.clone());
+                    }
+                }
+                acc.failed_kernels.extend(m.failed_kernels.iter().cloned());
+                for (arch, note) in &m.accel {
+                    acc.accel
+                        .entry(arch.clone())
+                        .or_insert_with(|| note.clone());
+                }
+                acc.shards = match (&acc.shards, &m.shards) {
+                    (Some(a), Some(b)) => {
+                        let mut all = a.clone();
+                        all.extend(b.iter().copied().filter(|s| !a.contains(s)));
+                        all.sort_by_key(|s| s.index);
+                        // Every shard of the plan present: the whole plan.
+                        let whole = all.first().is_some_and(|s| all.len() == s.count as usize);
+                        if whole {
+                            None
+                        } else {
+                            Some(all)
+                        }
+                    }
+                    _ => None,
+                };
+            }
+        }
+        for (id, _) in all_runs(dir) {
+            if let Some(prev) = sources.get(&id) {
+                let a = std::fs::read(prev.join(RUNS).join(&id).join("run.json")).ok();
+                let b = std::fs::read(dir.join(RUNS).join(&id).join("run.json")).ok();
+                if a != b {
+                    return Err(ResultsDirError::Mismatch {
+                        path: dir.clone(),
+                        what: format!(
+                            "run {id}, which {} also holds with other results",
+                            prev.display()
+                        ),
+                    });
+                }
+                continue;
+            }
+            sources.insert(id, dir.clone());
+        }
+    }
+    let merged = merged.ok_or_else(|| ResultsDirError::Mismatch {
+        path: into.to_path_buf(),
+        what: "nothing to merge: give at least one results dir".into(),
+    })?;
+    let runs = into.join(RUNS);
+    std::fs::create_dir_all(&runs).map_err(io(&runs))?;
+    for (id, from) in &sources {
+        copy_dir(&from.join(RUNS).join(id), &runs.join(id))?;
+    }
+    write_manifest(into, &merged)?;
+    Ok(merged)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), ResultsDirError> {
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for e in std::fs::read_dir(from).map_err(io(from))? {
+        let e = e.map_err(io(from))?;
+        let target = to.join(e.file_name());
+        std::fs::copy(e.path(), &target).map_err(io(&target))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::{Overrides, Variant};
+    use std::path::Path;
+
+    /// A real run.json recorded from a guest (the report fixtures).
+    fn recorded_run() -> RunResult {
+        let path =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mglru-completed/run.json");
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    }
+
+    fn plan(threads: &str) -> Plan {
+        let mut p = crate::matrix::plan::from_text(
+            &format!("axes:\n  threads: [{threads}]\nrepeats: 2\n"),
+            "t.yaml",
+            Path::new("."),
+            &Overrides::default(),
+        )
+        .unwrap();
+        p.variants.push(Variant {
+            name: "patched".into(),
+            lore: Some("<x@y>".into()),
+            ..Variant::base()
+        });
+        p
+    }
+
+    fn manifest(p: &Plan, shards: Option<Vec<Shard>>) -> Manifest {
+        Manifest {
+            format: MANIFEST_FORMAT,
+            mmci_version: "test".into(),
+            plan_id: p.fingerprint(),
+            plan: p.clone(),
+            shards,
+            host: Host::this(),
+            accel: BTreeMap::new(),
+            kernels: vec![],
+            failed_kernels: vec![],
+            created_unix: 0,
+        }
+    }
+
+    fn put_run(root: &Path, slot: &Slot, outcome: Outcome) {
+        let mut r = recorded_run();
+        r.id = slot.id();
+        r.classification.outcome = outcome;
+        std::fs::create_dir_all(run_dir(root, slot)).unwrap();
+        results::write_run(&run_dir(root, slot), &r).unwrap();
+    }
+
+    #[test]
+    fn resume_keeps_results_and_reruns_infra_failures() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = plan("8");
+        write_manifest(dir.path(), &manifest(&p, None)).unwrap();
+        let cells: Vec<_> = p.cells.iter().collect();
+        let slots = p.slots(&cells);
+        put_run(dir.path(), &slots[0], Outcome::Completed);
+        put_run(dir.path(), &slots[1], Outcome::BootFailure);
+        put_run(dir.path(), &slots[2], Outcome::InfraFailure);
+        let kept: Vec<bool> = slots
+            .iter()
+            .map(|s| finished_run(dir.path(), s).is_some())
+            .collect();
+        assert_eq!(kept, [true, true, false, false]);
+        let m = read_manifest(dir.path()).unwrap().unwrap();
+        check_resumable(dir.path(), &m, &manifest(&p, None)).unwrap();
+        let e = check_resumable(dir.path(), &m, &manifest(&plan("9"), None)).unwrap_err();
+        assert!(e.to_string().contains("holds another plan"), "{e}");
+        let shard = Some(vec![Shard { index: 1, count: 2 }]);
+        let e = check_resumable(dir.path(), &m, &manifest(&p, shard)).unwrap_err();
+        assert!(e.to_string().contains("shard(s) all, not 1/2"), "{e}");
+    }
+
+    #[test]
+    fn changed_kernels_refuse_resume() {
+        let r = recorded_run();
+        let k = |head: &str| VariantKernel {
+            variant: "base".into(),
+            arch: crate::arch::Arch::X86_64,
+            description: "base tree".into(),
+            kernel: KernelInfo {
+                head_commit: Some(head.into()),
+                ..r.kernel.clone()
+            },
+            new_warnings: vec![],
+        };
+        check_same_kernels(Path::new("/r"), &[k("aaa")], &[k("aaa")]).unwrap();
+        let e = check_same_kernels(Path::new("/r"), &[k("aaa")], &[k("bbb")]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("built from aaa, but it now builds from bbb"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn merge_joins_shards_and_refuses_mismatches() {
+        let p = plan("8, 16, 32");
+        let tmp = tempfile::tempdir().unwrap();
+        let mut dirs = vec![];
+        let mut expected = std::collections::BTreeSet::new();
+        for i in 1..=2 {
+            let shard = Shard { index: i, count: 2 };
+            let d = tmp.path().join(format!("shard{i}"));
+            std::fs::create_dir_all(&d).unwrap();
+            write_manifest(&d, &manifest(&p, Some(vec![shard]))).unwrap();
+            let cells = crate::matrix::plan::shard_cells(&p.cells, shard);
+            for s in p.slots(&cells) {
+                put_run(&d, &s, Outcome::Completed);
+                expected.insert(s.id());
+            }
+            dirs.push(d);
+        }
+        let into = tmp.path().join("all");
+        let m = merge(&dirs, &into).unwrap();
+        assert_eq!(m.shards, None, "both shards of 2: the whole plan");
+        let runs = all_runs(&into);
+        assert_eq!(
+            runs.keys()
+                .cloned()
+                .collect::<std::collections::BTreeSet<_>>(),
+            expected
+        );
+        assert_eq!(runs.len(), 3 * 2 * 2);
+
+        // Another plan does not merge.
+        let other = tmp.path().join("other");
+        std::fs::create_dir_all(&other).unwrap();
+        write_manifest(&other, &manifest(&plan("64"), None)).unwrap();
+        let e = merge(&[dirs[0].clone(), other], &tmp.path().join("x")).unwrap_err();
+        assert!(
+            e.to_string().contains("only shards of one plan merge"),
+            "{e}"
+        );
+
+        // The same run with other results does not either.
+        let clash = tmp.path().join("clash");
+        std::fs::create_dir_all(&clash).unwrap();
+        write_manifest(
+            &clash,
+            &manifest(&p, Some(vec![Shard { index: 1, count: 2 }])),
+        )
+        .unwrap();
+        let first = crate::matrix::plan::shard_cells(&p.cells, Shard { index: 1, count: 2 });
+        put_run(&clash, &p.slots(&first)[0], Outcome::Hang);
+        let e = merge(&[dirs[0].clone(), clash], &tmp.path().join("y")).unwrap_err();
+        assert!(
+            e.to_string().contains("also holds with other results"),
+            "{e}"
+        );
+
+        // A dir without a manifest is named.
+        let e = merge(&[tmp.path().join("nothing")], &tmp.path().join("z")).unwrap_err();
+        assert!(e.to_string().contains("no manifest.json"), "{e}");
+    }
+}

@@ -1,0 +1,78 @@
+//! The results of guest runs on disk. Every file is written atomically
+//! (temporary file + rename), before anything is printed, so an interrupted
+//! mmci never leaves a half-written result that looks complete.
+
+use std::path::{Path, PathBuf};
+
+use mmci_record::GuestJob;
+use serde::{Deserialize, Serialize};
+
+use crate::arch::Arch;
+use crate::guest::vm::Accel;
+use crate::host::fs::write_atomic;
+use crate::results::outcome::Classification;
+use crate::scenario::{MglruMetrics, NoioMetrics};
+
+/// Version of run.json's layout.
+pub const RESULT_FORMAT: u32 = 1;
+
+pub use crate::kernel::KernelInfo;
+
+/// Time spent, for the report and for `mmci bench`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    pub initramfs_ms: f64,
+    pub qemu_ms: f64,
+    pub first_record_ms: Option<f64>,
+    /// Everything this run cost beyond QEMU's own lifetime.
+    pub host_overhead_ms: f64,
+    pub total_ms: f64,
+}
+
+/// One guest run: run.json in its directory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub format: u32,
+    pub mmci_version: String,
+    pub id: String,
+    pub started_unix: u64,
+    pub classification: Classification,
+    pub accel: Accel,
+    /// Why this accelerator (e.g. the KVM probe's failure).
+    pub accel_note: String,
+    pub arch: Arch,
+    pub vcpus: u32,
+    pub memory_mb: u64,
+    pub swap_mb: u64,
+    pub kernel: KernelInfo,
+    pub job: GuestJob,
+    pub attempts: u32,
+    pub qemu_exit: Option<String>,
+    pub timed_out: bool,
+    /// Lines on the record port that did not parse.
+    pub bad_lines: Vec<String>,
+    /// Scenario A's metrics.
+    pub metrics: Option<MglruMetrics>,
+    /// Scenario B's metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noio_metrics: Option<NoioMetrics>,
+    /// Kernel splats on the console (WARNINGs, BUGs, lockdep, ...), whatever
+    /// the outcome.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub splats: Vec<crate::results::splat::Splat>,
+    pub timing: Timing,
+}
+
+pub fn write_run(dir: &Path, result: &RunResult) -> std::io::Result<PathBuf> {
+    let path = dir.join("run.json");
+    write_atomic(
+        &path,
+        &serde_json::to_vec_pretty(result).expect("serializable"),
+    )?;
+    Ok(path)
+}
+
+pub fn read_run(dir: &Path) -> std::io::Result<RunResult> {
+    let text = std::fs::read_to_string(dir.join("run.json"))?;
+    serde_json::from_str(&text).map_err(std::io::Error::other)
+}

@@ -1,0 +1,150 @@
+//! Choosing the accelerator. /dev/kvm existing proves nothing (nested KVM can
+//! be present and broken: "KVM internal error ... emulation failure"), so
+//! KVM is probed by booting the real kernel with a probe job; anything short
+//! of a clean run falls back to TCG, and the reason travels with every result.
+
+use std::path::Path;
+use std::time::Duration;
+
+use mmci_record::{GuestJob, Scenario};
+
+use crate::arch::Arch;
+use crate::guest::vm::Accel;
+use crate::results::KernelInfo;
+use crate::run::guest::{self, RunConfig};
+use crate::run::outcome::Outcome;
+
+/// How long the KVM probe guest may take to say hello and power off.
+pub const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the user asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccelRequest {
+    /// KVM if a probe guest really runs under it, else TCG.
+    Auto,
+    Kvm,
+    Tcg,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccelChoice {
+    pub accel: Accel,
+    pub note: String,
+}
+
+/// Can this process open /dev/kvm read-write?
+pub fn kvm_device_usable() -> Result<(), String> {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .map(|_| ())
+        .map_err(|e| format!("/dev/kvm: {e}"))
+}
+
+/// Decides without booting anything when it can.
+pub fn static_choice(req: AccelRequest, arch: Arch) -> Option<AccelChoice> {
+    let tcg = |note: String| {
+        Some(AccelChoice {
+            accel: Accel::Tcg,
+            note,
+        })
+    };
+    match req {
+        AccelRequest::Tcg => tcg("TCG requested".into()),
+        AccelRequest::Kvm => Some(AccelChoice {
+            accel: Accel::Kvm,
+            note: "KVM requested (not probed)".into(),
+        }),
+        AccelRequest::Auto if !arch.kvm_possible() => {
+            tcg(format!("KVM cannot run {arch} guests on this host"))
+        }
+        AccelRequest::Auto => match kvm_device_usable() {
+            Err(e) => tcg(format!("no usable KVM ({e})")),
+            Ok(()) => None,
+        },
+    }
+}
+
+/// Picks the accelerator, probing KVM with a real boot when it might work.
+pub async fn choose(
+    req: AccelRequest,
+    arch: Arch,
+    kernel: &KernelInfo,
+    guest_init: &[u8],
+    scratch: &Path,
+) -> AccelChoice {
+    if let Some(choice) = static_choice(req, arch) {
+        return choice;
+    }
+    let probe_dir = scratch.join("kvm-probe");
+    let cfg = RunConfig {
+        id: "kvm-probe".into(),
+        arch,
+        accel: Accel::Kvm,
+        accel_note: "probe".into(),
+        vcpus: 1,
+        memory_mb: 256,
+        swap_mb: 0,
+        kernel: kernel.clone(),
+        guest_init: guest_init.to_vec(),
+        job: GuestJob {
+            scenario: Scenario::Probe,
+            ..GuestJob::default()
+        },
+        extra_cmdline: vec![],
+        // A working KVM reaches PID 1 in about a second; a broken nested one
+        // may hang silently rather than fail, so do not wait long.
+        timeout: PROBE_TIMEOUT,
+        retries: 0,
+    };
+    let result = guest::run_guest(&cfg, &probe_dir, scratch).await;
+    let _ = std::fs::remove_dir_all(&probe_dir);
+    match result {
+        Ok(r) if r.classification.outcome == Outcome::Completed => AccelChoice {
+            accel: Accel::Kvm,
+            note: format!(
+                "KVM probe booted to PID 1 in {:.0} ms",
+                r.timing.first_record_ms.unwrap_or(0.0)
+            ),
+        },
+        Ok(r) => AccelChoice {
+            accel: Accel::Tcg,
+            note: format!(
+                "KVM probe failed ({}: {}); using TCG",
+                r.classification.outcome.name(),
+                r.classification.reason
+            ),
+        },
+        Err(e) => AccelChoice {
+            accel: Accel::Tcg,
+            note: format!("KVM probe could not run ({e}); using TCG"),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn explicit_requests_and_foreign_arches_need_no_probe() {
+        assert_eq!(
+            static_choice(AccelRequest::Tcg, Arch::X86_64)
+                .unwrap()
+                .accel,
+            Accel::Tcg
+        );
+        assert_eq!(
+            static_choice(AccelRequest::Kvm, Arch::X86_64)
+                .unwrap()
+                .accel,
+            Accel::Kvm
+        );
+        if cfg!(target_arch = "x86_64") {
+            let c = static_choice(AccelRequest::Auto, Arch::Arm64).unwrap();
+            assert_eq!(c.accel, Accel::Tcg);
+            assert!(c.note.contains("arm64"));
+        }
+    }
+}

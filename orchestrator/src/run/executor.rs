@@ -1,0 +1,459 @@
+//! Runs a plan: kernel builds (their own concurrency limit), one
+//! accelerator decision per arch, then the guests, packed onto the host by
+//! [`schedule`] in interleaved A/B order, each result written to the
+//! results dir as soon as it exists. Runs already in the dir are kept
+//! (resume); a kernel that does not build or apply costs its own runs only.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use tokio::task::JoinSet;
+
+use crate::arch::Arch;
+use crate::guest::bin as guest_bin;
+use crate::host::error_chain;
+use crate::host::paths::WorkDir;
+use crate::kernel::{self, KernelError, KernelSource};
+use crate::matrix::schedule::{self, Capacity, Need, Usage};
+use crate::matrix::{Cell, Plan, Shard, Slot};
+use crate::results::dir::{
+    self as rd, Host, Manifest, ResultsDirError, VariantFailure, VariantKernel,
+};
+use crate::results::{KernelInfo, RunResult};
+use crate::run::accel::{self, AccelChoice, AccelRequest};
+use crate::run::guest::{self, RunConfig, RunError};
+use crate::run::outcome::Outcome;
+use crate::run::progress::Progress;
+
+/// Everything `mmci run` needs to execute a plan.
+pub struct MatrixOptions {
+    pub work: WorkDir,
+    pub results: PathBuf,
+    pub plan: Plan,
+    pub shard: Option<Shard>,
+    /// Where each variant's kernel comes from, by variant name.
+    pub sources: BTreeMap<String, KernelSource>,
+    pub accel: AccelRequest,
+    /// Per-run timeout instead of the scenario's default.
+    pub timeout: Option<Duration>,
+    /// Extra attempts after an infra failure.
+    pub retries: u32,
+    /// Kernel builds at a time.
+    pub parallel_builds: usize,
+    /// Guest capacity; `None`: host cores x `oversubscribe`, host RAM.
+    pub capacity: Option<Capacity>,
+    pub oversubscribe: f64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MatrixRunError {
+    #[error(transparent)]
+    ResultsDir(#[from] ResultsDirError),
+    #[error("{0} not found on PATH: install QEMU with ./mmci-setup")]
+    MissingQemu(String),
+    #[error("this mmci was built without guest-init for {arch}: run `rustup target add {triple}` and rebuild")]
+    MissingGuestInit { arch: Arch, triple: &'static str },
+    #[error("run {slot}: {source}")]
+    Run {
+        slot: String,
+        #[source]
+        source: RunError,
+    },
+}
+
+/// A kernel that failed, with the error kept for the exit code.
+pub struct KernelFailure {
+    pub variant: String,
+    pub arch: Arch,
+    pub error: KernelError,
+}
+
+/// What happened.
+pub struct MatrixOutcome {
+    pub manifest: Manifest,
+    /// Every slot of this shard with its run, in plan order (`None`: not
+    /// run, because its kernel failed).
+    pub runs: Vec<(Slot, Option<RunResult>)>,
+    /// Runs found in the results dir from an earlier invocation.
+    pub resumed: usize,
+    pub kernel_failures: Vec<KernelFailure>,
+    pub wall: Duration,
+    /// From the first guest's start to the last one's end.
+    pub guests_wall: Duration,
+}
+
+fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The cells this invocation runs.
+pub fn cells_of(plan: &Plan, shard: Option<Shard>) -> Vec<&Cell> {
+    match shard {
+        Some(s) => crate::matrix::plan::shard_cells(&plan.cells, s),
+        None => plan.cells.iter().collect(),
+    }
+}
+
+/// Checks that need no work: QEMU and guest-init for every arch, the
+/// results dir writable and, if it exists, of the same plan.
+pub fn preflight(opts: &MatrixOptions) -> Result<Manifest, MatrixRunError> {
+    let cells = cells_of(&opts.plan, opts.shard);
+    let mut arches: Vec<Arch> = cells.iter().map(|c| c.arch).collect();
+    arches.sort();
+    arches.dedup();
+    for arch in &arches {
+        let qemu = arch.qemu_binary();
+        if crate::host::tools::on_path(qemu).is_none() {
+            return Err(MatrixRunError::MissingQemu(qemu.to_string()));
+        }
+        if guest_bin::guest_init(*arch).is_none() {
+            return Err(MatrixRunError::MissingGuestInit {
+                arch: *arch,
+                triple: guest_bin::guest_triple(*arch),
+            });
+        }
+    }
+    crate::host::fs::prepare_dir(&opts.results).map_err(|source| ResultsDirError::Io {
+        path: opts.results.clone(),
+        source,
+    })?;
+    let fresh = Manifest {
+        format: rd::MANIFEST_FORMAT,
+        mmci_version: env!("CARGO_PKG_VERSION").to_string(),
+        plan_id: opts.plan.fingerprint(),
+        plan: opts.plan.clone(),
+        shards: opts.shard.map(|s| vec![s]),
+        host: Host::this(),
+        accel: BTreeMap::new(),
+        kernels: vec![],
+        failed_kernels: vec![],
+        created_unix: now_unix(),
+    };
+    match rd::read_manifest(&opts.results)? {
+        Some(existing) => {
+            rd::check_resumable(&opts.results, &existing, &fresh)?;
+            Ok(existing)
+        }
+        None => {
+            rd::write_manifest(&opts.results, &fresh)?;
+            Ok(fresh)
+        }
+    }
+}
+
+/// Builds (or finds cached) every kernel the pending runs need.
+async fn build_kernels(
+    opts: &MatrixOptions,
+    needed: &[(String, Arch)],
+    progress: &Progress,
+) -> (Vec<VariantKernel>, Vec<KernelFailure>) {
+    let jobs = needed.iter().map(|(variant, arch)| {
+        let source = opts.sources.get(variant).cloned();
+        let work = opts.work.clone();
+        async move {
+            let what = format!("{variant} ({arch})");
+            progress.build_started(&what);
+            let t0 = Instant::now();
+            let r = match source {
+                Some(s) => kernel::prepare(&s, *arch, &work).await,
+                None => Err(KernelError::MissingImage(PathBuf::from(format!(
+                    "<no source for kernel `{variant}`>"
+                )))),
+            };
+            let line = match &r {
+                Ok(k) => format!(
+                    "kernel {what}: {} in {:.1} s{}",
+                    k.release,
+                    t0.elapsed().as_secs_f64(),
+                    k.series_hash
+                        .as_deref()
+                        .map(|h| format!(", series {}", &h[..h.len().min(12)]))
+                        .unwrap_or_default()
+                ),
+                Err(e) => format!("kernel {what}: FAILED: {}", error_chain(e)),
+            };
+            progress.build_finished(&line);
+            (variant.clone(), *arch, r)
+        }
+    });
+    let done: Vec<(String, Arch, Result<KernelInfo, KernelError>)> = futures::stream::iter(jobs)
+        .buffered(opts.parallel_builds.max(1))
+        .collect()
+        .await;
+    progress.builds_done();
+    let mut kernels: Vec<VariantKernel> = vec![];
+    let mut failures = vec![];
+    for (variant, arch, r) in done {
+        match r {
+            Ok(kernel) => kernels.push(VariantKernel {
+                description: opts
+                    .plan
+                    .variants
+                    .iter()
+                    .find(|v| v.name == variant)
+                    .map(|v| v.describe())
+                    .unwrap_or_default(),
+                variant,
+                arch,
+                kernel,
+                new_warnings: vec![],
+            }),
+            Err(error) => failures.push(KernelFailure {
+                variant,
+                arch,
+                error,
+            }),
+        }
+    }
+    // 0-day's "new warnings": what each candidate's build adds to the
+    // baseline's (the first variant) on the same arch.
+    let base_name = opts.plan.variants.first().map(|v| v.name.clone());
+    let snapshot = kernels.clone();
+    for k in &mut kernels {
+        if Some(&k.variant) == base_name.as_ref() {
+            continue;
+        }
+        if let Some(base) = snapshot
+            .iter()
+            .find(|b| Some(&b.variant) == base_name.as_ref() && b.arch == k.arch)
+        {
+            k.new_warnings = crate::kernel::warnings::new_warnings(
+                &base.kernel.build_warnings,
+                &k.kernel.build_warnings,
+            );
+        }
+    }
+    (kernels, failures)
+}
+
+type GuestTaskResult = (Slot, Need, Result<RunResult, RunError>);
+
+/// Takes a finished guest task's result into the books.
+fn reap(
+    r: Result<GuestTaskResult, tokio::task::JoinError>,
+    used: &mut Usage,
+    progress: &mut Progress,
+    finished: &mut BTreeMap<Slot, RunResult>,
+    failure: &mut Option<MatrixRunError>,
+) {
+    let (slot, need, result) = r.expect("guest tasks do not panic");
+    used.remove(need);
+    match result {
+        Ok(run) => {
+            progress.run_finished(&format!(
+                "{}: {} ({}) in {:.0} s",
+                slot.id(),
+                run.classification.outcome.name(),
+                run.classification.reason,
+                run.timing.total_ms / 1000.0
+            ));
+            finished.insert(slot, run);
+        }
+        Err(source) => {
+            progress.run_finished(&format!("{}: error: {}", slot.id(), error_chain(&source)));
+            failure.get_or_insert(MatrixRunError::Run {
+                slot: slot.id(),
+                source,
+            });
+        }
+    }
+}
+
+/// Runs the plan (this shard of it) into `opts.results`.
+pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRunError> {
+    let t0 = Instant::now();
+    let mut manifest = preflight(opts)?;
+    let cells = cells_of(&opts.plan, opts.shard);
+    let slots = opts.plan.slots(&cells);
+    let mut finished: BTreeMap<Slot, RunResult> = BTreeMap::new();
+    for s in &slots {
+        if let Some(r) = rd::finished_run(&opts.results, s) {
+            finished.insert(s.clone(), r);
+        }
+    }
+    let resumed = finished.len();
+    let pending: Vec<Slot> = slots
+        .iter()
+        .filter(|s| !finished.contains_key(*s))
+        .cloned()
+        .collect();
+    if resumed > 0 {
+        tracing::info!(
+            kept = resumed,
+            to_run = pending.len(),
+            "resuming {}",
+            opts.results.display()
+        );
+    }
+
+    // Kernels: every (variant, arch) a pending run needs, baseline first.
+    let mut needed: Vec<(String, Arch)> = vec![];
+    for v in &opts.plan.variants {
+        for c in &cells {
+            let key = (v.name.clone(), c.arch);
+            if pending
+                .iter()
+                .any(|s| s.variant == v.name && s.cell == c.id)
+                && !needed.contains(&key)
+            {
+                needed.push(key);
+            }
+        }
+    }
+    let mut progress = Progress::new(needed.len() as u64, pending.len() as u64);
+    let (kernels, kernel_failures) = build_kernels(opts, &needed, &progress).await;
+    rd::check_same_kernels(&opts.results, &manifest.kernels, &kernels)?;
+    for k in &kernels {
+        if !manifest
+            .kernels
+            .iter()
+            .any(|m| m.variant == k.variant && m.arch == k.arch)
+        {
+            manifest.kernels.push(k.clone());
+        }
+    }
+    for f in &kernel_failures {
+        manifest
+            .failed_kernels
+            .retain(|m| !(m.variant == f.variant && m.arch == f.arch));
+        manifest.failed_kernels.push(VariantFailure {
+            variant: f.variant.clone(),
+            arch: f.arch,
+            error: error_chain(&f.error),
+        });
+    }
+    // A kernel that builds now clears an old failure.
+    manifest.failed_kernels.retain(|f| {
+        !kernels
+            .iter()
+            .any(|k| k.variant == f.variant && k.arch == f.arch)
+    });
+
+    // One accelerator decision per arch, probed with the first kernel built.
+    let scratch = opts.work.scratch();
+    let mut accels: BTreeMap<Arch, AccelChoice> = BTreeMap::new();
+    for k in &kernels {
+        if accels.contains_key(&k.arch) {
+            continue;
+        }
+        let guest = guest_bin::guest_init(k.arch).expect("checked in preflight");
+        let choice = accel::choose(opts.accel, k.arch, &k.kernel, guest, &scratch).await;
+        tracing::info!(arch = %k.arch, accel = %choice.accel, note = %choice.note, "accelerator");
+        manifest.accel.insert(
+            k.arch.to_string(),
+            format!("{} ({})", choice.accel, choice.note),
+        );
+        accels.insert(k.arch, choice);
+    }
+    rd::write_manifest(&opts.results, &manifest)?;
+
+    let cap = opts.capacity.unwrap_or_else(|| {
+        let host = Host::this();
+        schedule::capacity(host.cpus, host.memory_mb, opts.oversubscribe)
+    });
+    let runnable: Vec<&Slot> = pending
+        .iter()
+        .filter(|s| {
+            let arch = opts.plan.cell(&s.cell).expect("slot of the plan").arch;
+            kernels
+                .iter()
+                .any(|k| k.variant == s.variant && k.arch == arch)
+        })
+        .collect();
+    tracing::info!(
+        runs = runnable.len(),
+        guest_vcpus = cap.vcpus,
+        guest_memory_mb = cap.memory_mb,
+        "starting guests"
+    );
+
+    let kernels = Arc::new(kernels);
+    let guests_started = Instant::now();
+    let mut used = Usage::default();
+    let mut tasks: JoinSet<GuestTaskResult> = JoinSet::new();
+    let mut failure: Option<MatrixRunError> = None;
+    for slot in runnable {
+        let cell = opts
+            .plan
+            .cell(&slot.cell)
+            .expect("slot of the plan")
+            .clone();
+        let need = Need {
+            vcpus: cell.vcpus,
+            memory_mb: cell.memory_mb,
+        };
+        while !schedule::may_start(cap, used, need) {
+            let r = tasks.join_next().await.expect("a guest is running");
+            reap(r, &mut used, &mut progress, &mut finished, &mut failure);
+        }
+        if failure.is_some() {
+            break;
+        }
+        used.add(need);
+        progress.run_started(&slot.id());
+        let kernel = kernels
+            .iter()
+            .find(|k| k.variant == slot.variant && k.arch == cell.arch)
+            .expect("runnable slots have kernels")
+            .kernel
+            .clone();
+        let accel = accels[&cell.arch].clone();
+        let cfg = RunConfig {
+            id: slot.id(),
+            arch: cell.arch,
+            accel: accel.accel,
+            accel_note: accel.note,
+            vcpus: cell.vcpus,
+            memory_mb: cell.memory_mb,
+            swap_mb: cell.swap_mb,
+            kernel,
+            guest_init: guest_bin::guest_init(cell.arch).expect("checked").to_vec(),
+            timeout: opts
+                .timeout
+                .unwrap_or_else(|| guest::default_timeout(&cell.job)),
+            job: cell.job.clone(),
+            extra_cmdline: vec![],
+            retries: opts.retries,
+        };
+        let dir = rd::run_dir(&opts.results, slot);
+        let scratch = scratch.clone();
+        let slot = slot.clone();
+        tasks.spawn(async move {
+            let r = guest::run_guest(&cfg, &dir, &scratch).await;
+            (slot, need, r)
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        reap(r, &mut used, &mut progress, &mut finished, &mut failure);
+    }
+    progress.finish();
+    let guests_wall = guests_started.elapsed();
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let runs = slots
+        .iter()
+        .map(|s| (s.clone(), finished.get(s).cloned()))
+        .collect();
+    Ok(MatrixOutcome {
+        manifest,
+        runs,
+        resumed,
+        kernel_failures,
+        wall: t0.elapsed(),
+        guests_wall,
+    })
+}
+
+/// Was every run of the outcome completed?
+pub fn all_completed(o: &MatrixOutcome) -> bool {
+    o.runs.iter().all(|(_, r)| {
+        r.as_ref()
+            .is_some_and(|r| r.classification.outcome == Outcome::Completed)
+    })
+}

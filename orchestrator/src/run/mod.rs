@@ -1,0 +1,9 @@
+//! Running guests: one guest run from start to result (`guest`), its
+//! classification (`outcome`), the accelerator probe (`accel`), and the
+//! executor of a whole plan (`executor`) with its progress display.
+
+pub mod accel;
+pub mod executor;
+pub mod guest;
+pub mod outcome;
+pub mod progress;

@@ -1,0 +1,339 @@
+//! Classifying a guest run, as syzkaller does: only completed runs feed
+//! statistics; infra failures are retried and never reported as regressions;
+//! boot failures, crashes and hangs are results in their own right.
+
+use mmci_record::Record;
+
+use crate::guest::vm::VmRun;
+
+pub use crate::results::outcome::{Classification, Outcome};
+
+/// Console lines that mean the kernel died or is broken.
+const CRASH_MARKERS: [&str; 9] = [
+    "Kernel panic - not syncing",
+    "BUG: ",
+    "Oops: ",
+    "general protection fault",
+    "Unable to handle kernel",
+    "kernel BUG at",
+    "watchdog: BUG: soft lockup",
+    "INFO: task ",
+    "Internal error: ",
+];
+
+/// The first crash line on the console and the report of the crash: the
+/// last splat (the one the kernel died of, with its call trace), else the
+/// 60 lines from the crash line.
+pub fn find_crash(console: &str) -> Option<(String, String)> {
+    let lines: Vec<&str> = console.lines().collect();
+    let first = lines
+        .iter()
+        .position(|l| CRASH_MARKERS.iter().any(|m| l.contains(m)))?;
+    let report = match crate::results::splat::detect(console).pop() {
+        Some(s) => s.excerpt,
+        None => lines[first..lines.len().min(first + 60)].join("\n"),
+    };
+    Some((strip_timestamp(lines[first]).to_string(), report))
+}
+
+/// A console line without its printk timestamp ("[    1.807686] ").
+pub fn strip_timestamp(line: &str) -> &str {
+    let trimmed = line.trim();
+    match trimmed
+        .strip_prefix('[')
+        .and_then(|rest| rest.split_once(']'))
+    {
+        Some((stamp, rest)) if stamp.trim().parse::<f64>().is_ok() => rest.trim(),
+        _ => trimmed,
+    }
+}
+
+pub fn classify(run: &VmRun) -> Classification {
+    let result = |outcome, reason: String, crash_report| Classification {
+        outcome,
+        reason,
+        crash_report,
+    };
+    if run.accel_failed {
+        let line =
+            crate::guest::vm::accel_failure(&run.qemu_stderr).unwrap_or("accelerator failed");
+        return result(Outcome::InfraFailure, format!("QEMU: {line}"), None);
+    }
+    if !run.connected && !run.timed_out {
+        let first = run
+            .qemu_stderr
+            .lines()
+            .next()
+            .unwrap_or("no message")
+            .to_string();
+        return result(
+            Outcome::InfraFailure,
+            format!("QEMU exited before starting the guest: {first}"),
+            None,
+        );
+    }
+    let hello = run
+        .records
+        .iter()
+        .any(|r| matches!(r.record, Record::Hello { .. }));
+    let done = run.records.iter().find_map(|r| match &r.record {
+        Record::Done { ok, .. } => Some(*ok),
+        _ => None,
+    });
+    // A run that completed is completed: what its console shows on the
+    // way (a WARNING, a BUG: sleeping function called ...) is in its
+    // splats, which the analysis weighs against the baseline.
+    let crash = if done == Some(true) {
+        None
+    } else {
+        find_crash(&run.console)
+    };
+    if !hello {
+        let reason = match (&crash, run.timed_out) {
+            (Some((line, _)), _) => line.clone(),
+            (None, true) if run.console.trim().is_empty() => {
+                "no console output before the timeout: the kernel never started".to_string()
+            }
+            (None, false) if run.console.trim().is_empty() => {
+                "the guest reset before the kernel printed anything".to_string()
+            }
+            (None, true) => "no record from the guest before the timeout".to_string(),
+            (None, false) => "the guest ended without a record from PID 1".to_string(),
+        };
+        return result(Outcome::BootFailure, reason, crash.map(|(_, r)| r));
+    }
+    if let Some((line, report)) = crash {
+        return result(Outcome::KernelCrash, line, Some(report));
+    }
+    match done {
+        Some(true) => {
+            let records: Vec<Record> = run.records.iter().map(|r| r.record.clone()).collect();
+            match crate::scenario::noio_metrics(&records) {
+                Some(m) if !m.reproduced() => {
+                    result(Outcome::NotReproduced, m.not_reproduced.join("; "), None)
+                }
+                _ => result(Outcome::Completed, "completed".into(), None),
+            }
+        }
+        Some(false) => {
+            let why = run
+                .records
+                .iter()
+                .find_map(|r| match &r.record {
+                    Record::Error { stage, message } => Some(format!("{stage}: {message}")),
+                    _ => None,
+                })
+                .unwrap_or_else(|| "guest-init reported failure".into());
+            result(Outcome::GuestError, why, None)
+        }
+        None if run.timed_out => result(
+            Outcome::Hang,
+            "PID 1 started but the run did not finish before the timeout".into(),
+            None,
+        ),
+        None => result(
+            Outcome::KernelCrash,
+            "the guest stopped before its last record, with no crash message".into(),
+            None,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::guest::vm::TimedRecord;
+    use mmci_record::GuestJob;
+    use std::time::Duration;
+
+    fn run(records: Vec<Record>, console: &str, timed_out: bool) -> VmRun {
+        VmRun {
+            records: records
+                .into_iter()
+                .map(|record| TimedRecord { at_ms: 0, record })
+                .collect(),
+            bad_lines: vec![],
+            exit: None,
+            timed_out,
+            accel_failed: false,
+            connected: true,
+            console: console.into(),
+            qemu_stderr: String::new(),
+            lifetime: Duration::ZERO,
+            first_record: None,
+        }
+    }
+
+    fn hello() -> Record {
+        Record::Hello {
+            kernel_release: "6.12".into(),
+            arch: "x86_64".into(),
+            cpus: 2,
+            mem_total_kb: 1,
+            uptime_ms: 1,
+            job: GuestJob::default(),
+        }
+    }
+
+    fn done(ok: bool) -> Record {
+        Record::Done { ok, uptime_ms: 2 }
+    }
+
+    #[test]
+    fn completed() {
+        let c = classify(&run(vec![hello(), done(true)], "boot log", false));
+        assert_eq!(c.outcome, Outcome::Completed);
+    }
+
+    #[test]
+    fn scenario_b_without_its_preconditions_is_not_reproduced() {
+        let pre = |below_min| Record::Preconditions {
+            swappiness: 60,
+            lru_gen: "0x0000".into(),
+            at_start: mmci_record::MemState {
+                anon: 400 << 20,
+                inactive_anon: 400 << 20,
+                inactive_file: 2 << 20,
+                swapcached: 0,
+                swap_total_kb: 1000,
+                swap_free_kb: 900,
+                mem_free_kb: 0,
+            },
+            at_end: mmci_record::MemState {
+                swap_free_kb: 800,
+                ..Default::default()
+            },
+            watermark: mmci_record::WatermarkStat {
+                samples: 10,
+                below_min,
+                lowest_margin_pages: Some(5),
+            },
+        };
+        let noio = Record::ReclaimCall(mmci_record::ReclaimCall {
+            gfp_flags: "GFP_NOIO|__GFP_NOWARN".into(),
+            ..Default::default()
+        });
+        // No zoneinfo reading under min and no snapshots (so no allocstall).
+        let c = classify(&run(
+            vec![hello(), noio.clone(), pre(0), done(true)],
+            "",
+            false,
+        ));
+        assert_eq!(c.outcome, Outcome::NotReproduced);
+        assert_eq!(c.outcome.name(), "not reproduced");
+        assert!(
+            c.reason.starts_with("free memory never went under"),
+            "{}",
+            c.reason
+        );
+        assert!(!c.outcome.retryable());
+        let c = classify(&run(vec![hello(), pre(1), done(true)], "", false));
+        assert_eq!(c.reason, "no GFP_NOIO direct-reclaim call");
+        let c = classify(&run(vec![hello(), noio, pre(1), done(true)], "", false));
+        assert_eq!(c.outcome, Outcome::Completed);
+    }
+
+    #[test]
+    fn no_pid1_is_a_boot_failure_with_the_panic_line() {
+        let console = "Run /init as init process\nFailed to execute /init (error -8)\nKernel panic - not syncing: No working init found.\nCPU: 0 PID: 1\n";
+        let c = classify(&run(vec![], console, false));
+        assert_eq!(c.outcome, Outcome::BootFailure);
+        assert_eq!(
+            c.reason,
+            "Kernel panic - not syncing: No working init found."
+        );
+        assert!(c.crash_report.unwrap().contains("CPU: 0 PID: 1"));
+        let c = classify(&run(vec![], "", true));
+        assert_eq!(c.outcome, Outcome::BootFailure);
+        assert!(
+            c.reason.starts_with("no console output before the timeout"),
+            "{}",
+            c.reason
+        );
+        let c = classify(&run(vec![], "", false));
+        assert_eq!(
+            c.reason,
+            "the guest reset before the kernel printed anything"
+        );
+        let c = classify(&run(vec![], "Linux version 6.12\n", true));
+        assert_eq!(c.reason, "no record from the guest before the timeout");
+    }
+
+    #[test]
+    fn timestamps_are_not_part_of_the_reason() {
+        assert_eq!(
+            strip_timestamp("[    1.807686] Kernel panic - not syncing: x"),
+            "Kernel panic - not syncing: x"
+        );
+        assert_eq!(strip_timestamp("[ok] fine"), "[ok] fine");
+        assert_eq!(strip_timestamp("  plain  "), "plain");
+    }
+
+    #[test]
+    fn oops_after_pid1_is_a_crash() {
+        let console = "ok\nBUG: kernel NULL pointer dereference, address: 0000000000000008\nOops: 0002 [#1] SMP\n";
+        let c = classify(&run(vec![hello()], console, false));
+        assert_eq!(c.outcome, Outcome::KernelCrash);
+        assert!(c.reason.starts_with("BUG: kernel NULL pointer"));
+    }
+
+    #[test]
+    fn a_splat_on_a_completed_run_leaves_it_completed() {
+        let console = include_str!("../../tests/fixtures/splats/sleeping_and_atomic.txt");
+        let c = classify(&run(vec![hello(), done(true)], console, false));
+        assert_eq!(c.outcome, Outcome::Completed);
+        assert_eq!(c.crash_report, None);
+    }
+
+    #[test]
+    fn a_crash_report_has_its_call_trace() {
+        let console = include_str!("../../tests/fixtures/splats/list_add_bug.txt");
+        let c = classify(&run(vec![hello()], console, false));
+        assert_eq!(c.outcome, Outcome::KernelCrash);
+        assert_eq!(c.reason, "kernel BUG at lib/list_debug.c:27!");
+        let report = c.crash_report.unwrap();
+        assert!(
+            report.starts_with("list_add corruption. next is NULL."),
+            "{report}"
+        );
+        assert!(
+            report.contains("\n nfs_uuid_is_local+0xba/0x110\n"),
+            "{report}"
+        );
+        assert!(report.ends_with(" </TASK>"), "{report}");
+    }
+
+    #[test]
+    fn silence_after_pid1_is_a_hang_or_a_crash() {
+        assert_eq!(
+            classify(&run(vec![hello()], "", true)).outcome,
+            Outcome::Hang
+        );
+        assert_eq!(
+            classify(&run(vec![hello()], "", false)).outcome,
+            Outcome::KernelCrash
+        );
+    }
+
+    #[test]
+    fn guest_error_names_the_step() {
+        let err = Record::Error {
+            stage: "dm-delay".into(),
+            message: "DM_TABLE_LOAD: Invalid argument".into(),
+        };
+        let c = classify(&run(vec![hello(), err, done(false)], "", false));
+        assert_eq!(c.outcome, Outcome::GuestError);
+        assert_eq!(c.reason, "dm-delay: DM_TABLE_LOAD: Invalid argument");
+    }
+
+    #[test]
+    fn broken_kvm_is_infra() {
+        let mut r = run(vec![], "", false);
+        r.accel_failed = true;
+        r.qemu_stderr = "KVM internal error. Suberror: 1\nemulation failure\n".into();
+        let c = classify(&r);
+        assert_eq!(c.outcome, Outcome::InfraFailure);
+        assert!(c.outcome.retryable());
+        assert!(c.reason.contains("KVM internal error"));
+    }
+}

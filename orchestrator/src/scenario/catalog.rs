@@ -1,0 +1,148 @@
+//! The metrics the scenarios declare: one entry per metric, with the name
+//! used in a matrix's `expect:`, its unit, which direction is better,
+//! whether it measures time (and so means little under TCG), its noise
+//! floor, and how to read its value from one run's scenario metrics. Each
+//! scenario keeps its own entries (`mglru/catalog.rs`, `noio/catalog.rs`);
+//! this is the registry over them, in display order.
+
+use mmci_record::Scenario;
+use serde::{Deserialize, Serialize};
+
+use crate::scenario::{mglru, noio, MglruMetrics, NoioMetrics};
+
+/// A run's scenario metrics, as the catalog's extractors read them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RunMetrics<'a> {
+    pub mglru: Option<&'a MglruMetrics>,
+    pub noio: Option<&'a NoioMetrics>,
+}
+
+/// Which way a metric should move for the kernel to be better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+    /// Neither: a change is a change (e.g. throttle events, which a series
+    /// may add on purpose).
+    Neither,
+}
+
+/// One metric of the registry.
+#[derive(Clone, Copy, Debug)]
+pub struct Metric {
+    /// As written in `expect:` and shown in tables.
+    pub name: &'static str,
+    pub description: &'static str,
+    pub unit: &'static str,
+    pub better: Better,
+    /// The value measures time or throughput: under TCG (emulated CPU) it
+    /// is "functional only" and expectations on its size are inconclusive.
+    pub timing: bool,
+    /// This metric's own noise floor (relative change); None: the
+    /// analysis' default (5%).
+    pub noise_floor: Option<f64>,
+    /// The scenario whose runs carry it.
+    pub scenario: Scenario,
+    /// A counter divided by the work done (per 1,000 touches in scenario
+    /// A, per 1,000 reads in scenario B): the raw metric it normalises,
+    /// when the catalog has it. A raw counter scales with the work, so a
+    /// kernel that does more work swaps more; its twin says whether it
+    /// swaps more per unit of work.
+    pub per_work_of: Option<&'static str>,
+    /// Its value in one run; None when the run does not have it (no
+    /// metrics, or nothing to divide by).
+    pub extract: fn(&RunMetrics) -> Option<f64>,
+}
+
+/// `count` per 1,000 units of `work`; None without work.
+pub(crate) fn per_k(count: u64, work: u64) -> Option<f64> {
+    (work > 0).then(|| count as f64 * 1000.0 / work as f64)
+}
+
+/// A per-work metric's entry: a counter divided by the scenario's work,
+/// never a timing, with the default noise floor.
+macro_rules! per_work {
+    ($name:literal, $of:expr, $what:literal, $unit:literal, $better:expr, $scenario:expr, $extract:expr) => {
+        $crate::scenario::catalog::Metric {
+            name: $name,
+            description: $what,
+            unit: $unit,
+            better: $better,
+            timing: false,
+            noise_floor: None,
+            scenario: $scenario,
+            per_work_of: $of,
+            extract: $extract,
+        }
+    };
+}
+pub(crate) use per_work;
+
+/// Every metric: scenario A's raw ones, scenario B's, then the per-work
+/// counters of A and of B (reports put the per-work counters first).
+pub fn all() -> impl Iterator<Item = &'static Metric> {
+    mglru::catalog::METRICS
+        .iter()
+        .chain(noio::catalog::METRICS.iter())
+        .chain(mglru::catalog::PER_WORK.iter())
+        .chain(noio::catalog::PER_WORK.iter())
+}
+
+/// Whether `name` is one of the per-work metrics.
+pub fn is_per_work(name: &str) -> bool {
+    metric(name).is_some_and(|m| m.per_work_of.is_some() || m.name.contains("_per_k"))
+}
+
+/// What the per-work metrics of a scenario are divided by.
+pub fn work_unit(scenario: Scenario) -> Option<&'static str> {
+    match scenario {
+        Scenario::MglruIsolation => Some("per 1,000 touches (the workload's page writes)"),
+        Scenario::NoioVerity => Some("per 1,000 reads (the reader's block reads)"),
+        Scenario::Probe => None,
+    }
+}
+
+/// The metric called `name`.
+pub fn metric(name: &str) -> Option<&'static Metric> {
+    all().find(|m| m.name == name)
+}
+
+/// The metrics measured in `scenario`'s runs, in display order.
+pub fn of_scenario(scenario: Scenario) -> impl Iterator<Item = &'static Metric> {
+    all().filter(move |m| m.scenario == scenario)
+}
+
+pub fn known_names() -> String {
+    all().map(|m| m.name).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_cover_the_issue() {
+        let names: std::collections::BTreeSet<&str> = all().map(|m| m.name).collect();
+        assert_eq!(names.len(), all().count());
+        for n in [
+            "throttle_isolated",
+            "nr_isolated_peak",
+            "oom_kills",
+            "memcg_oom_events",
+            "memcg_max_events",
+            "touches",
+            "touches_per_s",
+            "scan_efficiency",
+            "pswpin",
+            "pswpout",
+            "pgmajfault",
+            "refaults_anon",
+            "refaults_file",
+            "psi_some_us",
+            "psi_full_us",
+        ] {
+            assert!(names.contains(n), "{n}");
+        }
+    }
+}

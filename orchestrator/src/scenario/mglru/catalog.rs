@@ -1,0 +1,287 @@
+//! Scenario A's entries in the metric catalog (see `scenario::catalog`).
+
+use mmci_record::Scenario;
+
+use crate::scenario::catalog::{per_k, per_work, Better, Metric, RunMetrics};
+use crate::scenario::{MglruMetrics, THROTTLE_ISOLATED};
+
+fn a<'a>(r: &RunMetrics<'a>) -> Option<&'a MglruMetrics> {
+    r.mglru
+}
+
+/// Display order.
+pub static METRICS: &[Metric] = &[
+    Metric {
+        name: "throttle_isolated",
+        description: "mm_vmscan_throttled events, reason VMSCAN_THROTTLE_ISOLATED",
+        unit: "events",
+        better: Better::Neither,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.throttle_count(THROTTLE_ISOLATED) as f64),
+    },
+    Metric {
+        name: "throttle_isolated_delay_us",
+        description: "time throttled on isolation (sum of usec_delayed)",
+        unit: "µs",
+        better: Better::Neither,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| {
+            a(r).map(|m| {
+                m.throttle
+                    .get(THROTTLE_ISOLATED)
+                    .map_or(0, |t| t.usec_delayed_sum) as f64
+            })
+        },
+    },
+    Metric {
+        name: "nr_isolated_peak",
+        description: "highest nr_isolated_anon + nr_isolated_file in one sample",
+        unit: "pages",
+        better: Better::Neither,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.nr_isolated_peak as f64),
+    },
+    Metric {
+        name: "oom_kills",
+        description: "OOM kills in the workload's cgroup (memory.events oom_kill)",
+        unit: "kills",
+        better: Better::Lower,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.oom_kills as f64),
+    },
+    Metric {
+        name: "memcg_oom_events",
+        description: "memory.events oom of the workload's cgroup",
+        unit: "events",
+        better: Better::Lower,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.memcg_oom_events as f64),
+    },
+    Metric {
+        name: "memcg_max_events",
+        description: "memory.events max: times usage hit memory.max",
+        unit: "events",
+        better: Better::Neither,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.memcg_max_events as f64),
+    },
+    Metric {
+        name: "touches",
+        description: "pages the workload wrote (its throughput over the run)",
+        unit: "touches",
+        better: Better::Higher,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.touches as f64),
+    },
+    Metric {
+        name: "touches_per_s",
+        description: "touches per second of workload time",
+        unit: "touches/s",
+        better: Better::Higher,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| {
+            a(r).filter(|m| m.workload_ms > 0)
+                .map(|m| m.touches_per_second())
+        },
+    },
+    Metric {
+        name: "scan_efficiency",
+        description: "pgsteal / pgscan (anon + file)",
+        unit: "ratio",
+        better: Better::Higher,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).and_then(|m| m.scan_efficiency),
+    },
+    Metric {
+        name: "pswpin",
+        description: "pages swapped in (/proc/vmstat pswpin)",
+        unit: "pages",
+        better: Better::Lower,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.pswpin as f64),
+    },
+    Metric {
+        name: "pswpout",
+        description: "pages swapped out (/proc/vmstat pswpout)",
+        unit: "pages",
+        better: Better::Lower,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.pswpout as f64),
+    },
+    Metric {
+        name: "pgmajfault",
+        description: "major page faults (/proc/vmstat pgmajfault)",
+        unit: "faults",
+        better: Better::Lower,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.pgmajfault as f64),
+    },
+    Metric {
+        name: "refaults_anon",
+        description: "workingset_refault_anon",
+        unit: "pages",
+        better: Better::Lower,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.workingset_refault_anon as f64),
+    },
+    Metric {
+        name: "refaults_file",
+        description: "workingset_refault_file",
+        unit: "pages",
+        better: Better::Lower,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.workingset_refault_file as f64),
+    },
+    Metric {
+        name: "psi_some_us",
+        description: "memory pressure stall, some (growth of /proc/pressure/memory total)",
+        unit: "µs",
+        better: Better::Lower,
+        timing: true,
+        // Stall time swings more than counters between identical runs.
+        noise_floor: Some(0.10),
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.psi_some_us as f64),
+    },
+    Metric {
+        name: "psi_full_us",
+        description: "memory pressure stall, full (growth of /proc/pressure/memory total)",
+        unit: "µs",
+        better: Better::Lower,
+        timing: true,
+        noise_floor: Some(0.10),
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: |r| a(r).map(|m| m.psi_full_us as f64),
+    },
+];
+
+/// The counters above divided by the work done, per 1,000 touches (the
+/// workload's page writes); after every
+/// scenario's raw metrics in the registry's order.
+pub static PER_WORK: &[Metric] = &[
+    per_work!(
+        "pswpin_per_ktouch",
+        Some("pswpin"),
+        "pages swapped in per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pswpin, m.touches))
+    ),
+    per_work!(
+        "pswpout_per_ktouch",
+        Some("pswpout"),
+        "pages swapped out per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pswpout, m.touches))
+    ),
+    per_work!(
+        "pgmajfault_per_ktouch",
+        Some("pgmajfault"),
+        "major faults per 1,000 touches",
+        "faults/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pgmajfault, m.touches))
+    ),
+    per_work!(
+        "refaults_anon_per_ktouch",
+        Some("refaults_anon"),
+        "workingset_refault_anon per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.workingset_refault_anon, m.touches))
+    ),
+    per_work!(
+        "refaults_file_per_ktouch",
+        Some("refaults_file"),
+        "workingset_refault_file per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.workingset_refault_file, m.touches))
+    ),
+    per_work!(
+        "pgscan_per_ktouch",
+        None,
+        "pages scanned (anon + file) per 1,000 touches",
+        "pages/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pgscan, m.touches))
+    ),
+    per_work!(
+        "pgsteal_per_ktouch",
+        None,
+        "pages reclaimed (anon + file) per 1,000 touches",
+        "pages/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pgsteal, m.touches))
+    ),
+    per_work!(
+        "memcg_max_events_per_ktouch",
+        Some("memcg_max_events"),
+        "memory.events max per 1,000 touches",
+        "events/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.memcg_max_events, m.touches))
+    ),
+    per_work!(
+        "throttle_isolated_per_ktouch",
+        Some("throttle_isolated"),
+        "VMSCAN_THROTTLE_ISOLATED events per 1,000 touches",
+        "events/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.throttle_count(THROTTLE_ISOLATED), m.touches))
+    ),
+];

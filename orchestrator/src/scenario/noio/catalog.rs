@@ -1,0 +1,197 @@
+//! Scenario B's entries in the metric catalog (see `scenario::catalog`).
+
+use mmci_record::Scenario;
+
+use crate::scenario::catalog::{per_k, per_work, Better, Metric, RunMetrics};
+use crate::scenario::NoioMetrics;
+
+/// Scenario B's metrics, only from runs whose preconditions held: a run
+/// that did not reproduce the case says nothing about the kernel's
+/// handling of it.
+fn b<'a>(r: &RunMetrics<'a>) -> Option<&'a NoioMetrics> {
+    r.noio.filter(|m| m.reproduced())
+}
+
+/// Display order.
+pub static METRICS: &[Metric] = &[
+    Metric {
+        name: "noio_calls",
+        description: "direct-reclaim calls with GFP_NOIO gfp flags (dm-verity/dm-bufio)",
+        unit: "calls",
+        better: Better::Neither,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: |r| b(r).map(|m| m.noio.calls as f64),
+    },
+    Metric {
+        name: "noio_latency_p50_ms",
+        description: "GFP_NOIO direct-reclaim latency, median",
+        unit: "ms",
+        better: Better::Lower,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: |r| b(r).map(|m| m.noio.latency_p50_us as f64 / 1000.0),
+    },
+    Metric {
+        name: "noio_latency_p99_ms",
+        description: "GFP_NOIO direct-reclaim latency, 99th percentile",
+        unit: "ms",
+        better: Better::Lower,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: |r| b(r).map(|m| m.noio.latency_p99_us as f64 / 1000.0),
+    },
+    Metric {
+        name: "noio_latency_max_ms",
+        description: "GFP_NOIO direct-reclaim latency, longest call",
+        unit: "ms",
+        better: Better::Lower,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: |r| b(r).map(|m| m.noio.latency_max_us as f64 / 1000.0),
+    },
+    Metric {
+        name: "noio_anon_scanned",
+        description: "anon folios scanned by GFP_NOIO direct reclaim",
+        unit: "folios",
+        better: Better::Lower,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: |r| b(r).map(|m| m.noio.anon_scanned as f64),
+    },
+    Metric {
+        name: "noio_anon_scanned_prio0",
+        description:
+            "anon folios scanned at priority 0 by GFP_NOIO direct reclaim (the RFC's case)",
+        unit: "folios",
+        better: Better::Lower,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: |r| b(r).map(|m| m.noio.anon_scanned_prio0 as f64),
+    },
+    Metric {
+        name: "other_calls",
+        description: "direct-reclaim calls with other gfp flags (control)",
+        unit: "calls",
+        better: Better::Neither,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: |r| b(r).map(|m| m.other.calls as f64),
+    },
+    Metric {
+        name: "other_latency_p99_ms",
+        description: "other direct-reclaim latency, 99th percentile (control)",
+        unit: "ms",
+        better: Better::Lower,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: |r| b(r).map(|m| m.other.latency_p99_us as f64 / 1000.0),
+    },
+    Metric {
+        name: "allocstall",
+        description: "allocation stalls (direct reclaim entries) during the reads",
+        unit: "events",
+        better: Better::Lower,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: |r| b(r).map(|m| m.allocstall as f64),
+    },
+    Metric {
+        name: "noio_zero_reclaim_share",
+        description: "share of GFP_NOIO direct-reclaim calls that reclaimed nothing",
+        unit: "",
+        better: Better::Lower,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: |r| b(r).and_then(|m| m.noio.zero_reclaimed_share()),
+    },
+];
+
+/// The counters above divided by the work done, per 1,000 reads (the
+/// reader's block reads); after every
+/// scenario's raw metrics in the registry's order.
+pub static PER_WORK: &[Metric] = &[
+    per_work!(
+        "noio_calls_per_kread",
+        Some("noio_calls"),
+        "GFP_NOIO direct-reclaim calls per 1,000 reads",
+        "calls/1k reads",
+        Better::Neither,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.noio.calls, m.reads))
+    ),
+    per_work!(
+        "noio_anon_scanned_per_kread",
+        Some("noio_anon_scanned"),
+        "anon folios scanned by GFP_NOIO direct reclaim per 1,000 reads",
+        "folios/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.noio.anon_scanned, m.reads))
+    ),
+    per_work!(
+        "allocstall_per_kread",
+        Some("allocstall"),
+        "allocation stalls per 1,000 reads",
+        "events/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.allocstall, m.reads))
+    ),
+    per_work!(
+        "pgscan_direct_per_kread",
+        None,
+        "pages scanned by direct reclaim per 1,000 reads",
+        "pages/1k reads",
+        Better::Neither,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pgscan_direct, m.reads))
+    ),
+    per_work!(
+        "pgsteal_direct_per_kread",
+        None,
+        "pages reclaimed by direct reclaim per 1,000 reads",
+        "pages/1k reads",
+        Better::Neither,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pgsteal_direct, m.reads))
+    ),
+    per_work!(
+        "pswpin_per_kread",
+        None,
+        "pages swapped in per 1,000 reads",
+        "pages/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pswpin, m.reads))
+    ),
+    per_work!(
+        "pswpout_per_kread",
+        None,
+        "pages swapped out per 1,000 reads",
+        "pages/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pswpout, m.reads))
+    ),
+];
