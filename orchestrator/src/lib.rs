@@ -9,7 +9,7 @@
 //! - `guest`: guest-init binaries, the initramfs, QEMU.
 //! - `scenario`: what each scenario measures (one folder per scenario).
 //! - `matrix`: matrix files -> a validated plan, and its scheduling.
-//! - `results`: one run's record, a matrix's results dir.
+//! - `results`: one run's record (its splats included), a matrix's results dir.
 //! - `run`: one guest run, its classification, the plan's executor.
 //! - `analysis`: base vs candidates, expectations, the verdict.
 //! - `report`: every rendering for people (terminal, markdown, email, HTML).

@@ -219,9 +219,13 @@ enum Command {
         dir: PathBuf,
         #[command(flatten)]
         analysis: AnalysisArgs,
-        /// Also write the whole comparison as JSON (format 1) to this file.
+        /// Also write the whole comparison as JSON (format 2) to this file.
         #[arg(long)]
         json: Option<PathBuf>,
+        /// Every column of the comparison table, however wide (by default
+        /// it is fitted to the terminal, or to 100 columns in a log).
+        #[arg(long)]
+        wide: bool,
     },
     /// Render the comparison of a results dir as GitHub markdown, a
     /// plain-text email for the patch thread, a self-contained HTML page or
@@ -1078,7 +1082,13 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                 ) {
                     Ok(c) => {
                         println!();
-                        print!("{}", mmci::report::comparison::render(&c));
+                        print!(
+                            "{}",
+                            mmci::report::comparison::render_fitted(
+                                &c,
+                                Some(mmci::report::comparison::terminal_width())
+                            )
+                        );
                         println!(
                             "(mmci analyse / mmci report {} for other options and formats)",
                             opts.results.display()
@@ -1128,12 +1138,14 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             dir,
             analysis: args,
             json,
+            wide,
         } => {
             let c = args.analyse(&dir)?;
             if let Some(path) = &json {
                 analysis::write_json(path, &c)?;
             }
-            print!("{}", mmci::report::comparison::render(&c));
+            let width = (!wide).then(mmci::report::comparison::terminal_width);
+            print!("{}", mmci::report::comparison::render_fitted(&c, width));
             if let Some(path) = &json {
                 println!("json: {}", path.display());
             }

@@ -53,7 +53,7 @@ fn verdicts_are_exit_codes_and_json() {
         "{out}"
     );
     let c: Comparison = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!((c.format, c.verdict.status), (1, Status::Pass));
+    assert_eq!((c.format, c.verdict.status), (2, Status::Pass));
 
     let o = analyse(&[d, "--expect", "throttle_isolated=zero"]);
     assert_eq!(o.status.code(), Some(exit::RUN_FAILED), "{}", text(&o));
@@ -99,4 +99,37 @@ fn bad_options_and_dirs_are_usage_errors() {
         assert_eq!(o.status.code(), Some(exit::USAGE), "{}", text(&o));
         assert!(text(&o).contains(msg), "{}", text(&o));
     }
+}
+
+#[test]
+fn the_table_fits_columns_unless_wide() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("results");
+    results_dir(&dir);
+    let d = dir.to_str().unwrap();
+    let run = |args: &[&str], columns: &str| {
+        let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+            .arg("analyse")
+            .args(args)
+            .env("COLUMNS", columns)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let table = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter(|l| l.starts_with('+') || l.starts_with('|'))
+            .map(str::to_string)
+            .collect()
+    };
+    let fitted = run(&[d], "100");
+    assert!(!table(&fitted).is_empty(), "{fitted}");
+    for l in table(&fitted) {
+        assert!(l.chars().count() <= 100, "{l}");
+    }
+    assert!(fitted.contains("--wide for every column"), "{fitted}");
+    let wide = run(&[d, "--wide"], "100");
+    assert!(wide.contains("p MWU / Welch"), "{wide}");
+    assert!(table(&wide).iter().any(|l| l.chars().count() > 100));
+    assert!(!wide.contains("--wide for every column"));
 }

@@ -8,7 +8,7 @@
 pub use crate::matrix::expectations::{kind_name, validate, validate_all, CatalogError};
 use crate::results::RunResult;
 pub use crate::scenario::catalog::{
-    all, known_names, metric, of_scenario, Better, Metric, RunMetrics,
+    all, is_per_work, known_names, metric, of_scenario, work_unit, Better, Metric, RunMetrics,
 };
 
 /// The scenario metrics of one run, as the extractors read them.

@@ -106,6 +106,29 @@ pub fn metric_comparison(
     }
 }
 
+/// A raw counter that regressed while its per-work twin did not change
+/// significantly scaled with the work done: not a regression.
+pub fn judge_per_work(metrics: &mut [MetricComparison]) {
+    let steady: Vec<&'static str> = metrics
+        .iter()
+        .filter(|m| !m.significant && m.assessment != Assessment::TooFewRuns)
+        .filter_map(|m| catalog::metric(&m.metric).and_then(|c| c.per_work_of))
+        .collect();
+    // A twin with values on one side only: the other side did no work.
+    let one_sided: Vec<&'static str> = metrics
+        .iter()
+        .filter(|m| m.base_values.is_empty() != m.candidate_values.is_empty())
+        .filter_map(|m| catalog::metric(&m.metric).and_then(|c| c.per_work_of))
+        .collect();
+    for m in metrics.iter_mut() {
+        if m.assessment == Assessment::Regression && steady.contains(&m.metric.as_str()) {
+            m.assessment = Assessment::ScalesWithWork;
+        } else if m.assessment == Assessment::Regression && one_sided.contains(&m.metric.as_str()) {
+            m.assessment = Assessment::NoWorkOnOneSide;
+        }
+    }
+}
+
 /// The completed runs of one cell and variant, in repeat order.
 fn completed<'a>(
     plan: &Plan,
@@ -213,7 +236,7 @@ pub fn compare(
                 .iter()
                 .chain(&cand_runs)
                 .any(|r| r.accel == Accel::Tcg);
-            let metrics: Vec<MetricComparison> = catalog::of_scenario(cell.job.scenario)
+            let mut metrics: Vec<MetricComparison> = catalog::of_scenario(cell.job.scenario)
                 .filter_map(|metric| {
                     let (b, c) = (values(&base_runs, metric), values(&cand_runs, metric));
                     // A metric no run has (e.g. no scan at all) is left out.
@@ -221,6 +244,7 @@ pub fn compare(
                         .then(|| metric_comparison(metric, b, c, tcg, opts))
                 })
                 .collect();
+            judge_per_work(&mut metrics);
             let expectations = expect
                 .iter()
                 .filter(|(name, _)| {
@@ -249,7 +273,8 @@ pub fn compare(
         });
     }
     let variants = variant_runs(m, runs);
-    let verdict = verdict(&cells, &variants);
+    let splats = splat_findings(plan, runs, &baseline);
+    let verdict = verdict(&cells, &variants, &splats);
     Comparison {
         format: COMPARISON_FORMAT,
         mmci_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -264,8 +289,109 @@ pub fn compare(
         cells,
         variants,
         verdict,
+        splats,
         series,
     }
+}
+
+/// Every splat title of the plan's runs, per variant how many runs hit it.
+/// A splat on the baseline too is pre-existing; new ones come first.
+pub fn splat_findings(
+    plan: &Plan,
+    runs: &BTreeMap<String, RunResult>,
+    baseline: &str,
+) -> Vec<SplatFinding> {
+    struct Acc {
+        kind: crate::results::splat::SplatKind,
+        runs: BTreeMap<String, usize>,
+        first_base: Option<(String, String)>,
+        first_cand: Option<(String, String, String)>,
+    }
+    let mut of: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut titles: Vec<(String, Acc)> = vec![];
+    for v in &plan.variants {
+        for repeat in 1..=plan.repeats {
+            for cell in &plan.cells {
+                let slot = Slot {
+                    cell: cell.id.clone(),
+                    variant: v.name.clone(),
+                    repeat,
+                };
+                let Some(r) = runs.get(&slot.id()) else {
+                    continue;
+                };
+                if r.classification.outcome == Outcome::InfraFailure {
+                    continue;
+                }
+                *of.entry(v.name.as_str()).or_default() += 1;
+                for sp in &r.splats {
+                    let i = match titles.iter().position(|(t, _)| *t == sp.title) {
+                        Some(i) => i,
+                        None => {
+                            titles.push((
+                                sp.title.clone(),
+                                Acc {
+                                    kind: sp.kind,
+                                    runs: BTreeMap::new(),
+                                    first_base: None,
+                                    first_cand: None,
+                                },
+                            ));
+                            titles.len() - 1
+                        }
+                    };
+                    let acc = &mut titles[i].1;
+                    *acc.runs.entry(v.name.clone()).or_default() += 1;
+                    if v.name == baseline {
+                        acc.first_base
+                            .get_or_insert_with(|| (r.id.clone(), sp.excerpt.clone()));
+                    } else {
+                        acc.first_cand.get_or_insert_with(|| {
+                            (r.id.clone(), v.name.clone(), sp.excerpt.clone())
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let mut out: Vec<SplatFinding> = titles
+        .into_iter()
+        .map(|(title, acc)| {
+            let status = match (&acc.first_base, &acc.first_cand) {
+                (None, _) => SplatStatus::New,
+                (Some(_), Some(_)) => SplatStatus::PreExisting,
+                (Some(_), None) => SplatStatus::BaselineOnly,
+            };
+            let (first_run, first_variant, excerpt) = match (status, acc.first_cand, acc.first_base)
+            {
+                (SplatStatus::New, Some(c), _) => c,
+                (_, _, Some((run, ex))) => (run, baseline.to_string(), ex),
+                (_, Some(c), None) => c,
+                (_, None, None) => unreachable!("a title comes from some run"),
+            };
+            let hits = plan
+                .variants
+                .iter()
+                .map(|v| SplatHits {
+                    variant: v.name.clone(),
+                    runs: acc.runs.get(&v.name).copied().unwrap_or(0),
+                    of: of.get(v.name.as_str()).copied().unwrap_or(0),
+                })
+                .collect();
+            SplatFinding {
+                title,
+                kind: acc.kind,
+                status,
+                hits,
+                first_run,
+                first_variant,
+                excerpt,
+            }
+        })
+        .collect();
+    // Stable: new first, then pre-existing, then baseline-only.
+    out.sort_by_key(|f| f.status);
+    out
 }
 
 /// How a cell is named in reasons: its label, else its id.
@@ -280,9 +406,18 @@ pub fn cell_name(c: &CellComparison) -> &str {
 /// The verdict: kernels that did not build and runs that did not complete
 /// fail it, as do failed expectations; inconclusive expectations and
 /// missing runs make it inconclusive; otherwise it passes.
-fn verdict(cells: &[CellComparison], variants: &[VariantRuns]) -> Verdict {
+fn verdict(cells: &[CellComparison], variants: &[VariantRuns], splats: &[SplatFinding]) -> Verdict {
     let mut fails = vec![];
     let mut unsure = vec![];
+    // A splat the candidate brings is a regression whatever the numbers say.
+    for f in splats.iter().filter(|f| f.status == SplatStatus::New) {
+        for h in f.hits.iter().skip(1).filter(|h| h.runs > 0) {
+            fails.push(format!(
+                "{}: {} in {} of {} runs (not on {})",
+                h.variant, f.title, h.runs, h.of, f.hits[0].variant
+            ));
+        }
+    }
     for v in variants {
         if let Some(e) = &v.build_error {
             fails.push(format!("{}: did not build: {e}", v.variant));
@@ -428,11 +563,47 @@ mod tests {
         let back: Comparison = serde_json::from_str(&json).unwrap();
         assert_eq!(back, c);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(v["format"], 1);
+        assert_eq!(v["format"], 2);
         assert_eq!(
             v["cells"][0]["candidates"][0]["metrics"][0]["change"]["kind"],
             "from_zero"
         );
+    }
+
+    #[test]
+    fn raw_counters_that_scale_with_the_work_are_no_regression() {
+        // The patched kernel touches 30% more pages. It swaps out the same
+        // per touch (so 30% more in all), but swaps in 60% more per touch.
+        let (m, mut runs, _) = synthetic(20);
+        for r in runs.values_mut() {
+            let patched = r.id.contains("-patched-");
+            let repeat: u64 = r.id.rsplit("-r").next().unwrap().parse().unwrap();
+            let x = r.metrics.as_mut().unwrap();
+            x.touches = if patched { 52_000 } else { 40_000 } + repeat * 10;
+            x.pswpout = x.touches * 3 / 4 + repeat;
+            x.pswpin = x.touches * if patched { 8 } else { 5 } / 10 + repeat;
+        }
+        let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
+        let cand = &c.cells[0].candidates[0];
+        let get = |name: &str| cand.metrics.iter().find(|x| x.metric == name).unwrap();
+        assert_eq!(get("pswpout_per_ktouch").assessment, Assessment::NoChange);
+        assert_eq!(get("pswpout").assessment, Assessment::ScalesWithWork);
+        assert_eq!(get("pswpout").assessment.name(), "more work, same per unit");
+        assert_eq!(get("pswpin_per_ktouch").assessment, Assessment::Regression);
+        assert_eq!(get("pswpin").assessment, Assessment::Regression);
+        let per = get("pswpout_per_ktouch").base.as_ref().unwrap().mean;
+        assert!((per - 750.0).abs() < 1.0, "{per}");
+
+        // A baseline that did no work at all: per touch there is nothing
+        // to compare, and neither are the raw counts.
+        for r in runs.values_mut().filter(|r| r.id.contains("-base-")) {
+            r.metrics.as_mut().unwrap().touches = 0;
+        }
+        let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
+        let cand = &c.cells[0].candidates[0];
+        let get = |name: &str| cand.metrics.iter().find(|x| x.metric == name).unwrap();
+        assert!(get("pswpin_per_ktouch").base_values.is_empty());
+        assert_eq!(get("pswpin").assessment, Assessment::NoWorkOnOneSide);
     }
 
     #[test]

@@ -15,7 +15,8 @@ use crate::run::outcome::Outcome;
 
 /// Version of the comparison's JSON layout. Bump on any change a reader of
 /// the previous version would misread.
-pub const COMPARISON_FORMAT: u32 = 1;
+/// 2: splats, per-work metrics and their assessments.
+pub const COMPARISON_FORMAT: u32 = 2;
 
 /// Which test decides significance. Both are always computed and shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -88,8 +89,19 @@ pub struct Comparison {
     /// Per kernel variant: what happened to its runs.
     pub variants: Vec<VariantRuns>,
     pub verdict: Verdict,
+    /// Kernel splats on the runs' consoles: new ones (seen with a candidate,
+    /// not with the baseline) first, then pre-existing ones.
+    #[serde(default)]
+    pub splats: Vec<SplatFinding>,
     /// The guest's time series, per run, for plots.
     pub series: Vec<RunSeries>,
+}
+
+impl CellComparison {
+    /// The cell's scenario, parsed back from its name.
+    pub fn job_scenario(&self) -> Option<mmci_record::Scenario> {
+        serde_json::from_value(serde_json::Value::String(self.scenario.clone())).ok()
+    }
 }
 
 /// One cell of the matrix: every candidate against the baseline.
@@ -125,6 +137,14 @@ pub enum Assessment {
     NoChange,
     /// Too few runs for the test to reach alpha.
     TooFewRuns,
+    /// Significant in the worse direction, but a counter that scales with
+    /// the work done whose per-work twin shows no significant change: the
+    /// kernel did more work, not worse work.
+    ScalesWithWork,
+    /// Significant in the worse direction, but a counter that scales with
+    /// the work done, and one side did no work at all (its per-work twin
+    /// has no value): the raw counts cannot be compared.
+    NoWorkOnOneSide,
 }
 
 impl Assessment {
@@ -135,6 +155,8 @@ impl Assessment {
             Assessment::Changed => "changed",
             Assessment::NoChange => "no change",
             Assessment::TooFewRuns => "too few runs",
+            Assessment::ScalesWithWork => "more work, same per unit",
+            Assessment::NoWorkOnOneSide => "not comparable: one side did no work",
         }
     }
 }
@@ -198,6 +220,64 @@ pub struct ExpectationResult {
     pub status: Status,
     /// One line: why.
     pub reason: String,
+}
+
+/// Whose problem a splat is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SplatStatus {
+    /// Seen with a candidate and not with the baseline: the series' doing.
+    New,
+    /// Seen with the baseline too: the tree's problem, not the series'.
+    PreExisting,
+    /// Seen with the baseline only.
+    BaselineOnly,
+}
+
+impl SplatStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            SplatStatus::New => "new",
+            SplatStatus::PreExisting => "pre-existing",
+            SplatStatus::BaselineOnly => "baseline only",
+        }
+    }
+}
+
+/// How many of one kernel's runs showed a splat.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SplatHits {
+    pub variant: String,
+    /// Runs whose console shows it.
+    pub runs: usize,
+    /// Runs with a console (every result but infra failures).
+    pub of: usize,
+}
+
+/// One splat title over the whole results dir.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SplatFinding {
+    pub title: String,
+    pub kind: crate::results::splat::SplatKind,
+    pub status: SplatStatus,
+    /// Per kernel variant, in plan order (the baseline first).
+    pub hits: Vec<SplatHits>,
+    /// The run of the first occurrence shown (a candidate's for a new
+    /// splat, the baseline's otherwise) and its excerpt.
+    pub first_run: String,
+    pub first_variant: String,
+    pub excerpt: String,
+}
+
+impl SplatFinding {
+    /// `base: 0 of 5 runs, patched: 3 of 5 runs`.
+    pub fn hits_text(&self) -> String {
+        self.hits
+            .iter()
+            .map(|h| format!("{}: {} of {} runs", h.variant, h.runs, h.of))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
 }
 
 /// A run that did not complete.

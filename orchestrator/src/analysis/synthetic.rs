@@ -175,6 +175,7 @@ fn synthetic_run(id: &str, metrics: MglruMetrics) -> RunResult {
         bad_lines: vec![],
         metrics: Some(metrics),
         noio_metrics: None,
+        splats: vec![],
         timing: Timing::default(),
     }
 }

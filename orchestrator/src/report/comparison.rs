@@ -64,8 +64,59 @@ pub fn result_text(m: &MetricComparison) -> String {
     }
 }
 
-/// The comparison table alone.
-pub fn render_table(c: &Comparison) -> String {
+/// How much of the table to keep: each level folds or drops more, in this
+/// order, until the table fits the terminal.
+///  1. p: only the deciding test's, not both;
+///  2. change: without its confidence interval;
+///  3. means: without `± sd (n)`;
+///  4. expect: folded into the result column;
+///  5. the kernel column with one candidate, the cell column with one cell
+///     (both are named above the table);
+///  6. result: `(TCG: functional only)` becomes `*`, explained below.
+///
+/// Past that, comfy-table wraps the cells that are still too wide.
+pub const FIT_LEVELS: u8 = 6;
+
+/// Table rows with their sort key (rank, raw counter rather than per-work).
+type Rows = Vec<((u8, bool), Vec<String>)>;
+
+fn rows_at(c: &Comparison, level: u8) -> (Vec<String>, Rows) {
+    let one_cand = c.candidates.len() <= 1;
+    let one_cell = c.cells.len() <= 1;
+    let drop_kernel = level >= 5 && one_cand;
+    let drop_cell = level >= 5 && one_cell;
+    let mut header = vec![];
+    if !drop_cell {
+        header.push("cell".to_string());
+    }
+    if !drop_kernel {
+        header.push("kernel".to_string());
+    }
+    header.push("metric".into());
+    if level >= 3 {
+        header.push(format!("{} mean", c.baseline));
+        header.push("candidate mean".into());
+    } else {
+        header.push(format!("{} mean ± sd (n)", c.baseline));
+        header.push("candidate mean ± sd (n)".into());
+    }
+    if level >= 2 {
+        header.push("change".into());
+    } else {
+        header.push(format!(
+            "change [{:.0}% CI]",
+            (1.0 - c.options.alpha) * 100.0
+        ));
+    }
+    header.push(if level >= 1 {
+        "p".to_string()
+    } else {
+        "p MWU / Welch".to_string()
+    });
+    header.push("result".into());
+    if level < 4 {
+        header.push("expect".into());
+    }
     let mut rows = vec![];
     for cell in &c.cells {
         for cand in &cell.candidates {
@@ -74,44 +125,85 @@ pub fn render_table(c: &Comparison) -> String {
                 let expect = e.map_or(String::new(), |e| {
                     format!("{} {}", e.status.name(), catalog::kind_name(e.kind))
                 });
-                rows.push((
-                    rank(m, e),
-                    vec![
-                        cell_name(cell).to_string(),
-                        cand.variant.clone(),
-                        m.metric.clone(),
-                        side(&m.base),
-                        side(&m.candidate),
-                        m.change.as_ref().map_or("-".into(), text::change),
-                        p_text(m),
-                        result_text(m),
-                        expect,
-                    ],
-                ));
+                let mut row = vec![];
+                if !drop_cell {
+                    row.push(cell_name(cell).to_string());
+                }
+                if !drop_kernel {
+                    row.push(cand.variant.clone());
+                }
+                row.push(m.metric.clone());
+                if level >= 3 {
+                    let mean = |s: &Option<crate::analysis::stats::Summary>| {
+                        s.as_ref().map_or("-".into(), |s| text::num(s.mean))
+                    };
+                    row.push(mean(&m.base));
+                    row.push(mean(&m.candidate));
+                } else {
+                    row.push(side(&m.base));
+                    row.push(side(&m.candidate));
+                }
+                row.push(m.change.as_ref().map_or("-".into(), |ch| {
+                    if level >= 2 {
+                        crate::report::view::change_column(ch)
+                    } else {
+                        text::change(ch)
+                    }
+                }));
+                row.push(if level >= 1 {
+                    m.p.map_or("-".into(), text::p)
+                } else {
+                    p_text(m)
+                });
+                let mut result = if level >= 6 && m.functional_only {
+                    format!("{}*", m.assessment.name())
+                } else {
+                    result_text(m)
+                };
+                if level >= 4 {
+                    if !expect.is_empty() {
+                        result = format!("{result}; {expect}");
+                    }
+                    row.push(result);
+                } else {
+                    row.push(result);
+                    row.push(expect);
+                }
+                rows.push(((rank(m, e), !catalog::is_per_work(&m.metric)), row));
             }
         }
     }
-    // Stable: within a rank, cells in plan order and metrics in catalog order.
+    // Stable: within a rank, per-work rows first, then cells in plan order
+    // and metrics in catalog order.
     rows.sort_by_key(|(r, _)| *r);
+    (header, rows)
+}
+
+fn table_at(c: &Comparison, level: u8, width: Option<u16>) -> String {
+    let (header, rows) = rows_at(c, level);
+    let numeric: Vec<usize> = header
+        .iter()
+        .enumerate()
+        .filter(|(_, h)| h.contains("mean") || h.starts_with("change") || h.starts_with('p'))
+        .map(|(i, _)| i)
+        .collect();
     let mut table = Table::new();
-    table
-        .load_preset(presets::ASCII_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(vec![
-            "cell".to_string(),
-            "kernel".into(),
-            "metric".into(),
-            format!("{} mean ± sd (n)", c.baseline),
-            "candidate mean ± sd (n)".into(),
-            format!("change [{:.0}% CI]", (1.0 - c.options.alpha) * 100.0),
-            "p MWU / Welch".into(),
-            "result".into(),
-            "expect".into(),
-        ]);
+    table.load_preset(presets::ASCII_FULL_CONDENSED);
+    match width {
+        Some(w) => {
+            table
+                .set_content_arrangement(ContentArrangement::Dynamic)
+                .set_width(w);
+        }
+        None => {
+            table.set_content_arrangement(ContentArrangement::Disabled);
+        }
+    }
+    table.set_header(header);
     for (_, row) in rows {
         table.add_row(row);
     }
-    for i in 3..7 {
+    for i in numeric {
         if let Some(col) = table.column_mut(i) {
             col.set_cell_alignment(CellAlignment::Right);
         }
@@ -119,8 +211,99 @@ pub fn render_table(c: &Comparison) -> String {
     format!("{table}\n")
 }
 
-/// The whole report.
+fn widest(text: &str) -> usize {
+    text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+}
+
+/// The comparison table alone, every column.
+pub fn render_table(c: &Comparison) -> String {
+    table_at(c, 0, None)
+}
+
+/// The table fitted to `width` columns (see [`FIT_LEVELS`] for what goes
+/// first); None: the full table.
+pub fn render_table_fitted(c: &Comparison, width: Option<usize>) -> String {
+    let Some(width) = width else {
+        return render_table(c);
+    };
+    let mut out = String::new();
+    for level in 0..=FIT_LEVELS {
+        out = table_at(c, level, None);
+        if widest(&out) <= width {
+            break;
+        }
+        if level == FIT_LEVELS {
+            out = table_at(c, level, Some(width.min(u16::MAX as usize) as u16));
+        }
+    }
+    let folded = !out.contains("p MWU / Welch");
+    if folded {
+        if c.cells.len() <= 1 {
+            if let Some(cell) = c.cells.first() {
+                out.push_str(&format!("cell: {}\n", cell_name(cell)));
+            }
+        }
+        if out.contains("*") && !out.contains("(TCG: functional only)") {
+            out.push_str("*: TCG, functional only\n");
+        }
+        out.push_str(&format!(
+            "(table fitted to {width} columns: p is {}'s; --wide for every column)\n",
+            c.options.test.name()
+        ));
+    }
+    out
+}
+
+/// The terminal's width: $COLUMNS, else the size of the terminal on
+/// standard output, else (a CI log, a pipe) 100 columns.
+pub fn terminal_width() -> usize {
+    if let Some(w) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|w| *w > 0)
+    {
+        return w;
+    }
+    // SAFETY: TIOCGWINSZ only writes a winsize into the struct we pass.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col > 0 {
+        ws.ws_col as usize
+    } else {
+        100
+    }
+}
+
+/// The splats: title, status, runs per kernel, the first occurrence.
+pub fn render_splats(c: &Comparison) -> String {
+    let mut out = String::new();
+    for f in &c.splats {
+        out.push_str(&format!(
+            "splat {}: {} ({})\n  first occurrence: run {} ({})\n",
+            if f.status == crate::analysis::model::SplatStatus::New {
+                "NEW".to_string()
+            } else {
+                f.status.name().to_string()
+            },
+            f.title,
+            f.hits_text(),
+            f.first_run,
+            f.first_variant
+        ));
+        for l in f.excerpt.lines() {
+            out.push_str(&format!("    {l}\n"));
+        }
+    }
+    out
+}
+
+/// The whole report, with the full table.
 pub fn render(c: &Comparison) -> String {
+    render_fitted(c, None)
+}
+
+/// The whole report, the table fitted to `width` columns (None: full).
+pub fn render_fitted(c: &Comparison, width: Option<usize>) -> String {
     let o = &c.options;
     let mut out = format!(
         "plan {} ({}): {} vs {}\n",
@@ -150,10 +333,22 @@ pub fn render(c: &Comparison) -> String {
             out.push_str(&format!("  infra: {}: {}\n", p.run, p.reason));
         }
     }
+    out.push_str(&render_splats(c));
     if c.candidates.is_empty() {
         out.push_str("one kernel only: nothing to compare\n");
     } else {
-        out.push_str(&render_table(c));
+        out.push_str(&render_table_fitted(c, width));
+        let mut units: Vec<&str> = c
+            .cells
+            .iter()
+            .filter_map(|cell| cell.job_scenario().and_then(catalog::work_unit))
+            .collect();
+        units.dedup();
+        for u in units {
+            out.push_str(&format!(
+                "rows *_per_k* are divided by the work done: {u}\n"
+            ));
+        }
     }
     let v = &c.verdict;
     out.push_str(&format!(
@@ -178,13 +373,14 @@ mod tests {
     #[test]
     fn regressions_and_failures_come_first() {
         let (m, mut runs, _) = synthetic(10);
-        // Make the patched kernel swap in 30% more: a regression (lower is better).
+        // Make the patched kernel swap in twice as much, more per touch too:
+        // a regression (lower is better).
         for r in runs
             .values_mut()
             .filter(|r| r.id.ends_with(|c: char| c.is_ascii_digit()) && r.id.contains("-patched-"))
         {
             if let Some(x) = r.metrics.as_mut() {
-                x.pswpin = x.pswpin * 13 / 10;
+                x.pswpin *= 2;
             }
         }
         let mut expect = m.plan.expect.clone();
@@ -199,13 +395,43 @@ mod tests {
             rows[0].contains("| oom_kills ") && rows[0].contains("FAIL nonzero"),
             "{text}"
         );
+        // The per-work twin first, then the raw counter.
         assert!(
-            rows[1].contains("| pswpin ") && rows[1].contains("REGRESSION"),
+            rows[1].contains("| pswpin_per_ktouch ") && rows[1].contains("REGRESSION"),
+            "{text}"
+        );
+        assert!(
+            rows[2].contains("| pswpin ") && rows[2].contains("REGRESSION"),
             "{text}"
         );
         assert!(
             text.contains("verdict: FAIL (3 expectation(s) passed, 1 failed, 0 inconclusive)"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_table_fits_the_terminal_in_the_stated_order() {
+        let (m, runs, _) = synthetic(20);
+        let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
+        let full = render_table(&c);
+        assert!(widest(&full) > 180, "{full}");
+        assert_eq!(render_table_fitted(&c, None), full);
+        assert_eq!(render_table_fitted(&c, Some(1000)), full);
+        // Step 1 alone: the p column folds to the deciding test's.
+        let one = table_at(&c, 1, None);
+        let w1 = widest(&one);
+        assert!(one.contains("| p ") || one.contains("|      p |"), "{one}");
+        let fitted = render_table_fitted(&c, Some(w1));
+        assert!(fitted.starts_with(&one), "{fitted}");
+        assert!(fitted.contains("(table fitted to "), "{fitted}");
+        for width in [80, 100, 120] {
+            let t = render_table_fitted(&c, Some(width));
+            for l in t.lines() {
+                assert!(l.chars().count() <= width, "{width}: {l}");
+            }
+            // Nothing is lost: every metric is still a row.
+            assert!(t.contains("oom_kills"), "{t}");
+        }
     }
 }

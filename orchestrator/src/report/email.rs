@@ -90,10 +90,19 @@ pub fn wrap(line: &str, width: usize) -> Vec<String> {
     out
 }
 
+/// Marks a line that must reach the mail as it is (console text: a wrapped
+/// call trace or `Code:` line is harder to read than a long one).
+const VERBATIM: char = '\u{2}';
+
 /// The rendered text made ASCII and wrapped.
 pub fn finish(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for line in ascii(text).lines() {
+        if let Some(raw) = line.strip_prefix(VERBATIM) {
+            out.push_str(raw.trim_end());
+            out.push('\n');
+            continue;
+        }
         // "-- " opens the signature: its trailing space is the point.
         let line = if line == "-- " { line } else { line.trim_end() };
         for l in wrap(line, WIDTH) {
@@ -203,8 +212,103 @@ fn cover_quote(cover: &str) -> Vec<String> {
     lines
 }
 
+/// The splats as the kernel test robot reports them: what was noticed, a
+/// table of titles against kernels (runs that hit it, of the runs), then
+/// each splat's first occurrence inline.
+pub fn splat_lines(v: &view::View) -> Vec<String> {
+    if v.splats.is_empty() {
+        return vec![];
+    }
+    let mut out = vec![];
+    let new: Vec<&view::SplatView> = v.splats.iter().filter(|s| s.new).collect();
+    for s in &new {
+        out.push(format!("mmci noticed \"{}\" on:", s.title));
+        for c in s.counts.iter().skip(1).filter(|c| c.1 > 0) {
+            out.push(format!(
+                "  {} ({} of {} runs), not on {}",
+                c.0, c.1, c.2, v.baseline
+            ));
+        }
+    }
+    if !new.is_empty() {
+        out.push(String::new());
+    }
+    // The table: one column per kernel, `k/n` runs.
+    let kernels: Vec<&str> = v.splats[0].counts.iter().map(|c| c.0.as_str()).collect();
+    let widths: Vec<usize> = kernels.iter().map(|k| k.len().clamp(5, 12)).collect();
+    let used: usize = widths.iter().map(|w| w + 3).sum::<usize>() + 4;
+    let title_w = v
+        .splats
+        .iter()
+        .map(|s| s.title.len())
+        .max()
+        .unwrap_or(0)
+        .min(WIDTH.saturating_sub(used))
+        .max(10);
+    let rule = format!(
+        "+{}+{}",
+        "-".repeat(title_w + 2),
+        widths
+            .iter()
+            .map(|w| format!("{}+", "-".repeat(w + 2)))
+            .collect::<String>()
+    );
+    let cut = |s: &str, w: usize| -> String {
+        if s.len() <= w {
+            s.to_string()
+        } else {
+            format!("{}..", &s[..w - 2])
+        }
+    };
+    out.push(rule.clone());
+    out.push(format!(
+        "| {:title_w$} |{}",
+        "",
+        kernels
+            .iter()
+            .zip(&widths)
+            .map(|(k, w)| format!(" {:w$} |", cut(k, *w)))
+            .collect::<String>()
+    ));
+    out.push(rule.clone());
+    for s in &v.splats {
+        out.push(format!(
+            "| {:title_w$} |{}",
+            cut(&s.title, title_w),
+            s.counts
+                .iter()
+                .zip(&widths)
+                .map(|(c, w)| format!(" {:w$} |", format!("{}/{}", c.1, c.2)))
+                .collect::<String>()
+        ));
+    }
+    out.push(rule);
+    out.push("(runs whose console shows it / runs of that kernel)".into());
+    for s in &v.splats {
+        out.push(String::new());
+        out.push(format!(
+            "{} ({}): {}",
+            s.title,
+            if s.new {
+                "new, fails the verdict".to_string()
+            } else {
+                format!("{}, not blamed on the series", s.status)
+            },
+            s.hits
+        ));
+        out.push(format!(
+            "First occurrence, run {} ({}):",
+            s.first_run, s.first_variant
+        ));
+        out.push(String::new());
+        out.extend(s.excerpt.iter().map(|l| format!("{VERBATIM}{l}")));
+    }
+    out
+}
+
 pub fn render(input: &ReportInput) -> String {
     let v = view::build(input);
+    let splats = splat_lines(&v);
     let c = input.comparison;
     let mut tables = vec![];
     for cell in &c.cells {
@@ -224,11 +328,22 @@ pub fn render(input: &ReportInput) -> String {
             // already point at what needs attention.
             let mut ordered = rows;
             ordered.sort_by_key(|r| {
-                cand.metrics
-                    .iter()
-                    .position(|m| m.metric == r.metric)
-                    .unwrap_or(usize::MAX)
+                (
+                    !crate::analysis::catalog::is_per_work(&r.metric),
+                    cand.metrics
+                        .iter()
+                        .position(|m| m.metric == r.metric)
+                        .unwrap_or(usize::MAX),
+                )
             });
+            if let Some(unit) = cell
+                .job_scenario()
+                .and_then(crate::analysis::catalog::work_unit)
+            {
+                if ordered.iter().any(|r| r.metric.contains("_per_k")) {
+                    lines.push(format!("(*_per_k*: {unit})"));
+                }
+            }
             lines.extend(ordered.iter().flat_map(line));
             tables.push(EmailTable {
                 heading: format!(
@@ -248,6 +363,7 @@ pub fn render(input: &ReportInput) -> String {
         TEMPLATE,
         minijinja::context! {
             v => v,
+            splats => splats,
             tables => tables,
             cover => cover,
             tested_by => input.tested_by,

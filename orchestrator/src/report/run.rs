@@ -408,9 +408,25 @@ pub fn render_run(r: &RunResult) -> String {
     if let Some(m) = &r.noio_metrics {
         out.push_str(&noio_tables(m));
     }
+    for sp in &r.splats {
+        out.push_str(&format!(
+            "\nsplat: {} ({}{})\n",
+            sp.title,
+            sp.kind.name(),
+            if sp.count > 1 {
+                format!(", {} times", sp.count)
+            } else {
+                String::new()
+            }
+        ));
+    }
     if let Some(report) = &r.classification.crash_report {
+        // The whole report: its call trace is what a maintainer acts on.
         out.push_str("\nconsole:\n");
-        for line in report.lines().take(20) {
+        for line in report
+            .lines()
+            .take(crate::results::splat::MAX_EXCERPT_LINES)
+        {
             out.push_str("  ");
             out.push_str(line);
             out.push('\n');

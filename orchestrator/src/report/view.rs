@@ -43,6 +43,8 @@ pub struct View {
     pub runs: Vec<String>,
     pub expectations: Vec<ExpectationView>,
     pub tables: Vec<TableView>,
+    /// Kernel splats: new ones first, then pre-existing ones.
+    pub splats: Vec<SplatView>,
     pub reproduce: Vec<ReproduceView>,
     pub results_url: Option<String>,
     /// Rows and expectations left out to fit a size limit.
@@ -88,6 +90,8 @@ pub struct TableView {
     /// Whether the table needs a cell / a kernel column.
     pub multi_cell: bool,
     pub multi_kernel: bool,
+    /// What the `*_per_k*` rows are divided by.
+    pub per_work: Option<String>,
     pub rows: Vec<RowView>,
 }
 
@@ -111,6 +115,22 @@ pub struct RowView {
     pub change_short: String,
     pub candidate_mean: String,
     pub candidate_sd: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SplatView {
+    pub title: String,
+    pub kind: String,
+    /// `new`, `pre-existing`, `baseline only`.
+    pub status: String,
+    pub new: bool,
+    /// `base: 0 of 5 runs, patched: 3 of 5 runs`.
+    pub hits: String,
+    /// Per kernel, in plan order: the run count and the total.
+    pub counts: Vec<(String, usize, usize)>,
+    pub first_run: String,
+    pub first_variant: String,
+    pub excerpt: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -277,15 +297,22 @@ pub fn build(input: &ReportInput) -> View {
     let multi_kernel = c.candidates.len() > 1;
 
     // Per scenario: the rows with their rank, sorted once all are in.
-    let mut ranked: Vec<(String, Vec<(u8, RowView)>)> = vec![];
+    // Per scenario: its name, what its per-work rows are divided by, and
+    // the rows with their sort key.
+    type Ranked = Vec<((u8, bool), RowView)>;
+    let mut ranked: Vec<(String, Option<String>, Ranked)> = vec![];
     let mut expectations = vec![];
     for cell in &c.cells {
         let name = cell_name(cell).to_string();
         let scenario = scenario_name(&cell.scenario);
-        let ti = match ranked.iter().position(|(s, _)| *s == scenario) {
+        let ti = match ranked.iter().position(|(s, _, _)| *s == scenario) {
             Some(i) => i,
             None => {
-                ranked.push((scenario, vec![]));
+                let unit = cell
+                    .job_scenario()
+                    .and_then(catalog::work_unit)
+                    .map(|u| format!("Rows *_per_k* come before the raw counters and are divided by the work done: {u}."));
+                ranked.push((scenario, unit, vec![]));
                 ranked.len() - 1
             }
         };
@@ -304,7 +331,9 @@ pub fn build(input: &ReportInput) -> View {
                 let attention = matches!(e.map(|e| e.status), Some(Status::Fail))
                     || (m.assessment == Assessment::Regression && !m.functional_only);
                 let r = row(&name, &cand.variant, m, verdict, attention);
-                ranked[ti].1.push((rank(m, e), r));
+                ranked[ti]
+                    .2
+                    .push(((rank(m, e), !catalog::is_per_work(&m.metric)), r));
             }
             for e in &cand.expectations {
                 expectations.push(ExpectationView {
@@ -326,12 +355,13 @@ pub fn build(input: &ReportInput) -> View {
     });
     let tables = ranked
         .into_iter()
-        .map(|(scenario, mut rows)| {
+        .map(|(scenario, per_work, mut rows)| {
             rows.sort_by_key(|(r, _)| *r);
             TableView {
                 scenario,
                 multi_cell,
                 multi_kernel,
+                per_work,
                 rows: rows.into_iter().map(|(_, r)| r).collect(),
             }
         })
@@ -411,6 +441,26 @@ pub fn build(input: &ReportInput) -> View {
         .map(crate::report::comparison::runs_line)
         .collect();
 
+    let splats = c
+        .splats
+        .iter()
+        .map(|f| SplatView {
+            title: f.title.clone(),
+            kind: f.kind.name().into(),
+            status: f.status.name().into(),
+            new: f.status == crate::analysis::model::SplatStatus::New,
+            hits: f.hits_text(),
+            counts: f
+                .hits
+                .iter()
+                .map(|h| (h.variant.clone(), h.runs, h.of))
+                .collect(),
+            first_run: f.first_run.clone(),
+            first_variant: f.first_variant.clone(),
+            excerpt: f.excerpt.lines().map(str::to_string).collect(),
+        })
+        .collect();
+
     let o = &c.options;
     View {
         title: c.description.clone().unwrap_or_else(|| c.source.clone()),
@@ -451,6 +501,7 @@ pub fn build(input: &ReportInput) -> View {
         runs,
         expectations,
         tables,
+        splats,
         reproduce,
         results_url: input.results_url.clone(),
         rows_cut: 0,

@@ -50,6 +50,8 @@ pub struct Classification {
     pub outcome: Outcome,
     /// One line for tables.
     pub reason: String,
-    /// The console text of a crash (from its first line, at most 60 lines).
+    /// The console text of a crash: the last splat on the console (the one
+    /// that killed the kernel), from its header to the end of its call
+    /// trace; else 60 lines from the first crash line.
     pub crash_report: Option<String>,
 }

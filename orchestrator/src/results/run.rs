@@ -56,6 +56,10 @@ pub struct RunResult {
     /// Scenario B's metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noio_metrics: Option<NoioMetrics>,
+    /// Kernel splats on the console (WARNINGs, BUGs, lockdep, ...), whatever
+    /// the outcome.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub splats: Vec<crate::results::splat::Splat>,
     pub timing: Timing,
 }
 

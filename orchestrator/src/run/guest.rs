@@ -149,6 +149,7 @@ pub async fn run_guest(
             bad_lines: run.bad_lines.clone(),
             metrics,
             noio_metrics,
+            splats: crate::results::splat::detect(&run.console),
             timing,
         };
         let mut jsonl = String::new();

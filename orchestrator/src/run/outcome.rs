@@ -21,13 +21,18 @@ const CRASH_MARKERS: [&str; 9] = [
     "Internal error: ",
 ];
 
-/// The first crash line on the console and the report that follows it.
+/// The first crash line on the console and the report of the crash: the
+/// last splat (the one the kernel died of, with its call trace), else the
+/// 60 lines from the crash line.
 pub fn find_crash(console: &str) -> Option<(String, String)> {
     let lines: Vec<&str> = console.lines().collect();
     let first = lines
         .iter()
         .position(|l| CRASH_MARKERS.iter().any(|m| l.contains(m)))?;
-    let report = lines[first..lines.len().min(first + 60)].join("\n");
+    let report = match crate::results::splat::detect(console).pop() {
+        Some(s) => s.excerpt,
+        None => lines[first..lines.len().min(first + 60)].join("\n"),
+    };
     Some((strip_timestamp(lines[first]).to_string(), report))
 }
 
@@ -90,7 +95,14 @@ pub fn classify(run: &VmRun) -> Classification {
             );
         }
     }
-    let crash = find_crash(&run.console);
+    // A run that completed is completed: what its console shows on the
+    // way (a WARNING, a BUG: sleeping function called ...) is in its
+    // splats, which the analysis weighs against the baseline.
+    let crash = if done == Some(true) {
+        None
+    } else {
+        find_crash(&run.console)
+    };
     if !hello {
         let reason = match (&crash, run.timed_out) {
             (Some((line, _)), _) => line.clone(),
@@ -278,6 +290,32 @@ mod tests {
         let c = classify(&run(vec![hello()], console, false));
         assert_eq!(c.outcome, Outcome::KernelCrash);
         assert!(c.reason.starts_with("BUG: kernel NULL pointer"));
+    }
+
+    #[test]
+    fn a_splat_on_a_completed_run_leaves_it_completed() {
+        let console = include_str!("../../tests/fixtures/splats/sleeping_and_atomic.txt");
+        let c = classify(&run(vec![hello(), done(true)], console, false));
+        assert_eq!(c.outcome, Outcome::Completed);
+        assert_eq!(c.crash_report, None);
+    }
+
+    #[test]
+    fn a_crash_report_has_its_call_trace() {
+        let console = include_str!("../../tests/fixtures/splats/list_add_bug.txt");
+        let c = classify(&run(vec![hello()], console, false));
+        assert_eq!(c.outcome, Outcome::KernelCrash);
+        assert_eq!(c.reason, "kernel BUG at lib/list_debug.c:27!");
+        let report = c.crash_report.unwrap();
+        assert!(
+            report.starts_with("list_add corruption. next is NULL."),
+            "{report}"
+        );
+        assert!(
+            report.contains("\n nfs_uuid_is_local+0xba/0x110\n"),
+            "{report}"
+        );
+        assert!(report.ends_with(" </TASK>"), "{report}");
     }
 
     #[test]

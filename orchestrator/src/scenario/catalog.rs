@@ -44,16 +44,63 @@ pub struct Metric {
     pub noise_floor: Option<f64>,
     /// The scenario whose runs carry it.
     pub scenario: Scenario,
+    /// A counter divided by the work done (per 1,000 touches in scenario
+    /// A, per 1,000 reads in scenario B): the raw metric it normalises,
+    /// when the catalog has it. A raw counter scales with the work, so a
+    /// kernel that does more work swaps more; its twin says whether it
+    /// swaps more per unit of work.
+    pub per_work_of: Option<&'static str>,
     /// Its value in one run; None when the run does not have it (no
     /// metrics, or nothing to divide by).
     pub extract: fn(&RunMetrics) -> Option<f64>,
 }
 
-/// Every metric, scenario A's first.
+/// `count` per 1,000 units of `work`; None without work.
+pub(crate) fn per_k(count: u64, work: u64) -> Option<f64> {
+    (work > 0).then(|| count as f64 * 1000.0 / work as f64)
+}
+
+/// A per-work metric's entry: a counter divided by the scenario's work,
+/// never a timing, with the default noise floor.
+macro_rules! per_work {
+    ($name:literal, $of:expr, $what:literal, $unit:literal, $better:expr, $scenario:expr, $extract:expr) => {
+        $crate::scenario::catalog::Metric {
+            name: $name,
+            description: $what,
+            unit: $unit,
+            better: $better,
+            timing: false,
+            noise_floor: None,
+            scenario: $scenario,
+            per_work_of: $of,
+            extract: $extract,
+        }
+    };
+}
+pub(crate) use per_work;
+
+/// Every metric: scenario A's raw ones, scenario B's, then the per-work
+/// counters of A and of B (reports put the per-work counters first).
 pub fn all() -> impl Iterator<Item = &'static Metric> {
     mglru::catalog::METRICS
         .iter()
         .chain(noio::catalog::METRICS.iter())
+        .chain(mglru::catalog::PER_WORK.iter())
+        .chain(noio::catalog::PER_WORK.iter())
+}
+
+/// Whether `name` is one of the per-work metrics.
+pub fn is_per_work(name: &str) -> bool {
+    metric(name).is_some_and(|m| m.per_work_of.is_some() || m.name.contains("_per_k"))
+}
+
+/// What the per-work metrics of a scenario are divided by.
+pub fn work_unit(scenario: Scenario) -> Option<&'static str> {
+    match scenario {
+        Scenario::MglruIsolation => Some("per 1,000 touches (the workload's page writes)"),
+        Scenario::NoioVerity => Some("per 1,000 reads (the reader's block reads)"),
+        Scenario::Probe => None,
+    }
 }
 
 /// The metric called `name`.

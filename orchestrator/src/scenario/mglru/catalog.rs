@@ -2,7 +2,7 @@
 
 use mmci_record::Scenario;
 
-use crate::scenario::catalog::{Better, Metric, RunMetrics};
+use crate::scenario::catalog::{per_k, per_work, Better, Metric, RunMetrics};
 use crate::scenario::{MglruMetrics, THROTTLE_ISOLATED};
 
 fn a<'a>(r: &RunMetrics<'a>) -> Option<&'a MglruMetrics> {
@@ -19,6 +19,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.throttle_count(THROTTLE_ISOLATED) as f64),
     },
     Metric {
@@ -29,6 +30,7 @@ pub static METRICS: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| {
             a(r).map(|m| {
                 m.throttle
@@ -45,6 +47,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.nr_isolated_peak as f64),
     },
     Metric {
@@ -55,6 +58,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.oom_kills as f64),
     },
     Metric {
@@ -65,6 +69,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.memcg_oom_events as f64),
     },
     Metric {
@@ -75,6 +80,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.memcg_max_events as f64),
     },
     Metric {
@@ -85,6 +91,7 @@ pub static METRICS: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.touches as f64),
     },
     Metric {
@@ -95,6 +102,7 @@ pub static METRICS: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| {
             a(r).filter(|m| m.workload_ms > 0)
                 .map(|m| m.touches_per_second())
@@ -108,6 +116,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).and_then(|m| m.scan_efficiency),
     },
     Metric {
@@ -118,6 +127,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.pswpin as f64),
     },
     Metric {
@@ -128,6 +138,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.pswpout as f64),
     },
     Metric {
@@ -138,6 +149,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.pgmajfault as f64),
     },
     Metric {
@@ -148,6 +160,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.workingset_refault_anon as f64),
     },
     Metric {
@@ -158,6 +171,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.workingset_refault_file as f64),
     },
     Metric {
@@ -169,6 +183,7 @@ pub static METRICS: &[Metric] = &[
         // Stall time swings more than counters between identical runs.
         noise_floor: Some(0.10),
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.psi_some_us as f64),
     },
     Metric {
@@ -179,6 +194,94 @@ pub static METRICS: &[Metric] = &[
         timing: true,
         noise_floor: Some(0.10),
         scenario: Scenario::MglruIsolation,
+        per_work_of: None,
         extract: |r| a(r).map(|m| m.psi_full_us as f64),
     },
+];
+
+/// The counters above divided by the work done, per 1,000 touches (the
+/// workload's page writes); after every
+/// scenario's raw metrics in the registry's order.
+pub static PER_WORK: &[Metric] = &[
+    per_work!(
+        "pswpin_per_ktouch",
+        Some("pswpin"),
+        "pages swapped in per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pswpin, m.touches))
+    ),
+    per_work!(
+        "pswpout_per_ktouch",
+        Some("pswpout"),
+        "pages swapped out per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pswpout, m.touches))
+    ),
+    per_work!(
+        "pgmajfault_per_ktouch",
+        Some("pgmajfault"),
+        "major faults per 1,000 touches",
+        "faults/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pgmajfault, m.touches))
+    ),
+    per_work!(
+        "refaults_anon_per_ktouch",
+        Some("refaults_anon"),
+        "workingset_refault_anon per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.workingset_refault_anon, m.touches))
+    ),
+    per_work!(
+        "refaults_file_per_ktouch",
+        Some("refaults_file"),
+        "workingset_refault_file per 1,000 touches",
+        "pages/1k touches",
+        Better::Lower,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.workingset_refault_file, m.touches))
+    ),
+    per_work!(
+        "pgscan_per_ktouch",
+        None,
+        "pages scanned (anon + file) per 1,000 touches",
+        "pages/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pgscan, m.touches))
+    ),
+    per_work!(
+        "pgsteal_per_ktouch",
+        None,
+        "pages reclaimed (anon + file) per 1,000 touches",
+        "pages/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.pgsteal, m.touches))
+    ),
+    per_work!(
+        "memcg_max_events_per_ktouch",
+        Some("memcg_max_events"),
+        "memory.events max per 1,000 touches",
+        "events/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.memcg_max_events, m.touches))
+    ),
+    per_work!(
+        "throttle_isolated_per_ktouch",
+        Some("throttle_isolated"),
+        "VMSCAN_THROTTLE_ISOLATED events per 1,000 touches",
+        "events/1k touches",
+        Better::Neither,
+        Scenario::MglruIsolation,
+        |r| a(r).and_then(|m| per_k(m.throttle_count(THROTTLE_ISOLATED), m.touches))
+    ),
 ];

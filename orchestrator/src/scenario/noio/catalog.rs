@@ -2,7 +2,7 @@
 
 use mmci_record::Scenario;
 
-use crate::scenario::catalog::{Better, Metric, RunMetrics};
+use crate::scenario::catalog::{per_k, per_work, Better, Metric, RunMetrics};
 use crate::scenario::NoioMetrics;
 
 /// Scenario B's metrics, only from runs whose preconditions held: a run
@@ -22,6 +22,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.calls as f64),
     },
     Metric {
@@ -32,6 +33,7 @@ pub static METRICS: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.latency_p50_us as f64 / 1000.0),
     },
     Metric {
@@ -42,6 +44,7 @@ pub static METRICS: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.latency_p99_us as f64 / 1000.0),
     },
     Metric {
@@ -52,6 +55,7 @@ pub static METRICS: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.latency_max_us as f64 / 1000.0),
     },
     Metric {
@@ -62,6 +66,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.anon_scanned as f64),
     },
     Metric {
@@ -73,6 +78,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.noio.anon_scanned_prio0 as f64),
     },
     Metric {
@@ -83,6 +89,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.other.calls as f64),
     },
     Metric {
@@ -93,6 +100,7 @@ pub static METRICS: &[Metric] = &[
         timing: true,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.other.latency_p99_us as f64 / 1000.0),
     },
     Metric {
@@ -103,6 +111,7 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).map(|m| m.allocstall as f64),
     },
     Metric {
@@ -113,6 +122,76 @@ pub static METRICS: &[Metric] = &[
         timing: false,
         noise_floor: None,
         scenario: Scenario::NoioVerity,
+        per_work_of: None,
         extract: |r| b(r).and_then(|m| m.noio.zero_reclaimed_share()),
     },
+];
+
+/// The counters above divided by the work done, per 1,000 reads (the
+/// reader's block reads); after every
+/// scenario's raw metrics in the registry's order.
+pub static PER_WORK: &[Metric] = &[
+    per_work!(
+        "noio_calls_per_kread",
+        Some("noio_calls"),
+        "GFP_NOIO direct-reclaim calls per 1,000 reads",
+        "calls/1k reads",
+        Better::Neither,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.noio.calls, m.reads))
+    ),
+    per_work!(
+        "noio_anon_scanned_per_kread",
+        Some("noio_anon_scanned"),
+        "anon folios scanned by GFP_NOIO direct reclaim per 1,000 reads",
+        "folios/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.noio.anon_scanned, m.reads))
+    ),
+    per_work!(
+        "allocstall_per_kread",
+        Some("allocstall"),
+        "allocation stalls per 1,000 reads",
+        "events/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.allocstall, m.reads))
+    ),
+    per_work!(
+        "pgscan_direct_per_kread",
+        None,
+        "pages scanned by direct reclaim per 1,000 reads",
+        "pages/1k reads",
+        Better::Neither,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pgscan_direct, m.reads))
+    ),
+    per_work!(
+        "pgsteal_direct_per_kread",
+        None,
+        "pages reclaimed by direct reclaim per 1,000 reads",
+        "pages/1k reads",
+        Better::Neither,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pgsteal_direct, m.reads))
+    ),
+    per_work!(
+        "pswpin_per_kread",
+        None,
+        "pages swapped in per 1,000 reads",
+        "pages/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pswpin, m.reads))
+    ),
+    per_work!(
+        "pswpout_per_kread",
+        None,
+        "pages swapped out per 1,000 reads",
+        "pages/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| b(r).and_then(|m| per_k(m.pswpout, m.reads))
+    ),
 ];

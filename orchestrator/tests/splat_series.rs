@@ -1,0 +1,201 @@
+//! Real kernels with test series of our own on the bundled tree, through
+//! the `mmci` binary: one that WARN_ONCE()s in shrink_folio_list() after
+//! 300 reclaim batches (a new splat: FAIL, with its title and excerpt in
+//! every format), one that panics there (a crash: its call trace in every
+//! format), and the WARN series on both sides (pre-existing: no FAIL).
+//! Both series touch mm/vmscan.c only, so their builds reuse the bundled
+//! tree's objects.
+
+use std::path::{Path, PathBuf};
+
+use mmci::analysis::model::SplatStatus;
+use mmci::analysis::{analyse_dir, Options, Status};
+use mmci::report::{self, Format, ReportInput};
+use mmci::results::outcome::Outcome;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn series(name: &str) -> String {
+    repo()
+        .join("kernels/series")
+        .join(name)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Scenario A at 64 threads, one run per kernel: a splat fails the verdict
+/// whatever the statistics, so one run each is enough.
+fn matrix(kernels: &str) -> String {
+    format!(
+        "axes:\n  arch: [x86_64]\n  vcpus: [2]\n  memory_mb: [1024]\n  scenario: [mglru_isolation]\n  \
+         memcg_max_mb: [16]\n  working_set_mb: [48]\n  swap_delay_ms: [50]\n  threads: [64]\n  \
+         duration_s: [20]\nrepeats: 1\nkernels:\n{kernels}"
+    )
+}
+
+async fn run(dir: &Path, matrix_text: &str) -> PathBuf {
+    let m = dir.join("m.yaml");
+    std::fs::write(&m, matrix_text).unwrap();
+    let results = dir.join("results");
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    cmd.args(["run", "--matrix"])
+        .arg(&m)
+        .args(["--accel", "tcg", "--parallel-builds", "1", "--results"])
+        .arg(&results);
+    if let Ok(w) = std::env::var("MMCI_TEST_WORK_DIR") {
+        cmd.arg("--work-dir").arg(w);
+    }
+    let out = cmd.output().await.unwrap();
+    assert!(
+        results.join("manifest.json").is_file(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    results
+}
+
+fn report(dir: &Path, format: Format) -> String {
+    let c = analyse_dir(dir, &Default::default(), &Options::default()).unwrap();
+    let m = mmci::results::dir::read_manifest(dir).unwrap().unwrap();
+    report::render(format, &ReportInput::new(&c, &m))
+}
+
+#[tokio::test]
+async fn warn_and_panic_series_fail_with_their_traces_in_every_format() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = run(
+        tmp.path(),
+        &matrix(&format!(
+            "  - name: base\n  - name: warn\n    series: {}\n  - name: panic\n    series: {}\n",
+            series("test-warn-after-300-batches.mbox"),
+            series("test-panic-after-300-batches.mbox")
+        )),
+    )
+    .await;
+    let c = analyse_dir(&results, &Default::default(), &Options::default()).unwrap();
+    assert_eq!(c.verdict.status, Status::Fail, "{:?}", c.verdict.reasons);
+    let warn = c
+        .splats
+        .iter()
+        .find(|s| s.title == "WARNING in shrink_folio_list")
+        .unwrap_or_else(|| panic!("{:#?}", c.splats));
+    assert_eq!(warn.status, SplatStatus::New);
+    assert_eq!(
+        warn.hits_text(),
+        "base: 0 of 1 runs, warn: 1 of 1 runs, panic: 0 of 1 runs"
+    );
+    assert!(
+        c.verdict.reasons.contains(
+            &"warn: WARNING in shrink_folio_list in 1 of 1 runs (not on base)".to_string()
+        ),
+        "{:?}",
+        c.verdict.reasons
+    );
+    // The panic: a crash, and a splat with its call trace.
+    let crash = &c.variants[2].failures[0];
+    assert_eq!(crash.outcome, Outcome::KernelCrash);
+    assert!(
+        crash
+            .reason
+            .starts_with("Kernel panic - not syncing: mm/vmscan: 301 reclaim batches"),
+        "{crash:?}"
+    );
+    let panic = c
+        .splats
+        .iter()
+        .find(|s| {
+            s.title
+                .starts_with("kernel panic: mm/vmscan: 301 reclaim batches")
+        })
+        .unwrap_or_else(|| panic!("{:#?}", c.splats));
+    assert_eq!(panic.first_variant, "panic");
+    // The guest kernels have no frame-pointer or ORC unwinder: every frame
+    // is a `? ` one, shrink_folio_list's among them.
+    for s in [warn, panic] {
+        assert!(s.excerpt.contains("Call Trace:"), "{}", s.excerpt);
+        assert!(s.excerpt.contains(" shrink_folio_list+0x"), "{}", s.excerpt);
+        assert!(
+            s.excerpt.contains("do_try_to_free_pages+0x"),
+            "{}",
+            s.excerpt
+        );
+    }
+    assert!(warn.excerpt.contains("WARNING: CPU: "), "{}", warn.excerpt);
+    assert!(
+        warn.excerpt.contains(" at mm/vmscan.c:"),
+        "{}",
+        warn.excerpt
+    );
+
+    let trace_line = warn
+        .excerpt
+        .lines()
+        .find(|l| l.starts_with("WARNING: CPU: "))
+        .unwrap()
+        .to_string();
+    let panic_line = panic.excerpt.lines().next().unwrap().to_string();
+    let json = serde_json::to_string(&c).unwrap();
+    for (format, text) in [
+        ("terminal", mmci::report::comparison::render(&c)),
+        ("markdown", report(&results, Format::Markdown)),
+        ("email", report(&results, Format::Email)),
+        (
+            "html",
+            report(&results, Format::Html).replace("&#x2f;", "/"),
+        ),
+        ("json", json),
+    ] {
+        for want in [
+            "WARNING in shrink_folio_list",
+            trace_line.trim(),
+            panic_line.as_str(),
+        ] {
+            assert!(text.contains(want), "{format} lacks {want:?}:\n{text}");
+        }
+    }
+    // The email: the kernel test robot's words.
+    let mail = report(&results, Format::Email);
+    assert!(
+        mail.contains("mmci noticed \"WARNING in shrink_folio_list\" on:\n  warn (1 of 1 runs), not on base\n"),
+        "{mail}"
+    );
+    std::fs::write(tmp.path().join("email.txt"), &mail).unwrap();
+    if let Ok(keep) = std::env::var("MMCI_SPLAT_REPORT_OUT") {
+        std::fs::write(keep, &mail).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_splat_on_both_kernels_is_pre_existing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let warn = series("test-warn-after-300-batches.mbox");
+    let results = run(
+        tmp.path(),
+        &matrix(&format!(
+            "  - name: tree\n    series: {warn}\n  - name: again\n    series: {warn}\n"
+        )),
+    )
+    .await;
+    let c = analyse_dir(&results, &Default::default(), &Options::default()).unwrap();
+    let s = c
+        .splats
+        .iter()
+        .find(|s| s.title == "WARNING in shrink_folio_list")
+        .unwrap_or_else(|| panic!("{:#?}", c.splats));
+    assert_eq!(s.status, SplatStatus::PreExisting);
+    assert_eq!(s.hits_text(), "tree: 1 of 1 runs, again: 1 of 1 runs");
+    assert!(
+        !c.verdict.reasons.iter().any(|r| r.contains("WARNING")),
+        "{:?}",
+        c.verdict.reasons
+    );
+    assert_ne!(c.verdict.status, Status::Fail, "{:?}", c.verdict.reasons);
+    let md = report(&results, Format::Markdown);
+    assert!(
+        md.contains("| WARNING in shrink_folio_list | pre-existing |"),
+        "{md}"
+    );
+}
