@@ -382,7 +382,7 @@ fn the_reply_arrives_over_starttls_threaded_on_the_cover_letter() {
 }
 
 #[test]
-fn a_refused_recipient_is_a_clear_error_with_exit_8() {
+fn a_refused_recipient_is_a_clear_error_with_exit_9() {
     let tmp = tempfile::tempdir().unwrap();
     let server = SmtpServer::start(
         &tmp.path().join("smtp"),

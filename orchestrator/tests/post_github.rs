@@ -726,7 +726,7 @@ async fn missing_credentials_fail_before_any_request() {
 }
 
 #[tokio::test]
-async fn refusals_are_clear_errors_with_exit_8_and_results_untouched() {
+async fn refusals_are_clear_errors_with_exit_9_and_results_untouched() {
     let state: Shared = Arc::default();
     state.lock().unwrap().fail.push((
         "POST /repos/mm/series/check-runs".into(),

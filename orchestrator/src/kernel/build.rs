@@ -584,11 +584,18 @@ mod tests {
         ] {
             assert_ne!(base, other);
         }
-        // Objects are shared by every variant of one configuration.
-        assert_eq!(
-            config_key(Arch::X86_64, "gcc 12", &a),
-            config_key(Arch::X86_64, "gcc 12", &a)
-        );
+        // The object dir's key is the configuration alone (no tree commit,
+        // no series): it changes with the arch, the compiler and the
+        // fragments, and with nothing else.
+        let objs = config_key(Arch::X86_64, "gcc 12", &a);
+        assert_eq!(objs.len(), 64, "a sha256 in hex: {objs}");
+        for other in [
+            config_key(Arch::Arm64, "gcc 12", &a),
+            config_key(Arch::X86_64, "gcc 13", &a),
+            config_key(Arch::X86_64, "gcc 12", &[frag("CONFIG_A=m\n")]),
+        ] {
+            assert_ne!(objs, other);
+        }
     }
 
     #[test]
