@@ -426,7 +426,8 @@ async fn results_dir(root: &Path, s: &PwSeries, fake: &Fake, origin: bool) -> Pa
     {
         mbox.extend(mbox_of(&[(0, raw)]));
     }
-    let series = mmci::kernel::series::assemble(&mmci::kernel::series::mails_from_mbox(&mbox), "t").unwrap();
+    let series =
+        mmci::kernel::series::assemble(&mmci::kernel::series::mails_from_mbox(&mbox), "t").unwrap();
     let base = fake.0.lock().unwrap().base.clone();
     let o = mmci::kernel::series::patchwork::Origin {
         url: base,

@@ -757,7 +757,7 @@ mod tests {
             .args([
                 "--ignored",
                 "--exact",
-                "process::tests::watchdog_spawner",
+                "host::process::tests::watchdog_spawner",
                 "--nocapture",
                 "--test-threads=1",
             ])

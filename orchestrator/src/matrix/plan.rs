@@ -362,9 +362,9 @@ fn resolve_variant(
     }
     let patchwork = match &entry.patchwork {
         Some(r) => Some(crate::kernel::series::patchwork::SeriesRef {
-            url: crate::kernel::series::patchwork::check_url("patchwork: url:", &r.url).map_err(|e| {
-                MatrixError::at(file, Some(pos), format!("kernel `{}`: {e}", entry.name))
-            })?,
+            url: crate::kernel::series::patchwork::check_url("patchwork: url:", &r.url).map_err(
+                |e| MatrixError::at(file, Some(pos), format!("kernel `{}`: {e}", entry.name)),
+            )?,
             series: r.series,
         }),
         None => None,
