@@ -124,7 +124,11 @@ pub fn kernel_exit_code(e: &KernelError) -> i32 {
         KernelError::Series(SeriesError::Fetch(_)) => exit::FETCH,
         KernelError::Series(SeriesError::Patchwork(e)) if e.is_remote() => exit::FETCH,
         KernelError::Build(BuildError::Apply(_)) => exit::DOES_NOT_APPLY,
-        KernelError::Series(_) => exit::USAGE,
+        KernelError::Series(_) | KernelError::BaseRef { .. } => exit::USAGE,
+        KernelError::Base(crate::kernel::series::base::BaseError::NoBase { .. }) => {
+            exit::DOES_NOT_APPLY
+        }
+        KernelError::Base(_) => exit::BUILD,
         KernelError::Tree(_) | KernelError::Build(_) => exit::BUILD,
     }
 }

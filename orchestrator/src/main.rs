@@ -80,6 +80,13 @@ struct KernelArgs {
     /// GitHub API base URL for --github-pr (GitHub Enterprise: https://HOST/api/v3).
     #[arg(long, default_value = mmci::kernel::series::fetch::GITHUB_API)]
     github_api: String,
+    /// Revision N of the series instead of the newest complete one.
+    #[arg(long, value_name = "N")]
+    revision: Option<u32>,
+    /// Further refs of --tree to try, in order, when the series has no
+    /// base-commit: in the tree and does not apply on --ref (repeatable).
+    #[arg(long = "base-cascade", value_name = "REF")]
+    base_cascade: Vec<String>,
 }
 
 impl KernelArgs {
@@ -137,6 +144,8 @@ impl KernelArgs {
             .map(|t| mmci::kernel::tree::TreeSpec::parse(t, self.git_ref.as_deref()));
         s.fragments = self.config_fragments.clone();
         s.series = self.series()?;
+        s.series_revision = self.revision;
+        s.base_cascade = self.base_cascade.clone();
         if let Some(j) = self.jobs {
             s.jobs = j;
         }
@@ -146,6 +155,11 @@ impl KernelArgs {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Patch series: what would be applied, without building.
+    Series {
+        #[command(subcommand)]
+        command: SeriesCommand,
+    },
     /// Run a matrix: build the kernels (cached), boot every cell under QEMU
     /// for every kernel and repeat, and print the runs. Without --matrix:
     /// the embedded matrix/default.yaml (scenario A, bundled series vs base).
@@ -597,7 +611,57 @@ enum KernelCommand {
 }
 
 #[derive(Subcommand)]
+enum SeriesCommand {
+    /// The revision that would be applied, how it was chosen, its base, each
+    /// patch (subject, author, message-id, revision it comes from) and every
+    /// mail left out with the reason.
+    Show(SeriesShowArgs),
+}
+
+#[derive(clap::Args)]
+struct SeriesShowArgs {
+    /// An mbox file or a directory of format-patch files.
+    #[arg(conflicts_with_all = ["lore", "github_pr"], required_unless_present_any = ["lore", "github_pr"])]
+    source: Option<PathBuf>,
+    /// A lore thread: a message-id (or lore URL) of any mail in it.
+    #[arg(long, value_name = "MESSAGE-ID", conflicts_with = "github_pr")]
+    lore: Option<String>,
+    /// public-inbox server for --lore.
+    #[arg(long, default_value = mmci::kernel::series::fetch::LORE_URL)]
+    lore_url: String,
+    /// A GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
+    #[arg(long, value_name = "OWNER/REPO#N")]
+    github_pr: Option<String>,
+    #[arg(long, default_value = mmci::kernel::series::fetch::GITHUB_API)]
+    github_api: String,
+    /// Revision N instead of the newest complete one.
+    #[arg(long, value_name = "N")]
+    revision: Option<u32>,
+    /// Choose the base in this tree (a git URL, mirrored in the work dir):
+    /// base-commit when it has it, else --ref, then each --base-cascade ref.
+    #[arg(long, value_name = "URL")]
+    tree: Option<String>,
+    #[arg(long = "ref", value_name = "REF", requires = "tree")]
+    git_ref: Option<String>,
+    #[arg(long = "base-cascade", value_name = "REF", requires = "tree")]
+    base_cascade: Vec<String>,
+    /// JSON for tools.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Subcommand)]
 enum BenchCommand {
+    /// Assemble every thread of a corpus of lore t.mbox.gz files (gunzip,
+    /// parse, thread, choose) end to end; median of --rounds.
+    Series {
+        /// Directory of *.t.mbox.gz [default: the test corpus,
+        /// orchestrator/tests/fixtures/lore-threads].
+        #[arg(long)]
+        corpus: Option<PathBuf>,
+        #[arg(long, default_value_t = 11)]
+        rounds: usize,
+    },
     /// Cold kernel build, cache hit and patched rebuild (one patch to
     /// mm/vmscan.c) side by side, against plain make. Takes two cold builds.
     Build {
@@ -926,6 +990,57 @@ async fn email_post(a: &EmailArgs) -> Result<mmci::post::EmailPost, AppError> {
     })
 }
 
+/// `mmci series show`: assemble and print, without a tree or a build.
+async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError> {
+    if let Some(p) = a.source.as_ref().filter(|p| !p.exists()) {
+        return Err(AppError::BadOption(format!(
+            "series show {}: no such file or directory (give an mbox or a format-patch directory)",
+            p.display()
+        )));
+    }
+    let k = KernelArgs {
+        arch: None,
+        kernel: None,
+        tarball: PathBuf::from(mmci::kernel::tree::BUNDLED_TARBALL),
+        tree: a.tree.clone(),
+        git_ref: a.git_ref.clone(),
+        config_fragments: vec![],
+        jobs: None,
+        series: a.source.clone(),
+        lore: a.lore.clone(),
+        lore_url: a.lore_url.clone(),
+        github_pr: a.github_pr.clone(),
+        github_api: a.github_api.clone(),
+        patchwork: None,
+        pw_series: None,
+        revision: a.revision,
+        base_cascade: a.base_cascade.clone(),
+    };
+    let Some(source) = k.series()? else {
+        return Err(AppError::BadOption(
+            "series show: give an mbox, a format-patch directory, --lore or --github-pr".into(),
+        ));
+    };
+    let mut series = mmci::kernel::series::load_with(
+        &source,
+        a.revision,
+        &fetch::Fetcher::default(),
+        &work.root().join("series"),
+    )
+    .await
+    .map_err(|e| AppError::Kernel(mmci::kernel::KernelError::Series(e)))?;
+    if a.tree.is_some() {
+        series.base = Some(kernel::base_for(&k.source()?, &series, work).await?);
+    }
+    let name = source.name();
+    if a.json {
+        println!("{}", mmci::kernel::series::show::json(&name, &series));
+    } else {
+        print!("{}", mmci::kernel::series::show::text(&name, &series));
+    }
+    Ok(exit::OK)
+}
+
 async fn real_main(cli: Cli) -> Result<i32, AppError> {
     let work = WorkDir::resolve(cli.work_dir.as_deref());
     match cli.command {
@@ -1030,17 +1145,20 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
                     })
                 }
             };
+            let mut sources = mmci::pipeline::variant_sources(
+                &plan,
+                &base,
+                &mmci::pipeline::Endpoints {
+                    lore_url: kernel.lore_url.clone(),
+                    github_api: kernel.github_api.clone(),
+                    ..Default::default()
+                },
+                cli_series.as_ref(),
+            );
+            // The comparison's base kernel is the commit the series is applied on.
+            kernel::pin_bases(&mut sources, &work).await;
             let opts = MatrixOptions {
-                sources: mmci::pipeline::variant_sources(
-                    &plan,
-                    &base,
-                    &mmci::pipeline::Endpoints {
-                        lore_url: kernel.lore_url.clone(),
-                        github_api: kernel.github_api.clone(),
-                        ..Default::default()
-                    },
-                    cli_series.as_ref(),
-                ),
+                sources,
                 work,
                 results: results.unwrap_or_else(|| PathBuf::from("mmci-results").join(utc_stamp())),
                 plan,
@@ -1191,10 +1309,30 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             print!("{}", mmci::bench::analysis::render(&b));
             Ok(exit::OK)
         }
+        Command::Series {
+            command: SeriesCommand::Show(a),
+        } => series_show(&a, &work).await,
+        Command::Bench {
+            command: BenchCommand::Series { corpus, rounds },
+        } => {
+            let dir = corpus.unwrap_or_else(|| {
+                PathBuf::from(concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/tests/fixtures/lore-threads"
+                ))
+            });
+            let b = mmci::bench::series::run(&dir, rounds)
+                .map_err(|e| AppError::BadOption(format!("--corpus {}: {e}", dir.display())))?;
+            print!("{}", mmci::bench::series::render(&b));
+            Ok(exit::OK)
+        }
         Command::Kernel {
             command: KernelCommand::Build { kernel: k },
         } => {
             let info = kernel::prepare(&k.source()?, k.arch.unwrap_or_default(), &work).await?;
+            if let Some(b) = info.series.as_ref().and_then(|s| s.base.as_ref()) {
+                eprintln!("mmci: series applied on {} {}: {}", b.name, b.commit, b.how);
+            }
             println!("{}", info.image.display());
             Ok(exit::OK)
         }

@@ -389,7 +389,11 @@ pub async fn poll(source: &Source, fetcher: &fetch::Fetcher) -> Result<Vec<Found
                 let mbox = fetcher.lore_thread(lore_url, &id).await?;
                 let mails = series::mails_from_mbox(&mbox);
                 fetched.extend(mails.iter().map(|m| m.message_id.clone()));
-                if let Ok(s) = series::assemble(&mails, &id) {
+                let sel = series::Selection {
+                    requested: Some(id.clone()),
+                    revision: None,
+                };
+                if let Ok(s) = series::assemble_with(&mails, &id, &sel) {
                     if !found.iter().any(|f| f.series.hash == s.hash) {
                         found.push(Found { series: s, mails });
                     }

@@ -326,7 +326,7 @@ async fn thread_with_a_missing_patch_is_refused() {
         .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "<x@example.org>: v2 is incomplete: patch(es) 1 of 2 missing"
+        "<x@example.org>: v2 is incomplete: patch(es) 1 of 2 missing from the thread; there is no complete older revision in it"
     );
 }
 

@@ -5,3 +5,4 @@
 pub mod analysis;
 pub mod boot;
 pub mod matrix;
+pub mod series;

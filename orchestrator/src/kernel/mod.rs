@@ -63,6 +63,10 @@ pub enum KernelError {
     Series(#[from] SeriesError),
     #[error(transparent)]
     Build(#[from] BuildError),
+    #[error("choosing the series' base")]
+    Base(#[from] series::base::BaseError),
+    #[error("--base-cascade {git_ref}: no such branch, tag or commit in tree {tree}")]
+    BaseRef { git_ref: String, tree: String },
 }
 
 /// Where the kernel comes from.
@@ -78,6 +82,14 @@ pub struct KernelSource {
     pub fragments: Vec<PathBuf>,
     /// A patch series to apply on the tree before building.
     pub series: Option<SeriesSource>,
+    /// `--revision N`: this revision of the series instead of the newest.
+    pub series_revision: Option<u32>,
+    /// Further refs of the tree to try, in order, when the series has no
+    /// usable `base-commit:` and does not apply on the configured ref.
+    pub base_cascade: Vec<String>,
+    /// The base already chosen for this kernel (a base variant follows the
+    /// base its series variant was applied on).
+    pub pinned_base: Option<series::base::BaseChoice>,
     pub jobs: usize,
 }
 
@@ -89,6 +101,9 @@ impl KernelSource {
             tree: None,
             fragments: vec![],
             series: None,
+            series_revision: None,
+            base_cascade: vec![],
+            pinned_base: None,
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }
     }
@@ -133,10 +148,11 @@ pub async fn prepare(
             .collect::<Result<_, _>>()?
     };
     // Read the series first: a bad series should fail before any build.
-    let (series, patchwork) = match &source.series {
+    let (mut series, patchwork) = match &source.series {
         Some(s) => {
-            let (series, origin) = series::load_source(
+            let (series, origin) = series::load_source_with(
                 s,
+                source.series_revision,
                 &series::fetch::Fetcher::default(),
                 &work.root().join("series"),
             )
@@ -145,10 +161,22 @@ pub async fn prepare(
         }
         None => (None, None),
     };
-    let tree = match &source.tree {
+    let mut tree = match &source.tree {
         Some(spec) => tree::fetch_tree(spec, work).await?,
         None => tree::import_tarball(&source.tarball, work).await?,
     };
+    let chosen = match (&source.pinned_base, &mut series) {
+        (Some(pinned), _) => Some(pinned.clone()),
+        (None, Some(s)) => Some(choose_base(source, &tree, s, work).await?),
+        (None, None) => None,
+    };
+    if let Some(c) = chosen {
+        tracing::info!(base = %c.name, commit = %c.commit, how = %c.how, "series base");
+        tree.commit = c.commit.clone();
+        if let Some(s) = &mut series {
+            s.base = Some(c);
+        }
+    }
     let req = BuildRequest {
         arch,
         fragments,
@@ -177,4 +205,124 @@ pub async fn prepare(
         series: series.as_ref().map(series::Series::metadata),
         patchwork,
     })
+}
+
+/// The configured ref of `source`'s tree, then its `base_cascade` refs.
+async fn candidates(
+    source: &KernelSource,
+    tree: &tree::SourceTree,
+) -> Result<Vec<series::base::Candidate>, KernelError> {
+    let mut out = vec![series::base::Candidate {
+        name: source
+            .tree
+            .as_ref()
+            .map_or_else(|| "bundled tree".to_string(), |t| t.git_ref.clone()),
+        commit: tree.commit.clone(),
+    }];
+    for r in &source.base_cascade {
+        let commit =
+            tree::resolve_ref(&tree.path, r)
+                .await
+                .ok_or_else(|| KernelError::BaseRef {
+                    git_ref: r.clone(),
+                    tree: tree.name.clone(),
+                })?;
+        out.push(series::base::Candidate {
+            name: r.clone(),
+            commit,
+        });
+    }
+    Ok(out)
+}
+
+/// The base of `series` in `tree` (see [`series::base`]).
+async fn choose_base(
+    source: &KernelSource,
+    tree: &tree::SourceTree,
+    series: &series::Series,
+    work: &WorkDir,
+) -> Result<series::base::BaseChoice, KernelError> {
+    let cands = candidates(source, tree).await?;
+    let scratch = work
+        .root()
+        .join("series")
+        .join(format!("base-check-{}", std::process::id()));
+    Ok(series::base::choose(&tree.path, series, &cands, &scratch).await?)
+}
+
+/// Chooses the base of every series variant before any build, and pins the
+/// variants without a series (the comparison's base kernels) on the same
+/// tree to it: the base kernel is the commit the series is applied on. A
+/// variant whose series cannot be read or placed is left as it is: its own
+/// build reports the error, and the other kernels still run.
+pub async fn pin_bases(
+    sources: &mut std::collections::BTreeMap<String, KernelSource>,
+    work: &WorkDir,
+) {
+    let mut pins: Vec<(Option<tree::TreeSpec>, PathBuf, series::base::BaseChoice)> = Vec::new();
+    for (name, s) in sources.iter_mut() {
+        if s.series.is_none() || s.image.is_some() {
+            continue;
+        }
+        match pin_one(s, work).await {
+            Ok(c) => {
+                s.pinned_base = Some(c.clone());
+                pins.push((s.tree.clone(), s.tarball.clone(), c));
+            }
+            Err(e) => {
+                tracing::warn!(variant = %name, error = %crate::host::error_chain(&e), "series base not chosen ahead")
+            }
+        }
+    }
+    // Only an unambiguous base is followed: one series variant per tree.
+    for s in sources.values_mut() {
+        if s.series.is_some() || s.image.is_some() {
+            continue;
+        }
+        let same: Vec<&series::base::BaseChoice> = pins
+            .iter()
+            .filter(|(t, tb, _)| *t == s.tree && *tb == s.tarball)
+            .map(|(_, _, c)| c)
+            .collect();
+        if let [c] = same.as_slice() {
+            s.pinned_base = Some(series::base::BaseChoice {
+                name: c.name.clone(),
+                commit: c.commit.clone(),
+                how: format!("the base its series was applied on: {}", c.how),
+            });
+        }
+    }
+}
+
+/// The base `series` would be applied on in `source`'s tree (for `mmci
+/// series show --tree`).
+pub async fn base_for(
+    source: &KernelSource,
+    series: &series::Series,
+    work: &WorkDir,
+) -> Result<series::base::BaseChoice, KernelError> {
+    let tree = match &source.tree {
+        Some(spec) => tree::fetch_tree(spec, work).await?,
+        None => tree::import_tarball(&source.tarball, work).await?,
+    };
+    choose_base(source, &tree, series, work).await
+}
+
+async fn pin_one(
+    s: &KernelSource,
+    work: &WorkDir,
+) -> Result<series::base::BaseChoice, KernelError> {
+    let src = s.series.as_ref().expect("checked by the caller");
+    let loaded = series::load_with(
+        src,
+        s.series_revision,
+        &series::fetch::Fetcher::default(),
+        &work.root().join("series"),
+    )
+    .await?;
+    let tree = match &s.tree {
+        Some(spec) => tree::fetch_tree(spec, work).await?,
+        None => tree::import_tarball(&s.tarball, work).await?,
+    };
+    choose_base(s, &tree, &loaded, work).await
 }

@@ -409,6 +409,23 @@ pub async fn prepare_checkout(
     Ok(path)
 }
 
+/// The commit a branch, tag or commit id names in `repo`.
+pub async fn resolve_ref(repo: &Path, r: &str) -> Option<String> {
+    if r.starts_with('-') {
+        return None;
+    }
+    let out = process::output(
+        git(repo).args(["rev-parse", "--verify", "-q", &format!("{r}^{{commit}}")]),
+        "git rev-parse",
+        Limits::QUICK,
+    )
+    .await
+    .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 /// The commit at HEAD of a checkout.
 pub async fn head(checkout: &Path) -> Result<String, TreeError> {
     let out = process::output(

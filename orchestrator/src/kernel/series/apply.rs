@@ -121,8 +121,26 @@ fn git(checkout: &Path) -> Command {
     cmd
 }
 
-/// `git am -3` of `series` onto the current HEAD of `checkout`. On failure
-/// the am is aborted, leaving the checkout at its base.
+/// The `applypatch-msg` hook that turns the `Message-ID: <id>` line
+/// `git am --message-id` appends into b4's `Link: https://lore.kernel.org/r/<id>`.
+const LINK_HOOK: &str = r#"#!/bin/sh
+sed -i -E 's|^Message-I[Dd]: <([^>]*)>$|Link: https://lore.kernel.org/r/\1|' "$1"
+"#;
+
+/// Writes the hooks directory for `git am` (core.hooksPath) under `scratch`.
+fn link_hook(scratch: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch.join("hooks");
+    std::fs::create_dir_all(&dir)?;
+    let hook = dir.join("applypatch-msg");
+    std::fs::write(&hook, LINK_HOOK)?;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755))?;
+    Ok(dir)
+}
+
+/// `git am -3` of `series` onto the current HEAD of `checkout`, each commit
+/// with a `Link:` trailer to its mail on lore. On failure the am is
+/// aborted, leaving the checkout at its base.
 pub async fn apply(
     checkout: &Path,
     series: &Series,
@@ -130,11 +148,15 @@ pub async fn apply(
     log: &Path,
 ) -> Result<(), ApplyError> {
     let files = write_patch_files(series, scratch)?;
+    let hooks = link_hook(scratch)?;
     let out = process::output(
         git(checkout)
+            .arg("-c")
+            .arg(format!("core.hooksPath={}", hooks.display()))
             .args([
                 "am",
                 "-3",
+                "--message-id",
                 "--empty=drop",
                 "--committer-date-is-author-date",
             ])
@@ -206,6 +228,8 @@ mod tests {
                     subject: t.to_string(),
                     message_id: String::new(),
                     from: String::new(),
+                    author: String::new(),
+                    from_version: 1,
                     to: vec![],
                     cc: vec![],
                     references: vec![],
@@ -216,6 +240,10 @@ mod tests {
             prerequisite_patch_ids: vec![],
             versions_seen: vec![1],
             hash: "0".repeat(64),
+            chosen: String::new(),
+            assembly: String::new(),
+            left_out: vec![],
+            base: None,
         }
     }
 

@@ -101,20 +101,25 @@ pub fn normalize_message_id(given: &str) -> Result<String, FetchError> {
     }
     let id = id.trim_start_matches('<').trim_end_matches('>');
     let id = percent_decode(id);
-    if !id.contains('@') || id.contains(char::is_whitespace) {
+    if !id.contains('@')
+        || id.contains(|c: char| c.is_whitespace() || c.is_control() || c == '<' || c == '>')
+    {
         return Err(FetchError::BadMessageId(given.to_string()));
     }
     Ok(id)
 }
 
+/// `%XX` -> byte. Works on bytes: a `%` before a multi-byte character
+/// (`%aé@x`) is kept as it is instead of slicing inside the character.
 fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
+    let hex = |b: u8| (b as char).to_digit(16).map(|d| d as u8);
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' && i + 2 < bytes.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push(h << 4 | l);
                 i += 3;
                 continue;
             }
@@ -366,7 +371,34 @@ mod tests {
             assert_eq!(normalize_message_id(given).unwrap(), want, "{given}");
         }
         assert!(normalize_message_id("not a message id").is_err());
+        assert_eq!(normalize_message_id("a%2Fb@x").unwrap(), "a/b@x");
+        // Last-two-bytes escape, as lore URLs end.
+        assert_eq!(normalize_message_id("ab@x%2E").unwrap(), "ab@x.");
         assert!(normalize_message_id("v2").is_err());
+    }
+
+    #[test]
+    fn bad_message_ids_are_errors_not_panics() {
+        // Each was a panic or would be a broken URL.
+        for (given, ok) in [
+            ("%aé@x", true),
+            ("%é@x", true),
+            ("%", false),
+            ("%%%@", true),
+            ("é%", false),
+            ("a@b%0A", false),
+            ("<a@b>>", true),
+            ("a<b@c", false),
+            ("https://", false),
+            ("https://lore.kernel.org/all/%E9@x/", true),
+            ("", false),
+        ] {
+            let got = normalize_message_id(given);
+            assert_eq!(got.is_ok(), ok, "{given:?}: {got:?}");
+            if let Ok(id) = got {
+                assert!(lore_thread_url("http://h", &id).starts_with("http://h/all/"));
+            }
+        }
     }
 
     #[test]

@@ -1,98 +1,27 @@
 //! Patch series: read from an mbox (a file, a lore thread, a GitHub pull
-//! request's patches, a patchwork series) or a directory of `git format-patch` files; parsed with
-//! mail-parser; the latest revision picked, ordered by n/M, checked for
-//! completeness, and identified by a stable hash.
+//! request's patches, a patchwork series) or a directory of `git format-patch`
+//! files; the thread model ([`thread`]), revision choice ([`revision`]),
+//! subjects ([`subject`]) and mail parsing ([`mail`]) assemble the series a
+//! maintainer would apply, identified by a stable hash. Files are read with a
+//! size limit ([`read_mbox_file`]).
 
 pub mod apply;
+pub mod base;
 pub mod fetch;
+pub mod mail;
 pub mod patchwork;
+pub mod revision;
+pub mod show;
+pub mod subject;
+pub mod thread;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use mail_parser::mailbox::mbox::MessageIterator;
-use mail_parser::MessageParser;
 use sha2::{Digest, Sha256};
 
-/// The bracketed prefix of a patch subject: `[RFC PATCH v2 3/5] title`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SubjectTag {
-    pub version: u32,
-    pub index: u32,
-    pub total: u32,
-    pub rfc: bool,
-    /// The subject without the prefix.
-    pub title: String,
-}
-
-/// Parses a patch subject. None for replies and for mails that are not
-/// patches (no PATCH or RFC tag).
-pub fn parse_subject(subject: &str) -> Option<SubjectTag> {
-    let subject = subject.trim();
-    let lower = subject.to_ascii_lowercase();
-    if lower.starts_with("re:") || lower.starts_with("aw:") || lower.starts_with("fwd:") {
-        return None;
-    }
-    let mut rest = subject;
-    let mut tokens = Vec::new();
-    while let Some(after) = rest.strip_prefix('[') {
-        let (inside, tail) = after.split_once(']')?;
-        tokens.extend(inside.split_whitespace().map(str::to_string));
-        rest = tail.trim_start();
-    }
-    let mut tag = SubjectTag {
-        version: 1,
-        index: 1,
-        total: 1,
-        rfc: false,
-        title: rest.trim().to_string(),
-    };
-    let mut is_patch = false;
-    for token in &tokens {
-        let upper = token.to_ascii_uppercase();
-        match upper.as_str() {
-            "PATCH" => is_patch = true,
-            "RFC" => {
-                is_patch = true;
-                tag.rfc = true;
-            }
-            _ => {}
-        }
-        if let Some(v) = upper.strip_prefix('V').and_then(|v| v.parse().ok()) {
-            tag.version = v;
-        }
-        if let Some((n, m)) = token.split_once('/') {
-            if let (Ok(n), Ok(m)) = (n.parse(), m.parse()) {
-                tag.index = n;
-                tag.total = m;
-            }
-        }
-    }
-    is_patch.then_some(tag)
-}
-
-/// One mail of a thread, as far as series assembly cares.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Mail {
-    pub subject: String,
-    pub message_id: String,
-    pub from: String,
-    pub date: String,
-    /// Addresses of To and Cc, `Name <addr>` or bare: a reply on the thread goes to them.
-    pub to: Vec<String>,
-    pub cc: Vec<String>,
-    /// The References chain (message-ids without <>), oldest first.
-    pub references: Vec<String>,
-    pub body: String,
-    /// The whole message, headers included, as `git am` wants it.
-    pub raw: Vec<u8>,
-}
-
-impl Mail {
-    fn has_diff(&self) -> bool {
-        self.body.contains("\ndiff --git ") || self.body.starts_with("diff --git ")
-    }
-}
+pub use mail::{mails_from_mbox, parse_mail, Mail};
+pub use revision::{LeftOut, Reason};
+pub use subject::{parse_subject, SubjectTag};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SeriesError {
@@ -114,21 +43,24 @@ pub enum SeriesError {
     Patchwork(#[from] patchwork::PatchworkError),
     #[error("{source_name}: no patches in it (no mail whose subject starts with [PATCH ...] or [RFC ...] and that carries a diff)")]
     NoPatches { source_name: String },
-    #[error("{source_name}: v{version} is incomplete: patch(es) {} of {total} missing", .missing.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))]
+    #[error("{source_name}: v{version} is incomplete: patch(es) {} of {total} missing from the thread; {}", list(.missing), match .newest_complete { Some(v) => format!("the newest complete revision is v{v}: select it with --revision {v}"), None => "there is no complete older revision in it".to_string() })]
     Incomplete {
         source_name: String,
         version: u32,
         total: u32,
         missing: Vec<u32>,
+        newest_complete: Option<u32>,
     },
-    #[error("{source_name}: v{version} patch {index}/{total} ({subject}) has no diff")]
-    NoDiff {
+    #[error("{source_name}: --revision {wanted}: no such revision in the thread (revisions: {})", .seen.iter().map(|v| format!("v{v}")).collect::<Vec<_>>().join(", "))]
+    NoSuchRevision {
         source_name: String,
-        version: u32,
-        index: u32,
-        total: u32,
-        subject: String,
+        wanted: u32,
+        seen: Vec<u32>,
     },
+}
+
+fn list(v: &[u32]) -> String {
+    v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
 }
 
 /// A patch of the series, in order.
@@ -139,6 +71,13 @@ pub struct Patch {
     pub subject: String,
     pub message_id: String,
     pub from: String,
+    /// The author git am records: the in-body From: when there is one.
+    #[serde(default)]
+    pub author: String,
+    /// The version of the posting this patch comes from (a partial reroll
+    /// mixes them).
+    #[serde(default)]
+    pub from_version: u32,
     /// To and Cc of the mail, for a reply when there is no cover letter.
     #[serde(default)]
     pub to: Vec<String>,
@@ -182,6 +121,18 @@ pub struct Series {
     pub versions_seen: Vec<u32>,
     /// Stable identity of the patches' content (titles and bodies, in order).
     pub hash: String,
+    /// How the revision was chosen.
+    #[serde(default)]
+    pub chosen: String,
+    /// Which mail each patch came from: `v3 1/3..3/3`, `v5 = v2 1/4 + ... + v5 4/4`.
+    #[serde(default)]
+    pub assembly: String,
+    /// Every mail of the source not applied, with the reason.
+    #[serde(default)]
+    pub left_out: Vec<LeftOut>,
+    /// The base it was applied on and why (set when a tree was at hand).
+    #[serde(default)]
+    pub base: Option<base::BaseChoice>,
 }
 
 impl Series {
@@ -227,93 +178,108 @@ pub fn series_hash(patches: &[(String, String)]) -> String {
     hex::encode(h.finalize())
 }
 
-/// Picks the latest complete revision out of the mails of a thread.
+/// Which revision to take out of a thread.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// The mail the thread was asked for (its series is the one assembled).
+    pub requested: Option<String>,
+    /// `--revision N`: this revision instead of the newest.
+    pub revision: Option<u32>,
+}
+
+/// The newest complete revision of the first series in the mails.
 pub fn assemble(mails: &[Mail], source_name: &str) -> Result<Series, SeriesError> {
-    let tagged: Vec<(SubjectTag, &Mail)> = mails
-        .iter()
-        .filter_map(|m| parse_subject(&m.subject).map(|t| (t, m)))
-        .filter(|(t, m)| t.index == 0 || m.has_diff())
-        .collect();
-    let versions: Vec<u32> = {
-        let mut v: Vec<u32> = tagged
-            .iter()
-            .filter(|(t, _)| t.index > 0)
-            .map(|(t, _)| t.version)
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
-    };
-    let Some(&version) = versions.last() else {
-        return Err(SeriesError::NoPatches {
-            source_name: source_name.to_string(),
-        });
-    };
-    let of_version: Vec<&(SubjectTag, &Mail)> = tagged
-        .iter()
-        .filter(|(t, _)| t.version == version)
-        .collect();
-    let total = of_version.iter().map(|(t, _)| t.total).max().unwrap_or(1);
-    // Later mails win: a resend of the same n/M replaces the earlier one.
-    let mut by_index: BTreeMap<u32, &(SubjectTag, &Mail)> = BTreeMap::new();
-    for entry in &of_version {
-        by_index.insert(entry.0.index, entry);
-    }
-    let missing: Vec<u32> = (1..=total).filter(|i| !by_index.contains_key(i)).collect();
-    if !missing.is_empty() {
-        return Err(SeriesError::Incomplete {
-            source_name: source_name.to_string(),
-            version,
-            total,
-            missing,
-        });
-    }
-    let cover_mail = by_index.get(&0).map(|(_, m)| *m);
-    let mut patches = Vec::new();
-    for i in 1..=total {
-        let (tag, mail) = by_index[&i];
-        if !mail.has_diff() {
-            return Err(SeriesError::NoDiff {
-                source_name: source_name.to_string(),
+    assemble_with(mails, source_name, &Selection::default())
+}
+
+/// Assembles the series `sel` asks for out of the mails of a thread.
+pub fn assemble_with(
+    mails: &[Mail],
+    source_name: &str,
+    sel: &Selection,
+) -> Result<Series, SeriesError> {
+    let t = thread::Thread::build(mails);
+    let choice = revision::choose(&t, sel.requested.as_deref(), sel.revision).map_err(|r| {
+        let source_name = source_name.to_string();
+        match r {
+            revision::Refusal::NoPatches => SeriesError::NoPatches { source_name },
+            revision::Refusal::Incomplete {
                 version,
-                index: i,
                 total,
-                subject: mail.subject.clone(),
-            });
+                missing,
+                newest_complete,
+            } => SeriesError::Incomplete {
+                source_name,
+                version,
+                total,
+                missing,
+                newest_complete,
+            },
+            revision::Refusal::NoSuchRevision { wanted, seen } => SeriesError::NoSuchRevision {
+                source_name,
+                wanted,
+                seen,
+            },
         }
-        patches.push(Patch {
-            index: i,
-            title: tag.title.clone(),
-            subject: mail.subject.clone(),
-            message_id: mail.message_id.clone(),
-            from: mail.from.clone(),
-            to: mail.to.clone(),
-            cc: mail.cc.clone(),
-            references: mail.references.clone(),
-            raw: mail.raw.clone(),
-        });
-    }
-    let trailer_sources: Vec<&Mail> = cover_mail
-        .into_iter()
-        .chain((1..=total).map(|i| by_index[&i].1))
+    })?;
+    let r = choice.revision;
+    let full = t.full_slots(r);
+    let total = t.revisions[r].total.max(1);
+    let cover_mail = t.cover_of(r).map(|c| &mails[c]);
+    let patch_mails: Vec<&Mail> = full.values().map(|(_, s)| &mails[s.mail]).collect();
+    let patches: Vec<Patch> = full
+        .iter()
+        .map(|(&index, (home, slot))| {
+            let mail = &mails[slot.mail];
+            Patch {
+                index,
+                title: t.classes[slot.mail]
+                    .tag
+                    .as_ref()
+                    .map(|tag| tag.title.clone())
+                    .unwrap_or_default(),
+                subject: mail.subject.clone(),
+                message_id: mail.message_id.clone(),
+                from: mail.from.clone(),
+                author: mail.author().to_string(),
+                from_version: t.slot_version(*home, slot),
+                to: mail.to.clone(),
+                cc: mail.cc.clone(),
+                references: mail.references.clone(),
+                raw: mail.raw.clone(),
+            }
+        })
         .collect();
+    let trailer_sources: Vec<&Mail> = cover_mail.into_iter().chain(patch_mails).collect();
     let base_commit = trailer_sources
         .iter()
         .find_map(|m| trailer_values(&m.body, "base-commit").next());
-    let mut prerequisite_patch_ids: Vec<String> = trailer_sources
-        .iter()
-        .flat_map(|m| trailer_values(&m.body, "prerequisite-patch-id").collect::<Vec<_>>())
-        .collect();
-    prerequisite_patch_ids.dedup();
+    let mut prerequisite_patch_ids: Vec<String> = Vec::new();
+    for m in &trailer_sources {
+        for id in trailer_values(&m.body, "prerequisite-patch-id") {
+            if !prerequisite_patch_ids.contains(&id) {
+                prerequisite_patch_ids.push(id);
+            }
+        }
+    }
     let hash = series_hash(
-        &(1..=total)
-            .map(|i| (by_index[&i].0.title.clone(), by_index[&i].1.body.clone()))
+        &patches
+            .iter()
+            .zip(full.values())
+            .map(|(p, (_, s))| (p.title.clone(), mails[s.mail].body.clone()))
             .collect::<Vec<_>>(),
     );
+    let mut versions_seen: Vec<u32> = Vec::new();
+    for &f in &choice.family {
+        let v = t.revision_version(f);
+        if !versions_seen.contains(&v) {
+            versions_seen.push(v);
+        }
+    }
     Ok(Series {
-        version,
+        version: t.revision_version(r),
         total,
-        rfc: by_index[&1].0.rfc,
+        rfc: t.revision_rfc(r),
         cover: cover_mail.map(|m| Cover {
             subject: m.subject.clone(),
             message_id: m.message_id.clone(),
@@ -325,52 +291,15 @@ pub fn assemble(mails: &[Mail], source_name: &str) -> Result<Series, SeriesError
         patches,
         base_commit,
         prerequisite_patch_ids,
-        versions_seen: versions,
+        versions_seen,
         hash,
+        assembly: revision::assembly(&t, r),
+        left_out: revision::left_out(&t, &choice),
+        chosen: choice.how,
+        base: None,
     })
 }
 
-/// Parses one RFC 5322 message.
-pub fn parse_mail(raw: &[u8]) -> Option<Mail> {
-    let msg = MessageParser::default().parse(raw)?;
-    let from = msg
-        .from()
-        .and_then(|a| a.first())
-        .map(addr_text)
-        .unwrap_or_default();
-    let addresses = |a: Option<&mail_parser::Address>| -> Vec<String> {
-        a.map(|a| a.iter().map(addr_text).filter(|s| !s.is_empty()).collect())
-            .unwrap_or_default()
-    };
-    let references = match msg.references() {
-        mail_parser::HeaderValue::Text(t) => vec![t.to_string()],
-        mail_parser::HeaderValue::TextList(l) => l.iter().map(|t| t.to_string()).collect(),
-        _ => vec![],
-    };
-    Some(Mail {
-        subject: msg.subject().unwrap_or_default().to_string(),
-        message_id: msg.message_id().unwrap_or_default().to_string(),
-        from,
-        date: msg.date().map(|d| d.to_rfc3339()).unwrap_or_default(),
-        to: addresses(msg.to()),
-        cc: addresses(msg.cc()),
-        references,
-        body: msg.body_text(0).map(|b| b.into_owned()).unwrap_or_default(),
-        raw: raw.to_vec(),
-    })
-}
-
-/// `Name <addr>`, or the bare address.
-fn addr_text(a: &mail_parser::Addr) -> String {
-    match (a.name(), a.address()) {
-        (Some(n), Some(e)) => format!("{n} <{e}>"),
-        (None, Some(e)) => e.to_string(),
-        (Some(n), None) => n.to_string(),
-        (None, None) => String::new(),
-    }
-}
-
-/// The mails of an mbox.
 /// Why an mbox file was not read.
 pub enum MboxReadError {
     Io(std::io::Error),
@@ -387,13 +316,6 @@ pub fn read_mbox_file(path: &Path) -> Result<Vec<u8>, MboxReadError> {
         });
     }
     std::fs::read(path).map_err(MboxReadError::Io)
-}
-
-pub fn mails_from_mbox(bytes: &[u8]) -> Vec<Mail> {
-    MessageIterator::new(bytes)
-        .filter_map(|m| m.ok())
-        .filter_map(|m| parse_mail(m.contents()))
-        .collect()
 }
 
 /// Where a series comes from.
@@ -441,14 +363,26 @@ impl SeriesSource {
     }
 }
 
-/// Reads and assembles a series. Fetched threads are kept as
-/// `<store>/<name>.mbox` (written only once complete) for the record.
+/// Reads and assembles a series (the newest complete revision). Fetched
+/// threads are kept as `<store>/<name>.mbox` (written only once complete)
+/// for the record.
 pub async fn load(
     source: &SeriesSource,
     fetcher: &fetch::Fetcher,
     store: &Path,
 ) -> Result<Series, SeriesError> {
-    Ok(load_source(source, fetcher, store).await?.0)
+    load_with(source, None, fetcher, store).await
+}
+
+/// [`load`], with `--revision N`. A lore thread's series is the one its
+/// requested message-id belongs to.
+pub async fn load_with(
+    source: &SeriesSource,
+    revision: Option<u32>,
+    fetcher: &fetch::Fetcher,
+    store: &Path,
+) -> Result<Series, SeriesError> {
+    Ok(load_source_with(source, revision, fetcher, store).await?.0)
 }
 
 /// [`load`], with where the series came from on patchwork (its patch ids)
@@ -458,8 +392,26 @@ pub async fn load_source(
     fetcher: &fetch::Fetcher,
     store: &Path,
 ) -> Result<(Series, Option<patchwork::Origin>), SeriesError> {
+    load_source_with(source, None, fetcher, store).await
+}
+
+/// [`load_with`] and [`load_source`] in one: `--revision N`, and the
+/// patchwork origin when that was the source.
+pub async fn load_source_with(
+    source: &SeriesSource,
+    revision: Option<u32>,
+    fetcher: &fetch::Fetcher,
+    store: &Path,
+) -> Result<(Series, Option<patchwork::Origin>), SeriesError> {
     let mut origin = None;
     let name = source.name();
+    let sel = Selection {
+        requested: match source {
+            SeriesSource::Lore { message_id, .. } => Some(message_id.clone()),
+            _ => None,
+        },
+        revision,
+    };
     let io = |e| SeriesError::Io {
         source_name: name.clone(),
         source: e,
@@ -533,57 +485,143 @@ pub async fn load_source(
             mails_from_mbox(&mbox)
         }
     };
-    Ok((assemble(&mails, &name)?, origin))
+    Ok((assemble_with(&mails, &name, &sel)?, origin))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn subjects() {
-        let t = parse_subject("[PATCH v2 3/5] mm/vmscan: do a thing").unwrap();
-        assert_eq!((t.version, t.index, t.total, t.rfc), (2, 3, 5, false));
-        assert_eq!(t.title, "mm/vmscan: do a thing");
-        let t = parse_subject("[RFC PATCH] mm: one patch").unwrap();
-        assert_eq!((t.version, t.index, t.total, t.rfc), (1, 1, 1, true));
-        let t = parse_subject("[PATCH mm-unstable v3 0/2] cover").unwrap();
-        assert_eq!((t.version, t.index, t.total), (3, 0, 2));
-        let t = parse_subject("[RFC] [PATCH v4 2/2] split brackets").unwrap();
-        assert_eq!((t.version, t.index, t.rfc), (4, 2, true));
-        assert_eq!(parse_subject("Re: [PATCH v2 1/2] mm: x"), None);
-        assert_eq!(parse_subject("mm: not a patch"), None);
-        assert_eq!(parse_subject("[GIT PULL] mm-stable"), None);
-    }
-
     fn mail(subject: &str, id: &str, body: &str) -> Mail {
         Mail {
             subject: subject.into(),
             message_id: id.into(),
             from: "A U Thor <a@example.org>".into(),
-            date: String::new(),
-            to: vec![],
-            cc: vec![],
-            references: vec![],
             body: body.into(),
             raw: format!("Subject: {subject}\n\n{body}").into_bytes(),
+            ..Mail::default()
         }
     }
 
     const DIFF: &str = "msg\n---\ndiff --git a/mm/vmscan.c b/mm/vmscan.c\n";
 
+    fn reply_to(mut m: Mail, parent: &str) -> Mail {
+        m.in_reply_to = Some(parent.into());
+        m.references = vec![parent.into()];
+        m
+    }
+
+    fn by(mut m: Mail, from: &str) -> Mail {
+        m.from = from.into();
+        m
+    }
+
+    /// Threads in a line: (mails, selection, Ok(assembly) or Err(message)).
+    #[test]
+    fn thread_model_table() {
+        let other = "O Ther <o@example.org>";
+        type Case = (Vec<Mail>, Option<u32>, Result<&'static str, &'static str>);
+        let cases: Vec<Case> = vec![
+            // Cover's version inherited by unversioned patches.
+            (
+                vec![
+                    mail("[PATCH v2 0/2] c", "c", ""),
+                    reply_to(mail("[PATCH 1/2] a", "1", DIFF), "c"),
+                    reply_to(mail("[PATCH 2/2] b", "2", DIFF), "c"),
+                ],
+                None,
+                Ok("v2 1/2..2/2"),
+            ),
+            // A stray single and another author's series are left out.
+            (
+                vec![
+                    mail("[PATCH 0/2] c", "c", ""),
+                    reply_to(mail("[PATCH 1/2] a", "1", DIFF), "c"),
+                    reply_to(mail("[PATCH 2/2] b", "2", DIFF), "c"),
+                    reply_to(mail("[PATCH] stray", "s", DIFF), "1"),
+                    by(reply_to(mail("[PATCH v3 0/1] o", "o", ""), "c"), other),
+                    by(reply_to(mail("[PATCH v3 1/1] o", "o1", DIFF), "o"), other),
+                ],
+                None,
+                Ok("v1 1/2..2/2"),
+            ),
+            // A fixlet with the patch's tag does not replace it.
+            (
+                vec![
+                    mail("[PATCH 1/1] a", "1", DIFF),
+                    reply_to(mail("[PATCH 1/1] a (fix)", "f", DIFF), "1"),
+                    reply_to(mail("Re: [PATCH 1/1] a", "r", DIFF), "1"),
+                ],
+                None,
+                Ok("v1 1/1"),
+            ),
+            // Partial reroll completed from what it replies to.
+            (
+                vec![
+                    mail("[PATCH 0/3] c", "c", ""),
+                    reply_to(mail("[PATCH 1/3] a", "1", DIFF), "c"),
+                    reply_to(mail("[PATCH 2/3] b", "2", DIFF), "c"),
+                    reply_to(mail("[PATCH 3/3] d", "3", DIFF), "c"),
+                    reply_to(mail("[PATCH v2 2/3] b", "2b", DIFF), "2"),
+                ],
+                None,
+                Ok("v2 = v1 1/3 + v2 2/3 + v1 3/3"),
+            ),
+            // --revision picks an older one.
+            (
+                vec![
+                    mail("[PATCH 1/1] a", "1", DIFF),
+                    reply_to(mail("[PATCH v2] a", "2", DIFF), "1"),
+                ],
+                Some(1),
+                Ok("v1 1/1"),
+            ),
+            // Newest incomplete: refused, naming the newest complete one.
+            (
+                vec![
+                    mail("[PATCH 1/1] a", "1", DIFF),
+                    reply_to(mail("[PATCH v2 0/2] c", "c2", ""), "1"),
+                    reply_to(mail("[PATCH v2 2/2] b", "22", DIFF), "c2"),
+                ],
+                None,
+                Err("t: v2 is incomplete: patch(es) 1 of 2 missing from the thread; the newest complete revision is v1: select it with --revision 1"),
+            ),
+            (
+                vec![mail("[PATCH 1/1] a", "1", DIFF)],
+                Some(4),
+                Err("t: --revision 4: no such revision in the thread (revisions: v1)"),
+            ),
+        ];
+        for (i, (mails, revision, want)) in cases.into_iter().enumerate() {
+            let sel = Selection {
+                requested: None,
+                revision,
+            };
+            let got = assemble_with(&mails, "t", &sel)
+                .map(|s| s.assembly)
+                .map_err(|e| e.to_string());
+            match (&got, want) {
+                (Ok(a), Ok(w)) => assert_eq!(a, w, "case {i}"),
+                (Err(e), Err(w)) => assert_eq!(e, w, "case {i}"),
+                _ => panic!("case {i}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
     #[test]
     fn latest_complete_revision_in_order_without_cover() {
+        // Unthreaded (format-patch without --thread): grouped by author,
+        // total, version and order.
         let mails = vec![
             mail("[PATCH 0/2] cover v1", "c1", "base-commit: aaaa\n"),
             mail("[PATCH 1/2] one", "p1", DIFF),
             mail("[PATCH 2/2] two", "p2", DIFF),
-            mail("[PATCH v2 2/2] two, again", "q2", DIFF),
             mail(
                 "[PATCH v2 0/2] cover v2",
                 "c2",
                 "text\nbase-commit: bbbb\nprerequisite-patch-id: 1111\n",
             ),
+            mail("[PATCH v2 2/2] two, again", "q2", DIFF),
             mail("Re: [PATCH v2 1/2] one", "r1", "looks good"),
             mail("[PATCH v2 1/2] one, again", "q1", DIFF),
         ];
@@ -592,6 +630,20 @@ mod tests {
         assert_eq!(s.versions_seen, [1, 2]);
         let ids: Vec<&str> = s.patches.iter().map(|p| p.message_id.as_str()).collect();
         assert_eq!(ids, ["q1", "q2"]);
+        let left: Vec<(&str, Reason)> = s
+            .left_out
+            .iter()
+            .map(|l| (l.message_id.as_str(), l.reason))
+            .collect();
+        assert_eq!(
+            left,
+            [
+                ("c1", Reason::OlderRevision),
+                ("p1", Reason::OlderRevision),
+                ("p2", Reason::OlderRevision),
+                ("r1", Reason::Reply)
+            ]
+        );
         assert_eq!(s.cover.as_ref().unwrap().message_id, "c2");
         assert_eq!(s.base_commit.as_deref(), Some("bbbb"));
         assert_eq!(s.prerequisite_patch_ids, ["1111"]);
@@ -607,7 +659,7 @@ mod tests {
         let err = assemble(&mails, "t.mbox").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "t.mbox: v3 is incomplete: patch(es) 2, 4 of 4 missing"
+            "t.mbox: v3 is incomplete: patch(es) 2, 4 of 4 missing from the thread; there is no complete older revision in it"
         );
     }
 

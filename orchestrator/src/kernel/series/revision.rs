@@ -1,0 +1,303 @@
+//! Choosing the revision to apply out of a thread's revisions: the series
+//! the requested mail belongs to (its author's postings, minus follow-up
+//! single patches), the newest posting of it that is complete once partial
+//! rerolls are completed from what they reply to, or `--revision N`; and
+//! why every other mail was left out. Pure: a Thread in, a choice out.
+
+use super::thread::{Kind, Thread};
+
+/// Why a mail of the thread is not applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reason {
+    Reply,
+    NotAPatch,
+    NoDiff,
+    Fixlet,
+    OtherSeries,
+    Stray,
+    OlderRevision,
+    NewerRevision,
+    Replaced,
+    Rerolled,
+}
+
+impl Reason {
+    pub fn text(self) -> &'static str {
+        match self {
+            Reason::Reply => "reply",
+            Reason::NotAPatch => "not a patch",
+            Reason::NoDiff => "no diff",
+            Reason::Fixlet => "fixlet (to squash, not a replacement)",
+            Reason::OtherSeries => "other series",
+            Reason::Stray => "follow-up single patch, not part of the series",
+            Reason::OlderRevision => "older revision",
+            Reason::NewerRevision => "newer revision, not selected",
+            Reason::Replaced => "replaced by a later copy",
+            Reason::Rerolled => "replaced by a reroll",
+        }
+    }
+}
+
+/// A mail that is not applied, and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LeftOut {
+    pub message_id: String,
+    pub subject: String,
+    pub from: String,
+    pub reason: Reason,
+    /// Specifics: the revision, the other author, the mail that replaced it.
+    #[serde(default)]
+    pub detail: String,
+}
+
+/// Why no revision can be applied.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    NoPatches,
+    Incomplete {
+        version: u32,
+        total: u32,
+        missing: Vec<u32>,
+        /// The newest complete revision, to name with `--revision`.
+        newest_complete: Option<u32>,
+    },
+    NoSuchRevision {
+        wanted: u32,
+        seen: Vec<u32>,
+    },
+}
+
+/// The revision picked, with how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choice {
+    pub revision: usize,
+    pub family: Vec<usize>,
+    pub how: String,
+}
+
+/// The revision the requested mail belongs to: itself, or the nearest
+/// ancestor that is a cover or patch; else the first revision in the thread.
+fn requested_revision(t: &Thread, requested: Option<&str>) -> Option<usize> {
+    let first = || {
+        (0..t.revisions.len())
+            .filter(|&r| !t.revisions[r].slots.is_empty())
+            .min_by_key(|&r| t.revisions[r].first)
+    };
+    let Some(mut i) = requested.and_then(|id| t.by_id.get(id).copied()) else {
+        return first();
+    };
+    for _ in 0..t.mails.len() {
+        if let Some(&r) = t.home.get(&i) {
+            if !t.revisions[r].slots.is_empty() || t.revisions[r].total > 0 {
+                return Some(r);
+            }
+        }
+        let m = &t.mails[i];
+        let next = m
+            .in_reply_to
+            .iter()
+            .chain(m.references.iter().rev())
+            .find_map(|id| t.by_id.get(id.as_str()).copied().filter(|&p| p != i));
+        match next {
+            Some(p) => i = p,
+            None => break,
+        }
+    }
+    first()
+}
+
+/// The requested revision's series: its author's revisions in posting
+/// order, without follow-up single patches and counterless notes.
+pub fn family(t: &Thread, requested: Option<&str>) -> Option<(usize, Vec<usize>)> {
+    let req = requested_revision(t, requested)?;
+    if t.is_stray(req) {
+        return Some((req, vec![req]));
+    }
+    let mut fam: Vec<usize> = (0..t.revisions.len())
+        .filter(|&r| {
+            let rev = &t.revisions[r];
+            t.same_author(r, req) && !t.is_stray(r) && (!rev.slots.is_empty() || rev.total > 0)
+        })
+        .collect();
+    fam.sort_by_key(|&r| t.revisions[r].last);
+    Some((req, fam))
+}
+
+/// Counters 1..=total missing from a revision once completed.
+pub fn missing(t: &Thread, r: usize) -> Vec<u32> {
+    let full = t.full_slots(r);
+    let total = t.revisions[r].total.max(1);
+    (1..=total).filter(|k| !full.contains_key(k)).collect()
+}
+
+/// The newest complete revision of the family, or `wanted`'s newest posting.
+pub fn choose(t: &Thread, requested: Option<&str>, wanted: Option<u32>) -> Result<Choice, Refusal> {
+    let (_, fam) = family(t, requested).ok_or(Refusal::NoPatches)?;
+    let complete = |r: &usize| missing(t, *r).is_empty();
+    let newest_complete = fam.iter().rev().find(|r| complete(r)).copied();
+    if let Some(v) = wanted {
+        let of_v: Vec<usize> = fam
+            .iter()
+            .copied()
+            .filter(|&r| t.revision_version(r) == v)
+            .collect();
+        let Some(&newest) = of_v.last() else {
+            let mut seen: Vec<u32> = fam.iter().map(|&r| t.revision_version(r)).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            return Err(Refusal::NoSuchRevision { wanted: v, seen });
+        };
+        return match of_v.iter().rev().find(|r| complete(r)) {
+            Some(&r) => Ok(Choice {
+                revision: r,
+                family: fam,
+                how: format!("--revision {v}"),
+            }),
+            None => Err(Refusal::Incomplete {
+                version: v,
+                total: t.revisions[newest].total,
+                missing: missing(t, newest),
+                newest_complete: newest_complete.map(|r| t.revision_version(r)),
+            }),
+        };
+    }
+    let Some(&newest) = fam.last() else {
+        return Err(Refusal::NoPatches);
+    };
+    if !complete(&newest) {
+        return Err(Refusal::Incomplete {
+            version: t.revision_version(newest),
+            total: t.revisions[newest].total,
+            missing: missing(t, newest),
+            newest_complete: newest_complete.map(|r| t.revision_version(r)),
+        });
+    }
+    // Revisions the chosen one is completed from are not "left out".
+    let mut chain = 0;
+    let mut r = t.revisions[newest].based_on;
+    while let Some(b) = r {
+        chain += 1;
+        r = t.revisions[b].based_on;
+    }
+    let older = fam.len().saturating_sub(1 + chain);
+    Ok(Choice {
+        revision: newest,
+        how: if older == 0 && chain == 0 {
+            "the only revision in the thread".to_string()
+        } else if older == 0 {
+            "the newest posting in the thread (completed from the revision it replies to)"
+                .to_string()
+        } else {
+            format!(
+                "the newest posting in the thread ({older} older revision{} left out)",
+                if older == 1 { "" } else { "s" }
+            )
+        },
+        family: fam,
+    })
+}
+
+/// `v5 = v2 1/4 + v2 2/4 + v2 3/4 + v5 4/4`, or `v3 1/3..3/3` when every
+/// patch comes from the posting itself.
+pub fn assembly(t: &Thread, r: usize) -> String {
+    let full = t.full_slots(r);
+    let total = t.revisions[r].total.max(1);
+    let version = t.revision_version(r);
+    let parts: Vec<(u32, u32)> = full
+        .iter()
+        .map(|(k, (home, s))| (t.slot_version(*home, s), *k))
+        .collect();
+    if parts.iter().all(|(v, _)| *v == version) && !t.revisions[r].is_reroll() {
+        return if total == 1 {
+            format!("v{version} 1/1")
+        } else {
+            format!("v{version} 1/{total}..{total}/{total}")
+        };
+    }
+    let items: Vec<String> = parts
+        .iter()
+        .map(|(v, k)| format!("v{v} {k}/{total}"))
+        .collect();
+    format!("v{version} = {}", items.join(" + "))
+}
+
+/// Every mail of the thread that `choice` does not apply, with the reason.
+pub fn left_out(t: &Thread, choice: &Choice) -> Vec<LeftOut> {
+    let chosen = choice.revision;
+    let full = t.full_slots(chosen);
+    let used: Vec<usize> = full
+        .values()
+        .map(|(_, s)| s.mail)
+        .chain(t.cover_of(chosen))
+        .collect();
+    let chosen_last = t.revisions[chosen].last;
+    let mut out = Vec::new();
+    for (i, m) in t.mails.iter().enumerate() {
+        if used.contains(&i) {
+            continue;
+        }
+        let (reason, detail) = match t.classes[i].kind {
+            Kind::Reply => (Reason::Reply, String::new()),
+            Kind::NotPatch => (Reason::NotAPatch, String::new()),
+            Kind::NoDiff => (Reason::NoDiff, String::new()),
+            Kind::Fixlet => (
+                Reason::Fixlet,
+                m.in_reply_to
+                    .as_ref()
+                    .map(|p| format!("in reply to <{p}>"))
+                    .unwrap_or_default(),
+            ),
+            Kind::Cover | Kind::Patch => match t.home.get(&i) {
+                None => (Reason::NoDiff, String::new()),
+                Some(&r) => {
+                    let rev = &t.revisions[r];
+                    let by = |k: u32| {
+                        full.get(&k)
+                            .map(|(_, s)| format!("by <{}>", t.mails[s.mail].message_id))
+                            .unwrap_or_default()
+                    };
+                    let counter = t.classes[i].tag.as_ref().map_or(1, |g| g.index());
+                    if rev.replaced.contains(&i) {
+                        let newer = rev.slots.get(&counter).map(|s| s.mail);
+                        (
+                            Reason::Replaced,
+                            newer
+                                .map(|m| format!("by <{}>", t.mails[m].message_id))
+                                .unwrap_or_default(),
+                        )
+                    } else if t.classes[i].kind == Kind::Cover
+                        && rev.slots.is_empty()
+                        && rev.total == 0
+                    {
+                        (Reason::NoDiff, String::new())
+                    } else if !t.same_author(r, chosen) {
+                        (
+                            Reason::OtherSeries,
+                            format!("another author: {}", t.mails[rev.first].author()),
+                        )
+                    } else if !choice.family.contains(&r) {
+                        (Reason::Stray, String::new())
+                    } else if r == chosen || full.values().any(|(h, _)| *h == r) {
+                        (Reason::Rerolled, by(counter))
+                    } else {
+                        let v = t.revision_version(r);
+                        if rev.last < chosen_last {
+                            (Reason::OlderRevision, format!("v{v}"))
+                        } else {
+                            (Reason::NewerRevision, format!("v{v}"))
+                        }
+                    }
+                }
+            },
+        };
+        out.push(LeftOut {
+            message_id: m.message_id.clone(),
+            subject: m.subject.clone(),
+            from: m.author().to_string(),
+            reason,
+            detail,
+        });
+    }
+    out
+}

@@ -1,0 +1,246 @@
+//! The base a series is applied on, against a file:// upstream with two
+//! branches made here (a small tree, not the kernel's): mm-stable, and
+//! mm-unstable = mm-stable + one commit. A series whose base-commit is only
+//! on mm-unstable is applied there; one without base-commit follows the
+//! cascade (mm-stable, then mm-unstable); one whose base-commit is unknown
+//! falls back to the cascade too. Applied commits carry a lore Link: trailer.
+
+use std::path::Path;
+use std::process::Command;
+
+use mmci::host::paths::WorkDir;
+use mmci::kernel::series::{self, base};
+use mmci::kernel::tree::{self, TreeSpec};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "T")
+        .env("GIT_AUTHOR_EMAIL", "t@example.org")
+        .env("GIT_COMMITTER_NAME", "T")
+        .env("GIT_COMMITTER_EMAIL", "t@example.org")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+const VMSCAN: &str = "int a;\nint b;\nint c;\nint d;\nint e;\nint f;\n";
+
+/// The upstream: (dir, mm-stable commit, mm-unstable commit).
+fn upstream(dir: &Path) -> (String, String) {
+    git(dir, &["init", "-q", "-b", "mm-stable"]);
+    std::fs::create_dir_all(dir.join("mm")).unwrap();
+    std::fs::write(
+        dir.join("Makefile"),
+        "VERSION = 6\nPATCHLEVEL = 99\nSUBLEVEL = 0\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("mm/vmscan.c"), VMSCAN).unwrap();
+    git(dir, &["add", "."]);
+    git(dir, &["commit", "-qm", "base"]);
+    let stable = git(dir, &["rev-parse", "HEAD"]);
+    git(dir, &["checkout", "-qb", "mm-unstable"]);
+    std::fs::write(
+        dir.join("mm/vmscan.c"),
+        VMSCAN.replace("int c;", "int c_unstable;"),
+    )
+    .unwrap();
+    git(dir, &["commit", "-qam", "unstable change"]);
+    let unstable = git(dir, &["rev-parse", "HEAD"]);
+    git(dir, &["checkout", "-q", "mm-stable"]);
+    (stable, unstable)
+}
+
+/// One patch mail changing `from` into `to` in mm/vmscan.c.
+fn patch_mail(id: &str, from: &str, to: &str, base_commit: Option<&str>) -> String {
+    let old: Vec<&str> = from.lines().collect();
+    let new: Vec<&str> = to.lines().collect();
+    let mut hunk = String::new();
+    for (o, n) in old.iter().zip(&new) {
+        if o == n {
+            hunk.push_str(&format!(" {o}\n"));
+        } else {
+            hunk.push_str(&format!("-{o}\n+{n}\n"));
+        }
+    }
+    let trailer = base_commit
+        .map(|c| format!("\nbase-commit: {c}\n"))
+        .unwrap_or_default();
+    format!(
+        "From: A U Thor <a@example.org>\nSubject: [PATCH] mm/vmscan: rename\nMessage-ID: <{id}>\nDate: Tue, 1 Dec 2026 08:00:00 +0000\n\nRename a variable.\n\nSigned-off-by: A U Thor <a@example.org>\n---\ndiff --git a/mm/vmscan.c b/mm/vmscan.c\n--- a/mm/vmscan.c\n+++ b/mm/vmscan.c\n@@ -1,{n} +1,{n} @@\n{hunk}-- \n2.47.0\n{trailer}",
+        n = old.len()
+    )
+}
+
+fn series_of(mail: &str) -> series::Series {
+    series::assemble(
+        &series::mails_from_mbox(format!("From x Mon Sep 17 00:00:00 2001\n{mail}").as_bytes()),
+        "t",
+    )
+    .unwrap()
+}
+
+#[tokio::test]
+async fn base_commit_then_cascade_on_a_two_branch_upstream() {
+    let tmp = tempfile::tempdir().unwrap();
+    let up = tmp.path().join("upstream");
+    std::fs::create_dir_all(&up).unwrap();
+    let (stable, unstable) = upstream(&up);
+    let work = WorkDir::new(tmp.path().join("work"));
+    let url = format!("file://{}", up.display());
+    let tree = tree::fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")), &work)
+        .await
+        .unwrap();
+    assert_eq!(tree.commit, stable);
+    let cascade = vec![
+        base::Candidate {
+            name: "mm-stable".into(),
+            commit: stable.clone(),
+        },
+        base::Candidate {
+            name: "mm-unstable".into(),
+            commit: tree::resolve_ref(&tree.path, "mm-unstable").await.unwrap(),
+        },
+    ];
+    let on_unstable = VMSCAN.replace("int c;", "int c_unstable;");
+    let scratch = tmp.path().join("scratch");
+
+    // base-commit only on mm-unstable: applied there.
+    let s = series_of(&patch_mail(
+        "1@example.org",
+        &on_unstable,
+        &on_unstable.replace("int e;", "int e2;"),
+        Some(&unstable[..12]),
+    ));
+    let c = base::choose(&tree.path, &s, &cascade, &scratch)
+        .await
+        .unwrap();
+    assert_eq!(
+        (c.name.as_str(), c.commit.as_str()),
+        ("base-commit", unstable.as_str())
+    );
+    assert!(c.how.contains("found in the tree"), "{}", c.how);
+
+    // No base-commit; applies only on mm-unstable: the cascade's second.
+    let s = series_of(&patch_mail(
+        "2@example.org",
+        &on_unstable,
+        &on_unstable.replace("int c_unstable;", "int c_renamed;"),
+        None,
+    ));
+    let c = base::choose(&tree.path, &s, &cascade, &scratch)
+        .await
+        .unwrap();
+    assert_eq!(
+        (c.name.as_str(), c.commit.as_str()),
+        ("mm-unstable", unstable.as_str())
+    );
+    assert_eq!(
+        c.how,
+        "no base-commit: trailer; does not apply on mm-stable; applies on mm-unstable (cascade mm-stable > mm-unstable)"
+    );
+
+    // An unknown base-commit; applies on both: the configured tree.
+    let s = series_of(&patch_mail(
+        "3@example.org",
+        VMSCAN,
+        &VMSCAN.replace("int a;", "int a2;"),
+        Some("0123456789ab"),
+    ));
+    let c = base::choose(&tree.path, &s, &cascade, &scratch)
+        .await
+        .unwrap();
+    assert_eq!(c.name, "mm-stable");
+    assert!(
+        c.how
+            .starts_with("base-commit: 0123456789ab is not in the tree; applies on mm-stable"),
+        "{}",
+        c.how
+    );
+
+    // Applies nowhere: every base tried is named.
+    let s = series_of(&patch_mail("4@example.org", "x\n", "y\n", None));
+    let e = base::choose(&tree.path, &s, &cascade, &scratch)
+        .await
+        .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("mm-stable: patch 1/1") && text.contains("mm-unstable: patch 1/1"),
+        "{text}"
+    );
+
+    // `mmci series show --tree` names the base and why, for both kinds.
+    for (id, from, to, trailer, want) in [
+        (
+            "6@example.org",
+            on_unstable.clone(),
+            on_unstable.replace("int e;", "int e3;"),
+            Some(unstable.clone()),
+            format!("base:      base-commit {unstable} (the series' base-commit: {unstable}, found in the tree)"),
+        ),
+        (
+            "7@example.org",
+            on_unstable.clone(),
+            on_unstable.replace("int c_unstable;", "int c3;"),
+            None,
+            format!("base:      mm-unstable {unstable} (no base-commit: trailer; does not apply on mm-stable; applies on mm-unstable (cascade mm-stable > mm-unstable))"),
+        ),
+    ] {
+        let mbox = tmp.path().join(format!("{id}.mbox"));
+        std::fs::write(
+            &mbox,
+            format!("From x Mon Sep 17 00:00:00 2001\n{}", patch_mail(id, &from, &to, trailer.as_deref())),
+        )
+        .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_mmci"))
+            .arg("--work-dir")
+            .arg(work.root())
+            .args(["series", "show", "--tree", &url, "--ref", "mm-stable", "--base-cascade", "mm-unstable"])
+            .arg(&mbox)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        assert!(text.lines().any(|l| l == want), "{text}");
+    }
+
+    // Applied on its base with `git am`: the commit links to the mail on lore.
+    let s = series_of(&patch_mail(
+        "5@example.org",
+        &on_unstable,
+        &on_unstable.replace("int f;", "int f2;"),
+        Some(&unstable),
+    ));
+    let checkout = tmp.path().join("checkout");
+    git(
+        &up,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            checkout.to_str().unwrap(),
+            &unstable,
+        ],
+    );
+    series::apply::apply(
+        &checkout,
+        &s,
+        &tmp.path().join("am"),
+        &tmp.path().join("am.log"),
+    )
+    .await
+    .unwrap();
+    let msg = git(&checkout, &["log", "-1", "--format=%B"]);
+    assert!(
+        msg.ends_with("Signed-off-by: A U Thor <a@example.org>\nLink: https://lore.kernel.org/r/5@example.org"),
+        "{msg}"
+    );
+}
