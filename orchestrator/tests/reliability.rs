@@ -372,7 +372,10 @@ async fn a_series_cannot_tamper_with_the_baseline_objects() {
         "the baseline's .config was tampered with"
     );
     assert!(!again.release.contains("tampered"), "{}", again.release);
-    assert_eq!(again.release, first.release, "the rebuilt baseline's release");
+    assert_eq!(
+        again.release, first.release,
+        "the rebuilt baseline's release"
+    );
     // Not compared byte for byte: the kernel stamps every build with its
     // build number and time (init/version.c's UTS_VERSION), so two honest
     // builds differ until the builds pin KBUILD_BUILD_TIMESTAMP and
