@@ -297,18 +297,7 @@ pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, T
     .map_err(fetch_err)?;
     let resolve = |r: String| {
         let mirror = mirror.clone();
-        async move {
-            let out = process::output(
-                git(&mirror).args(["rev-parse", "--verify", "-q", &format!("{r}^{{commit}}")]),
-                "git rev-parse",
-                Limits::QUICK,
-            )
-            .await
-            .ok()?;
-            out.status
-                .success()
-                .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-        }
+        async move { resolve_ref(&mirror, &r).await }
     };
     let wanted = if spec.git_ref == "HEAD" {
         "refs/remotes/origin/HEAD".to_string()
