@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,6 +40,31 @@ pub fn start(events: &[&str]) -> io::Result<()> {
         write(&format!("events/{event}/enable"), "1")?;
     }
     write("tracing_on", "1")
+}
+
+/// Adds a kprobe event (kprobe_events syntax, `p:group/name symbol args`);
+/// appending leaves other probes alone.
+pub fn add_kprobe(definition: &str) -> io::Result<()> {
+    let path = format!("{TRACEFS}/kprobe_events");
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+    f.write_all(format!("{definition}\n").as_bytes())
+        .map_err(|e| io::Error::new(e.kind(), format!("{path} <- {definition}: {e}")))
+}
+
+/// Writes one line into the trace (it comes out of trace_pipe as a
+/// `tracing_mark_write:` event, in order with the kernel's events).
+pub fn mark(file: &mut std::fs::File, text: &str) -> io::Result<()> {
+    file.write_all(text.as_bytes())
+}
+
+/// trace_marker, opened once for many [`mark`]s.
+pub fn open_marker() -> io::Result<std::fs::File> {
+    OpenOptions::new()
+        .write(true)
+        .open(format!("{TRACEFS}/trace_marker"))
 }
 
 /// Stops tracing (the reader still drains what is buffered).
