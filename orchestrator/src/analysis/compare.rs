@@ -250,6 +250,8 @@ pub fn compare(
     }
     let variants = variant_runs(m, runs);
     let verdict = verdict(&cells, &variants);
+    let noio_anatomy =
+        super::anatomy::anatomies(plan, |cell, variant| completed(plan, runs, cell, variant));
     Comparison {
         format: COMPARISON_FORMAT,
         mmci_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -265,6 +267,7 @@ pub fn compare(
         variants,
         verdict,
         series,
+        noio_anatomy,
     }
 }
 

@@ -90,6 +90,9 @@ pub struct Comparison {
     pub verdict: Verdict,
     /// The guest's time series, per run, for plots.
     pub series: Vec<RunSeries>,
+    /// Scenario B: the slowest dm-bufio call of each cell and kernel.
+    #[serde(default)]
+    pub noio_anatomy: Vec<super::anatomy::NoioAnatomy>,
 }
 
 /// One cell of the matrix: every candidate against the baseline.

@@ -119,6 +119,32 @@ pub fn render_table(c: &Comparison) -> String {
     format!("{table}\n")
 }
 
+/// Scenario B: the slowest dm-bufio call of each cell and kernel, round
+/// by round; empty without scenario B cells.
+pub fn render_anatomy(c: &Comparison) -> String {
+    use super::anatomy;
+    let mut out = String::new();
+    for a in &c.noio_anatomy {
+        out.push_str(&format!("anatomy: {}\n", anatomy::heading(a)));
+        let Some(w) = &a.worst else { continue };
+        let mut table = Table::new();
+        table
+            .load_preset(presets::ASCII_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Disabled)
+            .set_header(anatomy::COLUMNS.to_vec());
+        for row in anatomy::rows(w) {
+            table.add_row(row.to_vec());
+        }
+        for i in 2..7 {
+            if let Some(col) = table.column_mut(i) {
+                col.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        out.push_str(&format!("{table}\n"));
+    }
+    out
+}
+
 /// The whole report.
 pub fn render(c: &Comparison) -> String {
     let o = &c.options;
@@ -155,6 +181,7 @@ pub fn render(c: &Comparison) -> String {
     } else {
         out.push_str(&render_table(c));
     }
+    out.push_str(&render_anatomy(c));
     let v = &c.verdict;
     out.push_str(&format!(
         "verdict: {} ({} expectation(s) passed, {} failed, {} inconclusive)\n",
