@@ -232,6 +232,13 @@ impl Pairer {
         }
     }
 
+    /// The kernel dropped events: every open call may miss some.
+    pub fn events_lost(&mut self) {
+        for open in self.open.values_mut() {
+            open.call.events_lost = true;
+        }
+    }
+
     /// Feeds one event; returns the call it completes, if any.
     pub fn feed(&mut self, line: TraceLine) -> Option<ReclaimCall> {
         let ts = line.ts_us;
@@ -494,6 +501,14 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(without_probe.memcgs_visited, None);
+        assert!(!c.events_lost);
+        let mut p = Pairer::new(true);
+        let mut lines = parse_all(&text).into_iter();
+        p.feed(lines.next().unwrap());
+        p.feed(lines.next().unwrap());
+        p.events_lost();
+        let lost = lines.find_map(|l| p.feed(l)).unwrap();
+        assert!(lost.events_lost, "a call open at a LOST marker is flagged");
         assert_eq!(lruvec_mark(1, 2), "mmci_lruvec swapcached=1 anon=2");
     }
 

@@ -488,6 +488,10 @@ pub struct ReclaimCall {
     pub swapcache_max_bytes: Option<u64>,
     #[serde(default)]
     pub anon_min_bytes: Option<u64>,
+    /// trace_pipe said `[LOST n EVENTS]` while the call was open: its
+    /// sums may be short and its rounds mis-split.
+    #[serde(default)]
+    pub events_lost: bool,
 }
 
 /// One priority level of one reclaim round of a direct-reclaim call.

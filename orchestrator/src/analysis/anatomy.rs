@@ -38,6 +38,9 @@ pub struct WorstCall {
     /// The most swap cache read in the tracked lruvec during the call.
     pub swapcache_max_bytes: Option<u64>,
     pub anon_min_bytes: Option<u64>,
+    /// The kernel dropped trace events while it ran.
+    #[serde(default)]
+    pub events_lost: bool,
     pub rounds: Vec<RoundAnatomy>,
 }
 
@@ -66,7 +69,7 @@ pub fn anatomies<'a>(
             let worst = measured
                 .iter()
                 .filter_map(|(id, m)| Some((*id, m.worst.as_ref()?)))
-                .max_by_key(|(_, c)| c.latency_us)
+                .max_by_key(|(_, c)| (!c.events_lost, c.latency_us))
                 .map(|(id, c)| WorstCall {
                     run: id.clone(),
                     comm: c.comm.clone(),
@@ -76,6 +79,7 @@ pub fn anatomies<'a>(
                     memcgs_visited: c.memcgs_visited,
                     swapcache_max_bytes: c.swapcache_max_bytes,
                     anon_min_bytes: c.anon_min_bytes,
+                    events_lost: c.events_lost,
                     rounds: rounds(c),
                 });
             out.push(NoioAnatomy {
@@ -118,7 +122,7 @@ pub fn heading(a: &NoioAnatomy) -> String {
     match &a.worst {
         None => format!("{} on {}: {share}; no dm-bufio call", a.cell, a.variant),
         Some(w) => format!(
-            "{} on {}: {share}; slowest dm-bufio call: {:.1} ms in {} ({}), reclaimed {}, lowest priority {}, {} memcg(s), swap cache up to {}",
+            "{} on {}: {share}; slowest dm-bufio call: {:.1} ms in {} ({}), reclaimed {}, lowest priority {}, {} memcg(s), swap cache up to {}{}",
             a.cell,
             a.variant,
             w.latency_ms,
@@ -127,7 +131,12 @@ pub fn heading(a: &NoioAnatomy) -> String {
             w.nr_reclaimed,
             opt(w.min_priority),
             opt(w.memcgs_visited),
-            kib(w.swapcache_max_bytes)
+            kib(w.swapcache_max_bytes),
+            if w.events_lost {
+                " (trace events were lost during it: sums may be short)"
+            } else {
+                ""
+            }
         ),
     }
 }

@@ -333,13 +333,18 @@ fn worst_call_table(w: &mmci_record::ReclaimCall) -> String {
         ]);
     }
     format!(
-        "slowest dm-bufio call: {} ({}), {:.1} ms, reclaimed {}, {} memcg(s), swap cache up to {}\n{t}\n",
+        "slowest dm-bufio call: {} ({}), {:.1} ms, reclaimed {}, {} memcg(s), swap cache up to {}{}\n{t}\n",
         w.comm,
         w.pid,
         w.latency_us as f64 / 1000.0,
         w.nr_reclaimed,
         anatomy::opt(w.memcgs_visited),
-        anatomy::kib(w.swapcache_max_bytes)
+        anatomy::kib(w.swapcache_max_bytes),
+        if w.events_lost {
+            " (trace events lost during it)"
+        } else {
+            ""
+        }
     )
 }
 

@@ -185,6 +185,7 @@ impl TraceState {
     fn on_line(&mut self, line: &str) {
         if let Some(n) = reclaim_trace::lost_marker(line) {
             self.lost_markers += n;
+            self.pairer.events_lost();
             return;
         }
         let Some(parsed) = reclaim_trace::parse_line(line) else {
@@ -323,8 +324,24 @@ fn read_under_pressure(
             printed_noio: 0,
             printed_other: 0,
         };
-        let reader = trace::PipeReader::start(state, |s, line| s.on_line(line)).stage("trace")?;
-        Ok((reader, events.join(", ")))
+        // kswapd's scanning is no call's: leave it out of the buffer, which
+        // the calls' own priority-0 passes fill fast enough.
+        let mut filtered = vec![];
+        for event in &events[2..] {
+            if trace::exclude_comm(event, "kswapd0").is_ok() {
+                filtered.push(*event);
+            }
+        }
+        let reader =
+            trace::PipeReader::start(state, true, |s, line| s.on_line(line)).stage("trace")?;
+        Ok((
+            reader,
+            format!(
+                "{}; kswapd0 filtered out of {}; reader SCHED_FIFO",
+                events.join(", "),
+                filtered.len()
+            ),
+        ))
     })?;
     let marks = setup_step(port, "lruvec-marks", || {
         let every = Duration::from_millis(job.sample_interval_ms.max(1));

@@ -380,7 +380,13 @@ pub fn noio_metrics(records: &[Record]) -> Option<NoioMetrics> {
         }
     }
     m.corner = corner(noio.iter().copied());
-    m.worst = noio.iter().copied().max_by_key(|c| c.latency_us).cloned();
+    // A call that lost trace events has short sums and mis-split rounds:
+    // the anatomy shows the slowest complete one when there is one.
+    m.worst = noio
+        .iter()
+        .copied()
+        .max_by_key(|c| (!c.events_lost, c.latency_us))
+        .cloned();
     m.noio = class_stats(noio);
     m.noio_other = class_stats(noio_other);
     m.other = class_stats(other);
@@ -707,6 +713,16 @@ mod tests {
         assert_eq!(m.noio.anon_scanned_prio0, 8000);
         assert_eq!((m.corner.prio0_calls, m.corner.condition_true), (1, 1));
         assert_eq!(m.worst.as_ref().map(|c| c.latency_us), Some(5000));
+        let mut lossy = records.clone();
+        if let Record::ReclaimCall(c) = &mut lossy[1] {
+            c.events_lost = true;
+        }
+        let m = noio_metrics(&lossy).unwrap();
+        assert_eq!(
+            m.worst.as_ref().map(|c| c.latency_us),
+            Some(300),
+            "the slowest call with all its events"
+        );
         assert_eq!(m.other.min_priority, Some(12));
         assert_eq!((m.allocstall, m.pgscan_direct), (5, 9000));
         assert_eq!((m.reads, m.orphan_ends), (1000, 1));
