@@ -75,7 +75,7 @@ pub fn anatomies<'a>(
                     comm: c.comm.clone(),
                     latency_ms: c.latency_us as f64 / 1000.0,
                     nr_reclaimed: c.nr_reclaimed,
-                    min_priority: c.min_priority,
+                    min_priority: crate::metrics::noio::lowest_priority(c),
                     memcgs_visited: c.memcgs_visited,
                     swapcache_max_bytes: c.swapcache_max_bytes,
                     anon_min_bytes: c.anon_min_bytes,

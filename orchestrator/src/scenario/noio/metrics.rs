@@ -38,13 +38,24 @@ pub fn gfp_class(gfp: &str) -> GfpClass {
     }
 }
 
+/// The lowest priority a call reached: of its shrink events, and of its
+/// memcg visits (the shrink_slab kprobe fires at every priority, also where
+/// nothing was scanned, as under the RFC at priority 0 with no file LRU).
+pub fn lowest_priority(call: &ReclaimCall) -> Option<u32> {
+    call.steps
+        .iter()
+        .map(|s| s.priority)
+        .chain(call.min_priority)
+        .min()
+}
+
 /// The RFC's condition, as this call saw it: it reached priority 0 and
 /// the tracked lruvec's swap cache stayed below min(anon >> 6,
 /// SWAP_CLUSTER_MAX) throughout (the most swap cache against the least
 /// anon read while it ran). None without a reading during the call.
 pub fn in_corner(call: &ReclaimCall) -> Option<bool> {
     let (swapcache, anon) = (call.swapcache_max_bytes?, call.anon_min_bytes?);
-    Some(call.min_priority == Some(0) && swapcache < (anon >> 6).min(SWAP_CLUSTER_MAX_BYTES))
+    Some(lowest_priority(call) == Some(0) && swapcache < (anon >> 6).min(SWAP_CLUSTER_MAX_BYTES))
 }
 
 /// One reclaim round of a call, as the RFC's anatomy table shows it.
@@ -147,7 +158,7 @@ pub fn class_stats<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Clas
         s.calls += 1;
         latencies.push(c.latency_us);
         s.zero_reclaimed += u64::from(c.nr_reclaimed == 0);
-        if let Some(p) = c.min_priority {
+        if let Some(p) = lowest_priority(c) {
             s.min_priority = Some(s.min_priority.map_or(p, |m| m.min(p)));
         }
         s.anon_scanned += c.anon_scanned;
@@ -189,7 +200,7 @@ pub struct Corner {
 pub fn corner<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Corner {
     let mut c = Corner::default();
     for call in calls {
-        if call.min_priority != Some(0) {
+        if lowest_priority(call) != Some(0) {
             continue;
         }
         c.prio0_calls += 1;
@@ -553,12 +564,24 @@ mod tests {
             (c(Some(1), Some(0), big), Some(false)),
             (c(None, Some(0), big), Some(false)),
             (c(Some(0), None, big), None),
+            // Priority 0 seen only through a memcg visit (nothing scanned).
+            (
+                ReclaimCall {
+                    steps: vec![mmci_record::ReclaimStep {
+                        priority: 0,
+                        memcg_visits: 2,
+                        ..Default::default()
+                    }],
+                    ..c(Some(1), Some(0), big)
+                },
+                Some(true),
+            ),
         ];
         for (i, (call, want)) in cases.iter().enumerate() {
             assert_eq!(in_corner(call), *want, "case {i}");
         }
         let k = corner(cases.iter().map(|(c, _)| c));
-        assert_eq!((k.prio0_calls, k.condition_true, k.unread), (6, 3, 1));
+        assert_eq!((k.prio0_calls, k.condition_true, k.unread), (7, 4, 1));
         assert_eq!(k.swapcache_max_bytes, Some(128 << 10));
     }
 
