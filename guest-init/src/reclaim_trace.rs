@@ -330,7 +330,8 @@ impl Pairer {
                     // A priority the call reached even where it scanned
                     // nothing (SCAN_FILE over an empty file LRU).
                     let call = &mut open.call;
-                    call.min_priority = Some(call.min_priority.map_or(priority, |p| p.min(priority)));
+                    call.min_priority =
+                        Some(call.min_priority.map_or(priority, |p| p.min(priority)));
                     open.step(priority, ts).memcg_visits += 1;
                     open.memcgs.insert(memcg);
                     open.call.memcgs_visited = Some(open.memcgs.len() as u32);

@@ -240,17 +240,24 @@ async fn scenario_b_gfp_noio_direct_reclaim_through_dm_verity() {
         calls.len() as u64,
         m.noio.calls + m.noio_other.calls + m.other.calls
     );
-    assert!(calls.iter().any(|c| c.gfp_flags
-        == mmci::metrics::noio::DM_BUFIO_GFP
-        && c.comm.starts_with("kworker/")));
-    assert!(setup("swap").starts_with("zram: /dev/zram0"), "{}", setup("swap"));
+    assert!(calls.iter().any(
+        |c| c.gfp_flags == mmci::metrics::noio::DM_BUFIO_GFP && c.comm.starts_with("kworker/")
+    ));
+    assert!(
+        setup("swap").starts_with("zram: /dev/zram0"),
+        "{}",
+        setup("swap")
+    );
     // The RFC's corner, per call: priority 0 with the swap cache read
     // below SWAP_CLUSTER_MAX pages while it ran, and the memcg walk (the
     // root and the hog at least) from the shrink_slab kprobe.
     assert!(m.corner.condition_true >= 1, "{:?}", m.corner);
     let worst = m.worst.as_ref().expect("a slowest dm-bufio call");
     assert!(worst.memcgs_visited.is_some_and(|n| n >= 2), "{worst:#?}");
-    assert!(!worst.steps.is_empty() && worst.steps[0].round == 1, "{worst:#?}");
+    assert!(
+        !worst.steps.is_empty() && worst.steps[0].round == 1,
+        "{worst:#?}"
+    );
     assert!(matches!(recs.last(), Some(Record::Done { ok: true, .. })));
     let console = std::fs::read_to_string(tmp.path().join("noio/console.log")).unwrap();
     assert!(
