@@ -355,7 +355,7 @@ fn scenario_b_anatomy_in_every_report() {
     let worst = base.worst.as_ref().expect("base has a slowest call");
     assert!(!worst.rounds.is_empty());
     assert_eq!(worst.rounds[0].round, 1);
-    let terminal = mmci::analysis::terminal::render(&c);
+    let terminal = mmci::report::comparison::render(&c);
     assert!(terminal.contains("anatomy: "), "{terminal}");
     let md = recorded_dir("noio-matrix", Format::Markdown, None);
     assert!(md.contains("### Anatomy of the slowest dm-bufio GFP_NOIO call"));

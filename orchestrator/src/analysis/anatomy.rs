@@ -9,8 +9,8 @@ use mmci_record::Scenario;
 use serde::{Deserialize, Serialize};
 
 use crate::matrix::plan::Plan;
-use crate::scenario::noio::{rounds, RoundAnatomy};
 use crate::results::RunResult;
+use crate::scenario::noio::{rounds, RoundAnatomy};
 
 /// One cell and kernel.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -75,7 +75,7 @@ pub fn anatomies<'a>(
                     comm: c.comm.clone(),
                     latency_ms: c.latency_us as f64 / 1000.0,
                     nr_reclaimed: c.nr_reclaimed,
-                    min_priority: crate::metrics::noio::lowest_priority(c),
+                    min_priority: crate::scenario::noio::lowest_priority(c),
                     memcgs_visited: c.memcgs_visited,
                     swapcache_max_bytes: c.swapcache_max_bytes,
                     anon_min_bytes: c.anon_min_bytes,

@@ -122,7 +122,7 @@ pub fn render_table(c: &Comparison) -> String {
 /// Scenario B: the slowest dm-bufio call of each cell and kernel, round
 /// by round; empty without scenario B cells.
 pub fn render_anatomy(c: &Comparison) -> String {
-    use super::anatomy;
+    use crate::analysis::anatomy;
     let mut out = String::new();
     for a in &c.noio_anatomy {
         out.push_str(&format!("anatomy: {}\n", anatomy::heading(a)));

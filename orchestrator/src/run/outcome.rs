@@ -198,7 +198,7 @@ mod tests {
             },
         };
         let noio = Record::ReclaimCall(mmci_record::ReclaimCall {
-            gfp_flags: crate::metrics::noio::DM_BUFIO_GFP.into(),
+            gfp_flags: crate::scenario::noio::DM_BUFIO_GFP.into(),
             min_priority: Some(0),
             swapcache_max_bytes: Some(0),
             anon_min_bytes: Some(400 << 20),
