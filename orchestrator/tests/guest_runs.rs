@@ -241,7 +241,7 @@ async fn scenario_b_gfp_noio_direct_reclaim_through_dm_verity() {
         m.noio.calls + m.noio_other.calls + m.other.calls
     );
     assert!(calls.iter().any(
-        |c| c.gfp_flags == mmci::metrics::noio::DM_BUFIO_GFP && c.comm.starts_with("kworker/")
+        |c| c.gfp_flags == mmci::scenario::noio::DM_BUFIO_GFP && c.comm.starts_with("kworker/")
     ));
     assert!(
         setup("swap").starts_with("zram: /dev/zram0"),
