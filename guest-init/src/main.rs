@@ -21,6 +21,7 @@ mod sys;
 mod trace;
 mod verity;
 mod workload;
+mod zram;
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};

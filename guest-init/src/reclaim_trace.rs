@@ -1,21 +1,40 @@
 //! Scenario B's tracepoints, as pure functions: parse the trace_pipe lines of
-//! mm_vmscan_direct_reclaim_begin/_end and mm_vmscan_lru_shrink_inactive
-//! (formats in include/trace/events/vmscan.h), and pair them into one
+//! mm_vmscan_direct_reclaim_begin/_end and mm_vmscan_lru_shrink_inactive/
+//! _active (formats in include/trace/events/vmscan.h), of the shrink_slab()
+//! kprobe (once per memcg a reclaimer visits) and of the guest's own
+//! memory.stat readings written to trace_marker, and pair them into one
 //! [`ReclaimCall`] per direct-reclaim call. A call is begin..end of one pid:
 //! direct reclaim cannot nest in a task (PF_MEMALLOC), and the shrink events
 //! fire in the reclaiming task's own context, so the shrink events of a pid
 //! between its begin and end are that call's scanning.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
-use mmci_record::ReclaimCall;
+use mmci_record::{ReclaimCall, ReclaimStep};
 
 /// The events we enable, as tracefs paths under events/.
-pub const EVENTS: [&str; 3] = [
+pub const EVENTS: [&str; 4] = [
     "vmscan/mm_vmscan_direct_reclaim_begin",
     "vmscan/mm_vmscan_direct_reclaim_end",
     "vmscan/mm_vmscan_lru_shrink_inactive",
+    "vmscan/mm_vmscan_lru_shrink_active",
 ];
+
+/// The kprobe event (kprobe_events syntax) that names the memcg of each
+/// lruvec a reclaimer shrinks: shrink_node_memcgs() calls
+/// shrink_slab(gfp, nid, memcg, priority) once per memcg right after its
+/// shrink_lruvec(), and shrink_slab() lives in mm/shrinker.c, so it is a
+/// real call (shrink_lruvec() itself is static and may be inlined).
+pub const MEMCG_PROBE: &str = "p:mmci/mmci_memcg shrink_slab memcg=$arg3:x64 priority=$arg4:s32";
+/// Its tracefs path under events/.
+pub const MEMCG_PROBE_EVENT: &str = "mmci/mmci_memcg";
+/// What the guest writes to trace_marker for each memory.stat reading.
+pub const LRUVEC_MARK: &str = "mmci_lruvec";
+
+/// The trace_marker line for a reading of the tracked memcg's memory.stat.
+pub fn lruvec_mark(swapcached: u64, anon: u64) -> String {
+    format!("{LRUVEC_MARK} swapcached={swapcached} anon={anon}")
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
@@ -32,6 +51,22 @@ pub enum Event {
         nr_reclaimed: u64,
         priority: u32,
         file: bool,
+    },
+    /// One shrink_active_list() pass.
+    ShrinkActive {
+        nr_taken: u64,
+        priority: u32,
+        file: bool,
+    },
+    /// shrink_slab() for one memcg (the kprobe): the end of its lruvec pass.
+    Memcg {
+        memcg: u64,
+        priority: u32,
+    },
+    /// A memory.stat reading of the tracked memcg (bytes).
+    Lruvec {
+        swapcached: u64,
+        anon: u64,
     },
 }
 
@@ -76,11 +111,30 @@ fn num<T: std::str::FromStr>(fields: &str, key: &str) -> Option<T> {
 /// A comm may hold spaces and dashes (`kworker/u9:1-kverityd`), so the pid is
 /// what follows the last dash before the `[cpu]` field.
 pub fn parse_line(line: &str) -> Option<TraceLine> {
-    let start = line.find(": mm_vmscan_")?;
+    let start = [": mm_vmscan_", ": mmci_memcg: ", ": tracing_mark_write: "]
+        .iter()
+        .find_map(|p| line.find(p))?;
     let head = &line[..start];
     let rest = &line[start + 2..];
     let (name, fields) = rest.split_once(": ").unwrap_or((rest, ""));
     let event = match name {
+        "mm_vmscan_lru_shrink_active" => Event::ShrinkActive {
+            nr_taken: num(fields, "nr_taken")?,
+            priority: num(fields, "priority")?,
+            file: field(fields, "flags")?.contains("RECLAIM_WB_FILE"),
+        },
+        "mmci_memcg" => Event::Memcg {
+            memcg: u64::from_str_radix(field(fields, "memcg")?.trim_start_matches("0x"), 16)
+                .ok()?,
+            priority: num(fields, "priority")?,
+        },
+        "tracing_mark_write" => {
+            let marks = fields.strip_prefix(LRUVEC_MARK)?;
+            Event::Lruvec {
+                swapcached: num(marks, "swapcached")?,
+                anon: num(marks, "anon")?,
+            }
+        }
         "mm_vmscan_direct_reclaim_begin" => Event::Begin {
             order: num(fields, "order")?,
             gfp_flags: field(fields, "gfp_flags")?.to_string(),
@@ -113,10 +167,46 @@ pub fn lost_marker(line: &str) -> Option<u64> {
     rest.split_whitespace().next()?.parse().ok()
 }
 
+/// A call being paired: the record so far plus what only pairing needs.
+#[derive(Debug)]
+struct Open {
+    call: ReclaimCall,
+    memcgs: BTreeSet<u64>,
+}
+
+impl Open {
+    /// The step of `priority`; a priority above the last step's starts a
+    /// new round (do_try_to_free_pages() starting over).
+    fn step(&mut self, priority: u32, ts_us: u64) -> &mut ReclaimStep {
+        let steps = &mut self.call.steps;
+        let same = steps.last().is_some_and(|s| s.priority == priority);
+        if !same {
+            let round = match steps.last() {
+                Some(last) if priority > last.priority => last.round + 1,
+                Some(last) => last.round,
+                None => 1,
+            };
+            steps.push(ReclaimStep {
+                round,
+                priority,
+                first_us: ts_us,
+                ..ReclaimStep::default()
+            });
+        }
+        let step = steps.last_mut().expect("pushed");
+        step.last_us = ts_us;
+        step
+    }
+}
+
 /// Pairs begin/end events by pid and sums the shrink events in between.
 #[derive(Default, Debug)]
 pub struct Pairer {
-    open: HashMap<u32, ReclaimCall>,
+    open: HashMap<u32, Open>,
+    /// The latest memory.stat reading of the tracked memcg.
+    lruvec: Option<(u64, u64)>,
+    /// Whether the memcg kprobe is in place (else memcgs_visited is None).
+    pub memcg_probe: bool,
     /// Begins replaced by a later begin of the same pid (its end was lost).
     pub unpaired_begins: u64,
     /// Ends without a begin.
@@ -125,21 +215,61 @@ pub struct Pairer {
     pub shrinks_outside: u64,
 }
 
+fn note_lruvec(call: &mut ReclaimCall, swapcached: u64, anon: u64) {
+    call.swapcache_max_bytes = Some(
+        call.swapcache_max_bytes
+            .map_or(swapcached, |m| m.max(swapcached)),
+    );
+    call.anon_min_bytes = Some(call.anon_min_bytes.map_or(anon, |m| m.min(anon)));
+}
+
 impl Pairer {
+    /// A pairer; `memcg_probe` says whether the shrink_slab kprobe is on.
+    pub fn new(memcg_probe: bool) -> Self {
+        Pairer {
+            memcg_probe,
+            ..Pairer::default()
+        }
+    }
+
+    /// The kernel dropped events: every open call may miss some.
+    pub fn events_lost(&mut self) {
+        for open in self.open.values_mut() {
+            open.call.events_lost = true;
+        }
+    }
+
     /// Feeds one event; returns the call it completes, if any.
     pub fn feed(&mut self, line: TraceLine) -> Option<ReclaimCall> {
+        let ts = line.ts_us;
         match line.event {
             Event::Begin { order, gfp_flags } => {
-                let call = ReclaimCall {
+                let mut call = ReclaimCall {
                     pid: line.pid,
                     comm: line.comm,
-                    begin_us: line.ts_us,
+                    begin_us: ts,
                     gfp_flags,
                     order,
+                    memcgs_visited: self.memcg_probe.then_some(0),
                     ..ReclaimCall::default()
                 };
-                if self.open.insert(line.pid, call).is_some() {
+                // The reading in force when the call began counts too.
+                if let Some((swapcached, anon)) = self.lruvec {
+                    note_lruvec(&mut call, swapcached, anon);
+                }
+                let open = Open {
+                    call,
+                    memcgs: BTreeSet::new(),
+                };
+                if self.open.insert(line.pid, open).is_some() {
                     self.unpaired_begins += 1;
+                }
+                None
+            }
+            Event::Lruvec { swapcached, anon } => {
+                self.lruvec = Some((swapcached, anon));
+                for open in self.open.values_mut() {
+                    note_lruvec(&mut open.call, swapcached, anon);
                 }
                 None
             }
@@ -149,10 +279,18 @@ impl Pairer {
                 priority,
                 file,
             } => {
-                let Some(call) = self.open.get_mut(&line.pid) else {
+                let Some(open) = self.open.get_mut(&line.pid) else {
                     self.shrinks_outside += 1;
                     return None;
                 };
+                let step = open.step(priority, ts);
+                step.reclaimed += nr_reclaimed;
+                if file {
+                    step.file_scanned += nr_scanned;
+                } else {
+                    step.anon_scanned += nr_scanned;
+                }
+                let call = &mut open.call;
                 call.shrink_events += 1;
                 call.min_priority = Some(call.min_priority.map_or(priority, |p| p.min(priority)));
                 if file {
@@ -167,13 +305,47 @@ impl Pairer {
                 }
                 None
             }
+            Event::ShrinkActive {
+                nr_taken,
+                priority,
+                file,
+            } => {
+                if let Some(open) = self.open.get_mut(&line.pid) {
+                    let step = open.step(priority, ts);
+                    if file {
+                        step.file_active_taken += nr_taken;
+                    } else {
+                        step.anon_active_taken += nr_taken;
+                    }
+                }
+                None
+            }
+            Event::Memcg { memcg, priority } => {
+                // Counted only when the probe is known to be on for the
+                // whole session: a partial count would read as a walk.
+                if !self.memcg_probe {
+                    return None;
+                }
+                if let Some(open) = self.open.get_mut(&line.pid) {
+                    // A priority the call reached even where it scanned
+                    // nothing (SCAN_FILE over an empty file LRU).
+                    let call = &mut open.call;
+                    call.min_priority =
+                        Some(call.min_priority.map_or(priority, |p| p.min(priority)));
+                    open.step(priority, ts).memcg_visits += 1;
+                    open.memcgs.insert(memcg);
+                    open.call.memcgs_visited = Some(open.memcgs.len() as u32);
+                }
+                None
+            }
             Event::End { nr_reclaimed } => {
-                let Some(mut call) = self.open.remove(&line.pid) else {
+                let Some(open) = self.open.remove(&line.pid) else {
                     self.orphan_ends += 1;
                     return None;
                 };
+                let mut call = open.call;
                 call.nr_reclaimed = nr_reclaimed;
-                call.latency_us = line.ts_us.saturating_sub(call.begin_us);
+                call.latency_us = ts.saturating_sub(call.begin_us);
                 Some(call)
             }
         }
@@ -262,6 +434,87 @@ mod tests {
         assert_eq!((c.min_priority, c.shrink_events), (Some(0), 3));
         assert_eq!(p.shrinks_outside, 1);
         assert_eq!(p.finish(), (1, 1), "b's begin is open, c's end an orphan");
+    }
+
+    #[test]
+    fn steps_rounds_memcgs_and_lruvec_readings() {
+        let shrink = |ts: &str, n: u32, prio: u32, kind: &str, rec: u32| {
+            format!(" k-9 [000] ..... {ts}: mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned={n} nr_reclaimed={rec} nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=0 nr_unmap_fail=0 priority={prio} flags=RECLAIM_WB_{kind}|RECLAIM_WB_ASYNC\n")
+        };
+        let memcg = |ts: &str, m: &str, prio: u32| {
+            format!(" k-9 [000] d.... {ts}: mmci_memcg: (shrink_slab+0x0/0x1c0) memcg={m} priority={prio}\n")
+        };
+        let mut text = String::new();
+        text += " exe-3 [001] ..... 0.900000: tracing_mark_write: mmci_lruvec swapcached=8192 anon=400000000\n";
+        text += " k-9 [000] ..... 1.000000: mm_vmscan_direct_reclaim_begin: order=0 gfp_flags=GFP_NOIO|__GFP_NOWARN|__GFP_NORETRY|__GFP_NOMEMALLOC\n";
+        text += &shrink("1.000100", 32, 1, "ANON", 0);
+        text += &memcg("1.000200", "0xffff888000100000", 1);
+        text += &memcg("1.000210", "0xffff888000200000", 1);
+        text += " k-9 [000] ..... 1.000300: mm_vmscan_lru_shrink_active: nid=0 nr_taken=16 nr_active=0 nr_deactivated=16 nr_referenced=0 priority=0 flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC\n";
+        text += &shrink("1.000400", 900, 0, "ANON", 0);
+        text += " exe-3 [001] ..... 1.000450: tracing_mark_write: mmci_lruvec swapcached=4096 anon=390000000\n";
+        text += &memcg("1.000500", "0xffff888000200000", 0);
+        // The full-walk retry: back up to priority 12.
+        text += &shrink("1.000600", 4, 12, "FILE", 3);
+        text += &memcg("1.000700", "0xffff888000100000", 12);
+        text += " k-9 [000] ..... 1.000800: mm_vmscan_direct_reclaim_end: nr_reclaimed=3\n";
+        let mut p = Pairer::new(true);
+        let calls: Vec<_> = parse_all(&text)
+            .into_iter()
+            .filter_map(|l| p.feed(l))
+            .collect();
+        assert_eq!(calls.len(), 1);
+        let c = &calls[0];
+        let steps: Vec<_> = c
+            .steps
+            .iter()
+            .map(|s| {
+                (
+                    s.round,
+                    s.priority,
+                    s.anon_scanned,
+                    s.file_scanned,
+                    s.reclaimed,
+                    s.anon_active_taken,
+                    s.memcg_visits,
+                    s.first_us,
+                    s.last_us,
+                )
+            })
+            .collect();
+        assert_eq!(
+            steps,
+            [
+                (1, 1, 32, 0, 0, 0, 2, 1_000_100, 1_000_210),
+                (1, 0, 900, 0, 0, 16, 1, 1_000_300, 1_000_500),
+                (2, 12, 0, 4, 3, 0, 1, 1_000_600, 1_000_700),
+            ]
+        );
+        assert_eq!(c.memcgs_visited, Some(2));
+        assert_eq!(
+            c.swapcache_max_bytes,
+            Some(8192),
+            "the reading in force at begin"
+        );
+        assert_eq!(c.anon_min_bytes, Some(390_000_000));
+        assert_eq!((c.anon_scanned_prio0, c.min_priority), (900, Some(0)));
+        let without_probe = {
+            let mut p = Pairer::default();
+            parse_all(&text)
+                .into_iter()
+                .find_map(|l| p.feed(l))
+                .unwrap()
+        };
+        assert_eq!(without_probe.memcgs_visited, None);
+        assert!(!c.events_lost);
+        let mut p = Pairer::new(true);
+        let mut lines = parse_all(&text).into_iter();
+        p.feed(lines.next().unwrap());
+        p.feed(lines.next().unwrap());
+        p.events_lost();
+        let lost = lines.find_map(|l| p.feed(l)).unwrap();
+        assert!(lost.events_lost, "a call open at a LOST marker is flagged");
+        assert_eq!(lruvec_mark(1, 2), "mmci_lruvec swapcached=1 anon=2");
     }
 
     #[test]

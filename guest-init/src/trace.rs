@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -40,6 +40,31 @@ pub fn start(events: &[&str]) -> io::Result<()> {
         write(&format!("events/{event}/enable"), "1")?;
     }
     write("tracing_on", "1")
+}
+
+/// Adds a kprobe event (kprobe_events syntax, `p:group/name symbol args`);
+/// appending leaves other probes alone.
+pub fn add_kprobe(definition: &str) -> io::Result<()> {
+    let path = format!("{TRACEFS}/kprobe_events");
+    let mut f = OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .map_err(|e| io::Error::new(e.kind(), format!("{path}: {e}")))?;
+    f.write_all(format!("{definition}\n").as_bytes())
+        .map_err(|e| io::Error::new(e.kind(), format!("{path} <- {definition}: {e}")))
+}
+
+/// Writes one line into the trace (it comes out of trace_pipe as a
+/// `tracing_mark_write:` event, in order with the kernel's events).
+pub fn mark(file: &mut std::fs::File, text: &str) -> io::Result<()> {
+    file.write_all(text.as_bytes())
+}
+
+/// trace_marker, opened once for many [`mark`]s.
+pub fn open_marker() -> io::Result<std::fs::File> {
+    OpenOptions::new()
+        .write(true)
+        .open(format!("{TRACEFS}/trace_marker"))
 }
 
 /// Stops tracing (the reader still drains what is buffered).
@@ -103,6 +128,31 @@ pub fn account(totals: &mut BTreeMap<String, ThrottleStat>, event: ThrottleEvent
     stat.usec_delayed_max = stat.usec_delayed_max.max(event.usec_delayed);
 }
 
+/// Makes the calling thread SCHED_FIFO (priority 1): a reader that the
+/// workload starves lets the kernel overwrite events it has not read.
+/// It sleeps whenever the pipe is empty, and the kernel's RT throttling
+/// leaves the other tasks 5% of each CPU in any case.
+pub fn make_realtime() -> io::Result<()> {
+    // musl's sched_param has more (sporadic-server) fields than glibc's.
+    // SAFETY: sched_param is plain integers, valid when zeroed.
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    param.sched_priority = 1;
+    // SAFETY: a valid sched_param; pid 0 is the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Keeps `event`'s lines of tasks other than `comm` only (a tracefs event
+/// filter on the common `comm` field).
+pub fn exclude_comm(event: &str, comm: &str) -> io::Result<()> {
+    write(
+        &format!("events/{event}/filter"),
+        &format!("comm != \"{comm}\""),
+    )
+}
+
 /// Reads trace_pipe on a thread until stopped, then drains it, handing each
 /// complete line to a callback; returns what the callback accumulated.
 pub struct PipeReader<T> {
@@ -113,6 +163,7 @@ pub struct PipeReader<T> {
 impl<T: Send + 'static> PipeReader<T> {
     pub fn start(
         mut state: T,
+        realtime: bool,
         mut on_line: impl FnMut(&mut T, &str) + Send + 'static,
     ) -> io::Result<Self> {
         let mut pipe = OpenOptions::new()
@@ -124,6 +175,11 @@ impl<T: Send + 'static> PipeReader<T> {
         let handle = std::thread::Builder::new()
             .name("trace".into())
             .spawn(move || {
+                if realtime {
+                    if let Err(e) = make_realtime() {
+                        eprintln!("mmci: trace reader stays SCHED_OTHER: {e}");
+                    }
+                }
                 let mut buf = vec![0u8; 1 << 16];
                 let mut pending = Vec::new();
                 loop {
@@ -131,10 +187,18 @@ impl<T: Send + 'static> PipeReader<T> {
                         Ok(0) => std::thread::sleep(Duration::from_millis(20)),
                         Ok(n) => {
                             pending.extend_from_slice(&buf[..n]);
-                            while let Some(pos) = pending.iter().position(|b| *b == b'\n') {
-                                let line: Vec<u8> = pending.drain(..=pos).collect();
-                                on_line(&mut state, String::from_utf8_lossy(&line).trim_end());
+                            // Every complete line, then one drain: draining
+                            // line by line moves the rest of the buffer each
+                            // time, which under TCG was slow enough for the
+                            // kernel to drop events.
+                            let mut start = 0;
+                            while let Some(len) = pending[start..].iter().position(|b| *b == b'\n')
+                            {
+                                let line = &pending[start..start + len];
+                                on_line(&mut state, String::from_utf8_lossy(line).trim_end());
+                                start += len + 1;
                             }
+                            pending.drain(..start);
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                             // Empty pipe: done if asked to stop, else wait for more.
@@ -166,7 +230,7 @@ pub struct ThrottleReader(PipeReader<BTreeMap<String, ThrottleStat>>);
 
 impl ThrottleReader {
     pub fn start() -> io::Result<Self> {
-        PipeReader::start(BTreeMap::new(), |totals, line| {
+        PipeReader::start(BTreeMap::new(), false, |totals, line| {
             if let Some(ev) = parse_throttle_line(line) {
                 account(totals, ev);
             }

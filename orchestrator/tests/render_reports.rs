@@ -351,3 +351,32 @@ fn report_command_writes_files_and_the_job_summary() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--cover-letter /nonexistent/cover"));
 }
+
+/// tests/fixtures/noio-matrix: matrix/noio.yaml run here (base vs the
+/// bundled RFC, scenario B on zram, real runs under TCG; the per-call
+/// records are left out, run.json keeps each run's metrics and its slowest
+/// dm-bufio call). Every renderer shows that call's anatomy per kernel.
+#[test]
+fn scenario_b_anatomy_in_every_report() {
+    let dir = fixture("noio-matrix");
+    let c = analyse_dir(&dir, &Default::default(), &Options::default()).unwrap();
+    assert_eq!(c.noio_anatomy.len(), 2, "base and patched");
+    let base = &c.noio_anatomy[0];
+    assert_eq!(base.variant, "base");
+    let worst = base.worst.as_ref().expect("base has a slowest call");
+    assert!(!worst.rounds.is_empty());
+    assert_eq!(worst.rounds[0].round, 1);
+    let terminal = mmci::report::comparison::render(&c);
+    assert!(terminal.contains("anatomy: "), "{terminal}");
+    let md = recorded_dir("noio-matrix", Format::Markdown, None);
+    assert!(md.contains("### Anatomy of the slowest dm-bufio GFP_NOIO call"));
+    assert!(md.contains("| round | priority | memcg visits |"), "{md}");
+    let mail = recorded_dir("noio-matrix", Format::Email, None);
+    assert_mail_rules(&mail);
+    assert!(mail.contains("round    prio memcgs"), "{mail}");
+    let html = recorded_dir("noio-matrix", Format::Html, None);
+    assert!(html.contains("<h2>Anatomy of the slowest dm-bufio GFP_NOIO call</h2>"));
+    insta::assert_snapshot!("noio_terminal", terminal);
+    insta::assert_snapshot!("noio_markdown", md);
+    insta::assert_snapshot!("noio_email", mail);
+}

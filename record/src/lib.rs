@@ -52,9 +52,8 @@ pub enum Scenario {
     MglruIsolation,
     /// Scenario B of docs/workloads.md: GFP_NOIO direct reclaim from
     /// dm-verity's dm-bufio allocations while an anonymous hog fills memory.
-    /// Always runs the classic LRU (MGLRU off), swap on the disk directly and
-    /// an unlimited hog cgroup; `mglru`, `swap_delay_ms`, `memcg_max_mb`,
-    /// `threads` and `working_set_mb` are scenario A's.
+    /// Always runs the classic LRU (MGLRU off) and an unlimited hog cgroup;
+    /// `mglru`, `memcg_max_mb`, `threads` and `working_set_mb` are scenario A's.
     NoioVerity,
 }
 
@@ -80,6 +79,83 @@ impl fmt::Display for Scenario {
     }
 }
 
+/// Where the guest swaps (job parameter and matrix axis `swap`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SwapBackend {
+    /// No swap.
+    Off,
+    /// The swap disk directly.
+    Disk,
+    /// dm-delay over the swap disk, `swap_delay_ms` on every I/O (0 = the
+    /// disk directly).
+    DmDelay,
+    /// /dev/zram0 (LZ4) of the swap disk's size: writes complete
+    /// synchronously and swap-ins bypass the swap cache, so the swap cache
+    /// stays near zero (scenario B's corner). The disk itself is unused.
+    Zram,
+}
+
+impl SwapBackend {
+    pub const ALL: [SwapBackend; 4] = [
+        SwapBackend::Off,
+        SwapBackend::Disk,
+        SwapBackend::DmDelay,
+        SwapBackend::Zram,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SwapBackend::Off => "off",
+            SwapBackend::Disk => "disk",
+            SwapBackend::DmDelay => "dm-delay",
+            SwapBackend::Zram => "zram",
+        }
+    }
+
+    /// The parameter's textual forms: a backend name, or a boolean (what
+    /// `swap` was before it had backends: y = dm-delay, n = off).
+    pub fn parse(value: &str) -> Option<SwapBackend> {
+        match value {
+            "1" | "y" | "yes" | "true" | "on" => Some(SwapBackend::DmDelay),
+            "0" | "n" | "no" | "false" | "off" => Some(SwapBackend::Off),
+            _ => SwapBackend::ALL.into_iter().find(|b| b.name() == value),
+        }
+    }
+
+    pub fn enabled(self) -> bool {
+        self != SwapBackend::Off
+    }
+}
+
+impl fmt::Display for SwapBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Reads a backend name or, from job files written before backends
+/// existed, a boolean.
+impl<'de> Deserialize<'de> for SwapBackend {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Bool(bool),
+            Name(String),
+        }
+        match Form::deserialize(d)? {
+            Form::Bool(true) => Ok(SwapBackend::DmDelay),
+            Form::Bool(false) => Ok(SwapBackend::Off),
+            Form::Name(n) => SwapBackend::parse(&n).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "swap `{n}` is not one of off, disk, dm-delay, zram"
+                ))
+            }),
+        }
+    }
+}
+
 /// The job description the guest reads from [`JOB_PATH`], optionally
 /// overridden by `mmci.<key>=<value>` on the kernel command line. Fields
 /// missing from the JSON take their defaults (run.json files written before
@@ -97,8 +173,9 @@ pub struct GuestJob {
     pub duration_s: u64,
     /// memory.max of the workload's cgroup in MiB; 0 means no limit. Default: 16.
     pub memcg_max_mb: u64,
-    /// Use the swap disk. Default: true.
-    pub swap: bool,
+    /// Where to swap: off, disk, dm-delay or zram (booleans read as
+    /// dm-delay/off). Default: dm-delay.
+    pub swap: SwapBackend,
     /// dm-delay latency on the swap disk in ms (reads, writes and flushes);
     /// 0 puts swap on the disk directly. Default: 50.
     pub swap_delay_ms: u32,
@@ -141,7 +218,7 @@ impl Default for GuestJob {
             working_set_mb: 48,
             duration_s: 20,
             memcg_max_mb: 16,
-            swap: true,
+            swap: SwapBackend::DmDelay,
             swap_delay_ms: 50,
             mglru: true,
             sample_interval_ms: 10,
@@ -249,7 +326,13 @@ impl GuestJob {
             "working_set_mb" => self.working_set_mb = parse_num(key, value)?,
             "duration_s" => self.duration_s = parse_num(key, value)?,
             "memcg_max_mb" => self.memcg_max_mb = parse_num(key, value)?,
-            "swap" => self.swap = parse_bool(key, value)?,
+            "swap" => {
+                self.swap = SwapBackend::parse(value).ok_or_else(|| ParamError::BadValue {
+                    key: key.to_string(),
+                    value: value.to_string(),
+                    expected: "a swap backend (off, disk, dm-delay, zram)",
+                })?
+            }
             "swap_delay_ms" => self.swap_delay_ms = parse_num(key, value)?,
             "mglru" => self.mglru = parse_bool(key, value)?,
             "sample_interval_ms" => self.sample_interval_ms = parse_num(key, value)?,
@@ -391,6 +474,49 @@ pub struct ReclaimCall {
     pub anon_scanned_prio0: u64,
     /// Its mm_vmscan_lru_shrink_inactive events.
     pub shrink_events: u32,
+    /// Its scanning per reclaim round and priority, in order (below).
+    #[serde(default)]
+    pub steps: Vec<ReclaimStep>,
+    /// Distinct memcgs whose lruvec it shrank (from the shrink_slab kprobe,
+    /// which fires once per memcg visited); None without the probe.
+    #[serde(default)]
+    pub memcgs_visited: Option<u32>,
+    /// The tracked lruvec (the hog's memcg) during the call, from the
+    /// guest's memory.stat readings written into the trace: the most swap
+    /// cache and the least anon, in bytes; None without a reading.
+    #[serde(default)]
+    pub swapcache_max_bytes: Option<u64>,
+    #[serde(default)]
+    pub anon_min_bytes: Option<u64>,
+    /// trace_pipe said `[LOST n EVENTS]` while the call was open: its
+    /// sums may be short and its rounds mis-split.
+    #[serde(default)]
+    pub events_lost: bool,
+}
+
+/// One priority level of one reclaim round of a direct-reclaim call.
+/// do_try_to_free_pages() lowers the priority from 12 to 0 and may start
+/// over with a full memcg walk: a priority that goes up starts a new round.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReclaimStep {
+    /// 1 for the first walk, 2 for the full-walk retry, ...
+    pub round: u32,
+    pub priority: u32,
+    /// nr_scanned of mm_vmscan_lru_shrink_inactive, anon and file LRUs.
+    pub anon_scanned: u64,
+    pub file_scanned: u64,
+    /// nr_reclaimed of those events.
+    pub reclaimed: u64,
+    /// nr_taken of mm_vmscan_lru_shrink_active (folios taken off the
+    /// active lists to deactivate), anon and file.
+    pub anon_active_taken: u64,
+    pub file_active_taken: u64,
+    /// shrink_slab() kprobe hits: memcgs visited at this priority.
+    pub memcg_visits: u32,
+    /// Trace timestamps of its first and last event, in µs.
+    pub first_us: u64,
+    pub last_us: u64,
 }
 
 /// One record streamed by the guest.
@@ -631,6 +757,37 @@ mod tests {
         json.as_object_mut().unwrap().remove("hog_mb");
         let job: GuestJob = serde_json::from_value(json).unwrap();
         assert_eq!(job, GuestJob::default());
+    }
+
+    #[test]
+    fn swap_backends_and_the_old_boolean() {
+        let cases = [
+            ("zram", Some(SwapBackend::Zram)),
+            ("dm-delay", Some(SwapBackend::DmDelay)),
+            ("disk", Some(SwapBackend::Disk)),
+            ("off", Some(SwapBackend::Off)),
+            ("y", Some(SwapBackend::DmDelay)),
+            ("n", Some(SwapBackend::Off)),
+            ("zswap", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(SwapBackend::parse(text), want, "{text}");
+        }
+        let mut json = serde_json::to_value(GuestJob::default()).unwrap();
+        assert_eq!(json["swap"], "dm-delay");
+        for (old, want) in [(true, SwapBackend::DmDelay), (false, SwapBackend::Off)] {
+            json["swap"] = serde_json::json!(old);
+            let job: GuestJob = serde_json::from_value(json.clone()).unwrap();
+            assert_eq!(job.swap, want);
+        }
+        json["swap"] = serde_json::json!("nvme");
+        let err = serde_json::from_value::<GuestJob>(json).unwrap_err();
+        assert!(err.to_string().contains("not one of off, disk"), "{err}");
+        let err = GuestJob::default().set("swap", "nvme").unwrap_err();
+        assert!(
+            err.to_string().contains("off, disk, dm-delay, zram"),
+            "{err}"
+        );
     }
 
     #[test]

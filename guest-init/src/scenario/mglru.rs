@@ -19,8 +19,8 @@ const CGROUP_NAME: &str = "mmci-workload";
 
 pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     setup_step(port, "mglru", || set_lru_gen(job.mglru))?;
-    if job.swap {
-        setup_step(port, "swap", || setup_swap(job.swap_delay_ms))?;
+    if job.swap.enabled() {
+        setup_step(port, "swap", || setup_swap(job.swap, job.swap_delay_ms))?;
     }
     let cg = setup_step(port, "cgroup", || {
         let dir = cgroup::create(CGROUP_NAME, job.memcg_max_mb).stage("cgroup")?;

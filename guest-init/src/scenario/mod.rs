@@ -9,12 +9,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mmci_record::{GuestJob, Phase, Record, Scenario, SWAP_DISK_SERIAL};
+use mmci_record::{GuestJob, Phase, Record, Scenario, SwapBackend, SWAP_DISK_SERIAL};
 
 use crate::blockdev::find_disk;
 use crate::port::RecordPort;
 use crate::step::{Stage, StepError};
-use crate::{dm, procfs, swap, sys};
+use crate::{dm, procfs, swap, sys, zram};
 
 pub(crate) const LRU_GEN: &str = "/sys/kernel/mm/lru_gen/enabled";
 
@@ -56,27 +56,43 @@ pub(crate) fn set_lru_gen(enabled: bool) -> Result<((), String), StepError> {
     Ok(((), format!("enabled={now}")))
 }
 
-pub(crate) fn setup_swap(delay_ms: u32) -> Result<(PathBuf, String), StepError> {
+/// Swap on the job's backend, sized like the swap disk (which zram leaves
+/// unused). `Off` is not a backend: callers skip the step.
+pub(crate) fn setup_swap(
+    backend: SwapBackend,
+    delay_ms: u32,
+) -> Result<(PathBuf, String), StepError> {
     let (name, major, minor, bytes) = find_disk(SWAP_DISK_SERIAL).stage("swap")?;
-    let (device, how) = if delay_ms > 0 {
-        let target = dm::Target {
-            start: 0,
-            length: bytes / 512,
-            kind: "delay".into(),
-            params: dm::delay_params(major, minor, delay_ms),
-        };
-        let node = dm::create_device("mmci-swap-delay", &[target], 0).stage("dm-delay")?;
-        let how = format!(
-            "dm-delay {} over {name} ({major}:{minor}), {} ms",
-            node.display(),
-            delay_ms
-        );
-        (node, how)
-    } else {
-        (
+    let (device, how) = match backend {
+        SwapBackend::Zram => {
+            let (node, how) = zram::setup_swap(bytes).stage("zram")?;
+            return Ok((node, format!("zram: {how}")));
+        }
+        SwapBackend::DmDelay if delay_ms > 0 => {
+            let target = dm::Target {
+                start: 0,
+                length: bytes / 512,
+                kind: "delay".into(),
+                params: dm::delay_params(major, minor, delay_ms),
+            };
+            let node = dm::create_device("mmci-swap-delay", &[target], 0).stage("dm-delay")?;
+            let how = format!(
+                "dm-delay {} over {name} ({major}:{minor}), {} ms",
+                node.display(),
+                delay_ms
+            );
+            (node, how)
+        }
+        SwapBackend::Off => {
+            return Err(StepError {
+                stage: "swap",
+                message: "swap is off".into(),
+            })
+        }
+        SwapBackend::Disk | SwapBackend::DmDelay => (
             PathBuf::from(format!("/dev/{name}")),
             format!("/dev/{name}, no delay"),
-        )
+        ),
     };
     swap::mkswap_and_swapon(&device, bytes).stage("swapon")?;
     Ok((device, format!("{how}, {} MiB", bytes >> 20)))

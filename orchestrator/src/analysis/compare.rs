@@ -275,6 +275,8 @@ pub fn compare(
     let variants = variant_runs(m, runs);
     let splats = splat_findings(plan, runs, &baseline);
     let verdict = verdict(&cells, &variants, &splats);
+    let noio_anatomy =
+        super::anatomy::anatomies(plan, |cell, variant| completed(plan, runs, cell, variant));
     Comparison {
         format: COMPARISON_FORMAT,
         mmci_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -291,6 +293,7 @@ pub fn compare(
         verdict,
         splats,
         series,
+        noio_anatomy,
     }
 }
 

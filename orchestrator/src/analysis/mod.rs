@@ -8,6 +8,7 @@
 //! and keeping the guest's time `series`. Renderers only read the model:
 //! `terminal` here, others later. `text` formats numbers for all of them.
 
+pub mod anatomy;
 pub mod catalog;
 pub mod compare;
 pub mod expect;

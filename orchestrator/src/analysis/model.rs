@@ -95,6 +95,9 @@ pub struct Comparison {
     pub splats: Vec<SplatFinding>,
     /// The guest's time series, per run, for plots.
     pub series: Vec<RunSeries>,
+    /// Scenario B: the slowest dm-bufio call of each cell and kernel.
+    #[serde(default)]
+    pub noio_anatomy: Vec<super::anatomy::NoioAnatomy>,
 }
 
 impl CellComparison {

@@ -255,7 +255,7 @@ fn cell_of(combo: &Combo, sets: &[String], file: &str) -> Result<Cell, MatrixErr
         apply(&mut cell, k, v)
             .map_err(|what| MatrixError::at("command line", None, format!("--set {s}: {what}")))?;
     }
-    if !cell.job.swap {
+    if !cell.job.swap.enabled() {
         cell.swap_mb = 0;
     }
     cell.id = cell_id(&cell);

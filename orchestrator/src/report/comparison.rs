@@ -254,6 +254,32 @@ pub fn render_table_fitted(c: &Comparison, width: Option<usize>) -> String {
     out
 }
 
+/// Scenario B: the slowest dm-bufio call of each cell and kernel, round
+/// by round; empty without scenario B cells.
+pub fn render_anatomy(c: &Comparison) -> String {
+    use crate::analysis::anatomy;
+    let mut out = String::new();
+    for a in &c.noio_anatomy {
+        out.push_str(&format!("anatomy: {}\n", anatomy::heading(a)));
+        let Some(w) = &a.worst else { continue };
+        let mut table = Table::new();
+        table
+            .load_preset(presets::ASCII_FULL_CONDENSED)
+            .set_content_arrangement(ContentArrangement::Disabled)
+            .set_header(anatomy::COLUMNS.to_vec());
+        for row in anatomy::rows(w) {
+            table.add_row(row.to_vec());
+        }
+        for i in 2..7 {
+            if let Some(col) = table.column_mut(i) {
+                col.set_cell_alignment(CellAlignment::Right);
+            }
+        }
+        out.push_str(&format!("{table}\n"));
+    }
+    out
+}
+
 /// The terminal's width: $COLUMNS, else the size of the terminal on
 /// standard output, else (a CI log, a pipe) 100 columns.
 pub fn terminal_width() -> usize {
@@ -350,6 +376,7 @@ pub fn render_fitted(c: &Comparison, width: Option<usize>) -> String {
             ));
         }
     }
+    out.push_str(&render_anatomy(c));
     let v = &c.verdict;
     out.push_str(&format!(
         "verdict: {} ({} expectation(s) passed, {} failed, {} inconclusive)\n",

@@ -306,6 +306,34 @@ pub fn splat_lines(v: &view::View) -> Vec<String> {
     out
 }
 
+/// The anatomy table in fixed columns that fit in [`WIDTH`], with short
+/// headers; no lines without rounds.
+fn anatomy_lines(rows: &[Vec<String>]) -> Vec<String> {
+    if rows.is_empty() {
+        return vec![];
+    }
+    let fmt = |c: &[&str]| {
+        format!(
+            "  {:>5} {:>7} {:>6} {:>10} {:>8} {:>9} {:>9}",
+            c[0], c[1], c[2], c[3], c[4], c[5], c[6]
+        )
+    };
+    let mut out = vec![fmt(&[
+        "round",
+        "prio",
+        "memcgs",
+        "anon scan",
+        "file scan",
+        "reclaimed",
+        "ms",
+    ])];
+    for r in rows.iter().filter(|r| r.len() == 7) {
+        let cells: Vec<&str> = r.iter().map(String::as_str).collect();
+        out.push(fmt(&cells));
+    }
+    out
+}
+
 pub fn render(input: &ReportInput) -> String {
     let v = view::build(input);
     let splats = splat_lines(&v);
@@ -357,6 +385,14 @@ pub fn render(input: &ReportInput) -> String {
             });
         }
     }
+    let anatomy: Vec<EmailTable> = v
+        .anatomy
+        .iter()
+        .map(|a| EmailTable {
+            heading: format!("Anatomy: {}", a.heading),
+            lines: anatomy_lines(&a.rows),
+        })
+        .collect();
     let cover = input.cover_letter.as_deref().map(cover_quote);
     let text = fill(
         "report.email",
@@ -365,6 +401,7 @@ pub fn render(input: &ReportInput) -> String {
             v => v,
             splats => splats,
             tables => tables,
+            anatomy => anatomy,
             cover => cover,
             tested_by => input.tested_by,
             version => env!("CARGO_PKG_VERSION"),

@@ -2,7 +2,7 @@
 //! scenario B's metrics.
 
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
-use mmci_record::{GuestJob, Scenario};
+use mmci_record::{GuestJob, Scenario, SwapBackend};
 
 use crate::results::RunResult;
 use crate::scenario::noio::{ClassStats, NoioMetrics, ANON_TO_FILE_MIN};
@@ -56,16 +56,7 @@ pub fn header(r: &RunResult) -> String {
         out.push_str(&noio_header(r, job));
         return out;
     }
-    let swap = if !job.swap || r.swap_mb == 0 {
-        "no swap".to_string()
-    } else if job.swap_delay_ms > 0 {
-        format!(
-            "swap {} MiB on dm-delay {} ms",
-            r.swap_mb, job.swap_delay_ms
-        )
-    } else {
-        format!("swap {} MiB, no delay", r.swap_mb)
-    };
+    let swap = swap_text(r, job);
     let memcg = if job.memcg_max_mb == 0 {
         "no memcg limit".to_string()
     } else {
@@ -85,8 +76,21 @@ pub fn header(r: &RunResult) -> String {
     out
 }
 
-/// Scenario B's guest and job lines: it always runs MGLRU off, swap on the
-/// disk directly and an unlimited hog cgroup.
+/// `swap 256 MiB on zram`, `swap 256 MiB on dm-delay 50 ms`, `no swap`.
+fn swap_text(r: &RunResult, job: &GuestJob) -> String {
+    match job.swap {
+        _ if !job.swap.enabled() || r.swap_mb == 0 => "no swap".to_string(),
+        SwapBackend::DmDelay if job.swap_delay_ms > 0 => format!(
+            "swap {} MiB on dm-delay {} ms",
+            r.swap_mb, job.swap_delay_ms
+        ),
+        SwapBackend::Zram => format!("swap {} MiB on zram", r.swap_mb),
+        _ => format!("swap {} MiB, no delay", r.swap_mb),
+    }
+}
+
+/// Scenario B's guest and job lines: it always runs MGLRU off and an
+/// unlimited hog cgroup.
 fn noio_header(r: &RunResult, job: &GuestJob) -> String {
     let hog = if job.hog_mb == 0 {
         "MemTotal - 16 MiB".to_string()
@@ -99,12 +103,12 @@ fn noio_header(r: &RunResult, job: &GuestJob) -> String {
         format!("{} reads (at most {} s)", job.reads, job.duration_s)
     };
     format!(
-        "guest:   {}, {} vCPUs, {} MiB, swap {} MiB (no delay), swappiness {}, MGLRU off\n\
+        "guest:   {}, {} vCPUs, {} MiB, {}, swappiness {}, MGLRU off\n\
          job:     {}: hog {hog} ({} threads), dm-verity {} MiB, {} O_DIRECT readers {reads}, dm-bufio cache {} B\n",
         r.arch,
         r.vcpus,
         r.memory_mb,
-        r.swap_mb,
+        swap_text(r, job),
         job.swappiness,
         job.scenario,
         job.hog_threads,
@@ -157,10 +161,20 @@ pub fn noio_rows(m: &NoioMetrics) -> Vec<(String, String)> {
     ));
     rows.push((
         "hog swapcached (start / end)".into(),
+        format!("{} / {}", mib(s.swapcached), mib(p.at_end.swapcached)),
+    ));
+    let k = &m.corner;
+    rows.push((
+        "dm-bufio calls at priority 0".into(),
         format!(
-            "{} / {} (need <= anon/64)",
-            mib(s.swapcached),
-            mib(p.at_end.swapcached)
+            "{}, {} with swapcache < min(anon >> 6, SWAP_CLUSTER_MAX) during the call{}",
+            k.prio0_calls,
+            k.condition_true,
+            if k.unread > 0 {
+                format!(", {} without a reading", k.unread)
+            } else {
+                String::new()
+            }
         ),
     ));
     rows.push((
@@ -227,10 +241,11 @@ pub fn noio_rows(m: &NoioMetrics) -> Vec<(String, String)> {
     rows
 }
 
-/// Scenario B's per-class rows: (what, GFP_NOIO, other).
-pub fn noio_class_rows(m: &NoioMetrics) -> Vec<[String; 3]> {
-    let row =
-        |what: &str, f: &dyn Fn(&ClassStats) -> String| [what.to_string(), f(&m.noio), f(&m.other)];
+/// Scenario B's per-class rows: (what, dm-bufio, other GFP_NOIO, __GFP_IO).
+pub fn noio_class_rows(m: &NoioMetrics) -> Vec<[String; 4]> {
+    let row = |what: &str, f: &dyn Fn(&ClassStats) -> String| {
+        [what.to_string(), f(&m.noio), f(&m.noio_other), f(&m.other)]
+    };
     vec![
         row("calls", &|c| c.calls.to_string()),
         row("latency p50 / p99 / max (ms)", &|c| {
@@ -277,16 +292,60 @@ fn noio_tables(m: &NoioMetrics) -> String {
     calls
         .load_preset(presets::ASCII_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(vec!["direct reclaim", "GFP_NOIO", "other gfp"]);
+        .set_header(vec![
+            "direct reclaim",
+            "dm-bufio GFP_NOIO",
+            "other GFP_NOIO",
+            "with __GFP_IO",
+        ]);
     for r in noio_class_rows(m) {
         calls.add_row(r.to_vec());
     }
-    for col in 1..3 {
+    for col in 1..4 {
         if let Some(c) = calls.column_mut(col) {
             c.set_cell_alignment(CellAlignment::Right);
         }
     }
-    format!("\n{table}\n\n{calls}\n")
+    let worst = match &m.worst {
+        Some(w) => format!("\n{}", worst_call_table(w)),
+        None => String::new(),
+    };
+    format!("\n{table}\n\n{calls}\n{worst}")
+}
+
+/// The slowest dm-bufio call of the run, round by round.
+fn worst_call_table(w: &mmci_record::ReclaimCall) -> String {
+    use crate::analysis::anatomy;
+    let rounds = crate::scenario::noio::rounds(w);
+    let mut t = Table::new();
+    t.load_preset(presets::ASCII_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(anatomy::COLUMNS.to_vec());
+    for r in &rounds {
+        t.add_row(vec![
+            r.round.to_string(),
+            anatomy::priority_range(r),
+            anatomy::opt(r.memcg_visits),
+            r.anon_scanned.to_string(),
+            r.file_scanned.to_string(),
+            r.reclaimed.to_string(),
+            format!("{:.1}", r.ms),
+        ]);
+    }
+    format!(
+        "slowest dm-bufio call: {} ({}), {:.1} ms, reclaimed {}, {} memcg(s), swap cache up to {}{}\n{t}\n",
+        w.comm,
+        w.pid,
+        w.latency_us as f64 / 1000.0,
+        w.nr_reclaimed,
+        anatomy::opt(w.memcgs_visited),
+        anatomy::kib(w.swapcache_max_bytes),
+        if w.events_lost {
+            " (trace events lost during it)"
+        } else {
+            ""
+        }
+    )
 }
 
 fn ms(us: u64) -> String {

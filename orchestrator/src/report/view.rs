@@ -45,6 +45,8 @@ pub struct View {
     pub tables: Vec<TableView>,
     /// Kernel splats: new ones first, then pre-existing ones.
     pub splats: Vec<SplatView>,
+    /// Scenario B: the slowest dm-bufio call of each cell and kernel.
+    pub anatomy: Vec<AnatomyView>,
     pub reproduce: Vec<ReproduceView>,
     pub results_url: Option<String>,
     /// Rows and expectations left out to fit a size limit.
@@ -131,6 +133,30 @@ pub struct SplatView {
     pub first_run: String,
     pub first_variant: String,
     pub excerpt: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct AnatomyView {
+    pub heading: String,
+    pub columns: Vec<String>,
+    /// One per reclaim round; empty without a dm-bufio call.
+    pub rows: Vec<Vec<String>>,
+}
+
+fn anatomy_views(c: &Comparison) -> Vec<AnatomyView> {
+    use crate::analysis::anatomy;
+    c.noio_anatomy
+        .iter()
+        .map(|a| AnatomyView {
+            heading: anatomy::heading(a),
+            columns: anatomy::COLUMNS.iter().map(|s| s.to_string()).collect(),
+            rows: a
+                .worst
+                .as_ref()
+                .map(|w| anatomy::rows(w).into_iter().map(Vec::from).collect())
+                .unwrap_or_default(),
+        })
+        .collect()
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -502,6 +528,7 @@ pub fn build(input: &ReportInput) -> View {
         expectations,
         tables,
         splats,
+        anatomy: anatomy_views(c),
         reproduce,
         results_url: input.results_url.clone(),
         rows_cut: 0,

@@ -225,7 +225,10 @@ mod tests {
             },
         };
         let noio = Record::ReclaimCall(mmci_record::ReclaimCall {
-            gfp_flags: "GFP_NOIO|__GFP_NOWARN".into(),
+            gfp_flags: crate::scenario::noio::DM_BUFIO_GFP.into(),
+            min_priority: Some(0),
+            swapcache_max_bytes: Some(0),
+            anon_min_bytes: Some(400 << 20),
             ..Default::default()
         });
         // No zoneinfo reading under min and no snapshots (so no allocstall).
@@ -243,7 +246,10 @@ mod tests {
         );
         assert!(!c.outcome.retryable());
         let c = classify(&run(vec![hello(), pre(1), done(true)], "", false));
-        assert_eq!(c.reason, "no GFP_NOIO direct-reclaim call");
+        assert_eq!(
+            c.reason,
+            "no dm-bufio direct-reclaim call (GFP_NOIO|__GFP_NOWARN|__GFP_NORETRY|__GFP_NOMEMALLOC)"
+        );
         let c = classify(&run(vec![hello(), noio, pre(1), done(true)], "", false));
         assert_eq!(c.outcome, Outcome::Completed);
     }

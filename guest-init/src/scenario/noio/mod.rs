@@ -134,6 +134,42 @@ fn mem_state(cg: &Path) -> MemState {
     }
 }
 
+/// Writes readings of the hog memcg's swap cache and anon into the trace, so
+/// that each direct-reclaim call can be given the readings taken while it
+/// ran (in trace order: no clocks to match). The memcg's memory.stat is its
+/// lruvec's on this single-node guest; the kernel's own lruvec_page_state()
+/// reads the same flushed counters.
+struct LruvecMarks {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+impl LruvecMarks {
+    fn start(cg: &Path, every: Duration) -> std::io::Result<Self> {
+        let mut marker = trace::open_marker()?;
+        let stat = cg.join("memory.stat");
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("lruvec-marks".into())
+            .spawn(move || {
+                while !flag.load(std::sync::atomic::Ordering::Relaxed) {
+                    let m = scenario::read_map(&stat);
+                    let get = |k: &str| m.get(k).copied().unwrap_or(0);
+                    let line = reclaim_trace::lruvec_mark(get("swapcached"), get("anon"));
+                    let _ = trace::mark(&mut marker, &line);
+                    std::thread::sleep(every);
+                }
+            })?;
+        Ok(LruvecMarks { stop, handle })
+    }
+
+    fn finish(self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let _ = self.handle.join();
+    }
+}
+
 /// What the trace thread keeps while it pairs events.
 struct TraceState {
     port: Arc<RecordPort>,
@@ -149,6 +185,7 @@ impl TraceState {
     fn on_line(&mut self, line: &str) {
         if let Some(n) = reclaim_trace::lost_marker(line) {
             self.lost_markers += n;
+            self.pairer.events_lost();
             return;
         }
         let Some(parsed) = reclaim_trace::parse_line(line) else {
@@ -201,8 +238,14 @@ impl TraceState {
 pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     // The RFC's path is the classic LRU's get_scan_count(): MGLRU off.
     setup_step(port, "mglru", || scenario::set_lru_gen(false))?;
-    // Swap on the disk directly: the hog's swap-out must make progress.
-    setup_step(port, "swap", || scenario::setup_swap(0))?;
+    // The job's swap backend; dm-delay's delay applies only when asked for:
+    // the hog's swap-out must make progress. zram keeps the swap cache near
+    // zero (the RFC's corner), a disk leaves clean swap cache behind.
+    if job.swap.enabled() {
+        setup_step(port, "swap", || {
+            scenario::setup_swap(job.swap, job.swap_delay_ms)
+        })?;
+    }
     setup_step(port, "swappiness", || {
         write_file("/proc/sys/vm/swappiness", &job.swappiness.to_string()).stage("swappiness")?;
         // No swap readahead: the hog's random swap-ins would otherwise fill
@@ -226,13 +269,23 @@ pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         trace::size_buffers(job.trace_buffer_kb).stage("trace")?;
         Ok(((), format!("{} KiB/cpu", job.trace_buffer_kb)))
     })?;
+    // Not fatal: without the probe the calls carry no memcg walk.
+    let memcg_probe = setup_step(port, "memcg-probe", || {
+        Ok(match trace::add_kprobe(reclaim_trace::MEMCG_PROBE) {
+            Ok(()) => (true, reclaim_trace::MEMCG_PROBE.to_string()),
+            Err(e) => (
+                false,
+                format!("unavailable, memcgs visited not recorded: {e}"),
+            ),
+        })
+    })?;
     let cg = setup_step(port, "cgroup", || {
         let dir = cgroup::create(HOG_CGROUP, 0).stage("cgroup")?;
         let detail = format!("{} memory.max=max", dir.display());
         Ok((dir, detail))
     })?;
     let mut hog = setup_step(port, "hog", || start_hog(job, &cg))?;
-    let result = read_under_pressure(job, port, &verity, &cg);
+    let result = read_under_pressure(job, port, &verity, &cg, memcg_probe);
     let _ = hog.kill();
     let _ = hog.wait();
     result
@@ -243,6 +296,7 @@ fn read_under_pressure(
     port: &Arc<RecordPort>,
     verity: &verity_dev::Verity,
     cg: &Path,
+    memcg_probe: bool,
 ) -> Result<(), StepError> {
     setup_step(port, "bufio", || {
         write_file(BUFIO_CACHE, &job.bufio_cache_bytes.to_string()).stage("bufio")?;
@@ -256,18 +310,50 @@ fn read_under_pressure(
         Ok(((), "3".to_string()))
     })?;
     let reader = setup_step(port, "trace", || {
-        trace::start(&reclaim_trace::EVENTS).stage("trace")?;
+        let mut events = reclaim_trace::EVENTS.to_vec();
+        if memcg_probe {
+            events.push(reclaim_trace::MEMCG_PROBE_EVENT);
+        }
+        trace::start(&events).stage("trace")?;
         let state = TraceState {
             port: port.clone(),
-            pairer: reclaim_trace::Pairer::default(),
+            pairer: reclaim_trace::Pairer::new(memcg_probe),
             calls: 0,
             lost_markers: 0,
             raw: HashMap::new(),
             printed_noio: 0,
             printed_other: 0,
         };
-        let reader = trace::PipeReader::start(state, |s, line| s.on_line(line)).stage("trace")?;
-        Ok((reader, reclaim_trace::EVENTS.join(", ")))
+        // kswapd's scanning is no call's: leave it out of the buffer, which
+        // the calls' own priority-0 passes fill fast enough.
+        let mut filtered = vec![];
+        for event in &events[2..] {
+            if trace::exclude_comm(event, "kswapd0").is_ok() {
+                filtered.push(*event);
+            }
+        }
+        let reader =
+            trace::PipeReader::start(state, true, |s, line| s.on_line(line)).stage("trace")?;
+        Ok((
+            reader,
+            format!(
+                "{}; kswapd0 filtered out of {}; reader SCHED_FIFO",
+                events.join(", "),
+                filtered.len()
+            ),
+        ))
+    })?;
+    let marks = setup_step(port, "lruvec-marks", || {
+        let every = Duration::from_millis(job.sample_interval_ms.max(1));
+        let marks = LruvecMarks::start(cg, every).stage("lruvec-marks")?;
+        Ok((
+            marks,
+            format!(
+                "{}/memory.stat swapcached and anon into trace_marker every {} ms",
+                cg.display(),
+                every.as_millis()
+            ),
+        ))
     })?;
     let at_start = mem_state(cg);
     port.send(scenario::snapshot(Phase::Before, cg));
@@ -283,6 +369,7 @@ fn read_under_pressure(
     )
     .stage("reader")?;
     let watermark = watermarks.finish();
+    marks.finish();
     let at_end = mem_state(cg);
     port.send(scenario::snapshot(Phase::After, cg));
 

@@ -1,22 +1,117 @@
 //! Scenario B's metrics, derived from one run's records: the direct-reclaim
-//! calls aggregated per gfp class (GFP_NOIO, the RFC's case, against every
-//! other call as a control), the counters around the reads, and the verdict
-//! on the preconditions (a run where they did not hold is "not reproduced").
+//! calls aggregated per gfp class (dm-bufio's GFP_NOIO allocation, the
+//! RFC's case; other GFP_NOIO calls such as zram's; every call with
+//! __GFP_IO as a control), the counters around the reads, the anatomy of
+//! the slowest dm-bufio call, and the verdict on the preconditions (a run
+//! that never reached the RFC's corner is "not reproduced").
 
 use mmci_record::{MemState, Phase, ReclaimCall, Record, WatermarkStat};
 use serde::{Deserialize, Serialize};
 
-/// The gfp class the RFC is about: dm-bufio's GFP_NOIO|__GFP_NORETRY|...
+/// dm-bufio's allocation (drivers/md/dm-bufio.c, after its GFP_NOWAIT
+/// try), as mm_vmscan_direct_reclaim_begin prints it: the RFC's case,
+/// matched whole.
+pub const DM_BUFIO_GFP: &str = "GFP_NOIO|__GFP_NOWARN|__GFP_NORETRY|__GFP_NOMEMALLOC";
+
+/// Every gfp string of a context without __GFP_IO starts so.
 pub const NOIO_PREFIX: &str = "GFP_NOIO";
+
+/// SWAP_CLUSTER_MAX (include/linux/swap.h) in bytes of 4 KiB pages: the
+/// RFC's absolute bound on the lruvec's swap cache.
+pub const SWAP_CLUSTER_MAX_BYTES: u64 = 32 * 4096;
+
+/// Which class a call's gfp string is in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GfpClass {
+    DmBufio,
+    OtherNoio,
+    Io,
+}
+
+pub fn gfp_class(gfp: &str) -> GfpClass {
+    if gfp == DM_BUFIO_GFP {
+        GfpClass::DmBufio
+    } else if gfp.starts_with(NOIO_PREFIX) {
+        GfpClass::OtherNoio
+    } else {
+        GfpClass::Io
+    }
+}
+
+/// The lowest priority a call reached: of its shrink events, and of its
+/// memcg visits (the shrink_slab kprobe fires at every priority, also where
+/// nothing was scanned, as under the RFC at priority 0 with no file LRU).
+pub fn lowest_priority(call: &ReclaimCall) -> Option<u32> {
+    call.steps
+        .iter()
+        .map(|s| s.priority)
+        .chain(call.min_priority)
+        .min()
+}
+
+/// The RFC's condition, as this call saw it: it reached priority 0 and
+/// the tracked lruvec's swap cache stayed below min(anon >> 6,
+/// SWAP_CLUSTER_MAX) throughout (the most swap cache against the least
+/// anon read while it ran). None without a reading during the call.
+pub fn in_corner(call: &ReclaimCall) -> Option<bool> {
+    let (swapcache, anon) = (call.swapcache_max_bytes?, call.anon_min_bytes?);
+    Some(lowest_priority(call) == Some(0) && swapcache < (anon >> 6).min(SWAP_CLUSTER_MAX_BYTES))
+}
+
+/// One reclaim round of a call, as the RFC's anatomy table shows it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RoundAnatomy {
+    pub round: u32,
+    /// The first (highest) and last (lowest) priority of the round.
+    pub priority_from: u32,
+    pub priority_to: u32,
+    /// memcg lruvec passes (shrink_slab kprobe hits); None without the probe.
+    pub memcg_visits: Option<u32>,
+    pub anon_scanned: u64,
+    pub file_scanned: u64,
+    pub reclaimed: u64,
+    /// First to last event of the round.
+    pub ms: f64,
+}
+
+/// The call's steps grouped by round.
+pub fn rounds(call: &ReclaimCall) -> Vec<RoundAnatomy> {
+    let mut out: Vec<(RoundAnatomy, u64, u64)> = vec![];
+    for s in &call.steps {
+        if out.last().is_none_or(|(r, _, _)| r.round != s.round) {
+            out.push((
+                RoundAnatomy {
+                    round: s.round,
+                    priority_from: s.priority,
+                    priority_to: s.priority,
+                    memcg_visits: call.memcgs_visited.map(|_| 0),
+                    ..RoundAnatomy::default()
+                },
+                s.first_us,
+                s.last_us,
+            ));
+        }
+        let (r, _, last) = out.last_mut().expect("pushed");
+        r.priority_from = r.priority_from.max(s.priority);
+        r.priority_to = r.priority_to.min(s.priority);
+        if let Some(v) = &mut r.memcg_visits {
+            *v += s.memcg_visits;
+        }
+        r.anon_scanned += s.anon_scanned;
+        r.file_scanned += s.file_scanned;
+        r.reclaimed += s.reclaimed;
+        *last = (*last).max(s.last_us);
+    }
+    out.into_iter()
+        .map(|(mut r, first, last)| {
+            r.ms = last.saturating_sub(first) as f64 / 1000.0;
+            r
+        })
+        .collect()
+}
 
 /// "inactive_anon >> inactive_file": at least this many times more.
 pub const ANON_TO_FILE_MIN: u64 = 8;
-
-/// "small swapcache": at most anon >> 6, the RFC's own ratio. Against all of
-/// the hog's anon, not only the inactive part: how much of the hog sits on
-/// the inactive list swings with the activations of its random writes
-/// (67 to 415 MiB of 475 in two runs), its size does not.
-pub const SWAPCACHE_SHIFT: u32 = 6;
 
 /// Direct-reclaim calls of one gfp class.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -63,7 +158,7 @@ pub fn class_stats<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Clas
         s.calls += 1;
         latencies.push(c.latency_us);
         s.zero_reclaimed += u64::from(c.nr_reclaimed == 0);
-        if let Some(p) = c.min_priority {
+        if let Some(p) = lowest_priority(c) {
             s.min_priority = Some(s.min_priority.map_or(p, |m| m.min(p)));
         }
         s.anon_scanned += c.anon_scanned;
@@ -88,6 +183,39 @@ pub struct Preconditions {
     pub watermark: WatermarkStat,
 }
 
+/// The RFC's corner over a run's dm-bufio calls.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Corner {
+    /// dm-bufio calls that reached priority 0.
+    pub prio0_calls: u64,
+    /// Those during which the swap cache condition held.
+    pub condition_true: u64,
+    /// Those without a swap cache reading (no verdict on them).
+    pub unread: u64,
+    /// The least swap cache headroom seen at priority 0 (bytes): the
+    /// largest swap cache reading of a priority-0 call.
+    pub swapcache_max_bytes: Option<u64>,
+}
+
+pub fn corner<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Corner {
+    let mut c = Corner::default();
+    for call in calls {
+        if lowest_priority(call) != Some(0) {
+            continue;
+        }
+        c.prio0_calls += 1;
+        match in_corner(call) {
+            Some(true) => c.condition_true += 1,
+            Some(false) => {}
+            None => c.unread += 1,
+        }
+        if let Some(b) = call.swapcache_max_bytes {
+            c.swapcache_max_bytes = Some(c.swapcache_max_bytes.map_or(b, |m| m.max(b)));
+        }
+    }
+    c
+}
+
 /// Why the run does not reproduce scenario B's case; empty when it does.
 ///
 /// Free memory under the min watermark is seen two ways: /proc/zoneinfo
@@ -95,7 +223,12 @@ pub struct Preconditions {
 /// the allocator enters direct reclaim only after get_page_from_freelist()
 /// failed at the min watermark (ALLOC_WMARK_MIN), so a direct-reclaim
 /// stall is the kernel's own word that a zone was under min.
-pub fn failed_preconditions(p: &Preconditions, noio_calls: u64, allocstall: u64) -> Vec<String> {
+pub fn failed_preconditions(
+    p: &Preconditions,
+    noio_calls: u64,
+    allocstall: u64,
+    corner: &Corner,
+) -> Vec<String> {
     let mut failed = Vec::new();
     let s = &p.at_start;
     let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64);
@@ -117,11 +250,18 @@ pub fn failed_preconditions(p: &Preconditions, noio_calls: u64, allocstall: u64)
             mib(s.inactive_file)
         ));
     }
-    if s.swapcached > s.anon >> SWAPCACHE_SHIFT {
+    // The RFC's own condition, per call, replaces a look at the start.
+    if noio_calls > 0 && corner.prio0_calls == 0 {
+        failed.push("no dm-bufio GFP_NOIO call reached priority 0".into());
+    } else if corner.prio0_calls > 0 && corner.condition_true == 0 {
         failed.push(format!(
-            "swapcache {} is above anon/64 ({})",
-            mib(s.swapcached),
-            mib(s.anon >> SWAPCACHE_SHIFT)
+            "no dm-bufio call at priority 0 had swapcache < min(anon >> 6, SWAP_CLUSTER_MAX) \
+             ({} calls, {} without a reading, swap cache up to {})",
+            corner.prio0_calls,
+            corner.unread,
+            corner
+                .swapcache_max_bytes
+                .map_or("-".to_string(), |b| format!("{} KiB", b >> 10))
         ));
     }
     if p.watermark.below_min == 0 && allocstall == 0 {
@@ -134,17 +274,26 @@ pub fn failed_preconditions(p: &Preconditions, noio_calls: u64, allocstall: u64)
         ));
     }
     if noio_calls == 0 {
-        failed.push("no GFP_NOIO direct-reclaim call".into());
+        failed.push(format!("no dm-bufio direct-reclaim call ({DM_BUFIO_GFP})"));
     }
     failed
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NoioMetrics {
-    /// Calls with gfp flags starting with GFP_NOIO.
+    /// dm-bufio's calls ([`DM_BUFIO_GFP`]).
     pub noio: ClassStats,
-    /// Every other direct-reclaim call (the hog's page faults mostly).
+    /// Other calls without __GFP_IO (zram's own allocations, ...).
+    #[serde(default)]
+    pub noio_other: ClassStats,
+    /// Every call with __GFP_IO (the hog's page faults mostly): the control.
     pub other: ClassStats,
+    /// The RFC's corner over the dm-bufio calls.
+    #[serde(default)]
+    pub corner: Corner,
+    /// The slowest dm-bufio call, whole.
+    #[serde(default)]
+    pub worst: Option<ReclaimCall>,
     pub unpaired_begins: u64,
     pub orphan_ends: u64,
     pub lost_events: u64,
@@ -233,8 +382,24 @@ pub fn noio_metrics(records: &[Record]) -> Option<NoioMetrics> {
         Record::ReclaimCall(c) => Some(c),
         _ => None,
     });
-    let (noio, other): (Vec<_>, Vec<_>) = calls.partition(|c| c.gfp_flags.starts_with(NOIO_PREFIX));
+    let (mut noio, mut noio_other, mut other) = (vec![], vec![], vec![]);
+    for c in calls {
+        match gfp_class(&c.gfp_flags) {
+            GfpClass::DmBufio => noio.push(c),
+            GfpClass::OtherNoio => noio_other.push(c),
+            GfpClass::Io => other.push(c),
+        }
+    }
+    m.corner = corner(noio.iter().copied());
+    // A call that lost trace events has short sums and mis-split rounds:
+    // the anatomy shows the slowest complete one when there is one.
+    m.worst = noio
+        .iter()
+        .copied()
+        .max_by_key(|c| (!c.events_lost, c.latency_us))
+        .cloned();
     m.noio = class_stats(noio);
+    m.noio_other = class_stats(noio_other);
     m.other = class_stats(other);
     if let (Some(b), Some(a)) = (before, after) {
         m.allocstall = a
@@ -249,7 +414,8 @@ pub fn noio_metrics(records: &[Record]) -> Option<NoioMetrics> {
         m.pswpin = delta(b, a, "pswpin");
         m.pswpout = delta(b, a, "pswpout");
     }
-    m.not_reproduced = failed_preconditions(&m.preconditions, m.noio.calls, m.allocstall);
+    m.not_reproduced =
+        failed_preconditions(&m.preconditions, m.noio.calls, m.allocstall, &m.corner);
     Some(m)
 }
 
@@ -337,17 +503,141 @@ mod tests {
         }
     }
 
+    fn cornered() -> Corner {
+        Corner {
+            prio0_calls: 3,
+            condition_true: 2,
+            unread: 0,
+            swapcache_max_bytes: Some(8192),
+        }
+    }
+
     #[test]
     fn preconditions_that_hold() {
-        assert!(failed_preconditions(&held(), 2, 5).is_empty());
+        assert!(failed_preconditions(&held(), 2, 5, &cornered()).is_empty());
         assert_eq!(
-            failed_preconditions(&held(), 0, 5),
-            ["no GFP_NOIO direct-reclaim call"]
+            failed_preconditions(&held(), 0, 5, &Corner::default()),
+            ["no dm-bufio direct-reclaim call (GFP_NOIO|__GFP_NOWARN|__GFP_NORETRY|__GFP_NOMEMALLOC)"]
         );
         // A dip the zoneinfo readings missed still shows as a direct-reclaim stall.
         let mut missed = held();
         missed.watermark.below_min = 0;
-        assert!(failed_preconditions(&missed, 2, 5).is_empty());
+        assert!(failed_preconditions(&missed, 2, 5, &cornered()).is_empty());
+        assert_eq!(
+            failed_preconditions(&held(), 2, 5, &Corner::default()),
+            ["no dm-bufio GFP_NOIO call reached priority 0"]
+        );
+    }
+
+    #[test]
+    fn gfp_classes_match_dm_bufio_whole() {
+        let cases = [
+            (DM_BUFIO_GFP, GfpClass::DmBufio),
+            ("GFP_NOIO|__GFP_NOWARN|__GFP_NORETRY", GfpClass::OtherNoio),
+            ("GFP_NOIO|__GFP_HIGHMEM|__GFP_MOVABLE", GfpClass::OtherNoio),
+            ("GFP_NOIO", GfpClass::OtherNoio),
+            ("GFP_HIGHUSER_MOVABLE", GfpClass::Io),
+            ("GFP_NOFS|__GFP_NOWARN", GfpClass::Io),
+        ];
+        for (gfp, want) in cases {
+            assert_eq!(gfp_class(gfp), want, "{gfp}");
+        }
+    }
+
+    #[test]
+    fn the_rfc_condition_per_call() {
+        let c = |prio: Option<u32>, swapcache: Option<u64>, anon: u64| ReclaimCall {
+            min_priority: prio,
+            swapcache_max_bytes: swapcache,
+            anon_min_bytes: Some(anon),
+            ..ReclaimCall::default()
+        };
+        let big = 400 << 20;
+        let cases = [
+            // Below SWAP_CLUSTER_MAX pages, however large anon is.
+            (c(Some(0), Some(0), big), Some(true)),
+            (c(Some(0), Some(127 << 10), big), Some(true)),
+            (c(Some(0), Some(128 << 10), big), Some(false)),
+            // anon >> 6 is the bound when anon is small: 64 KiB of 4 MiB.
+            (c(Some(0), Some(60 << 10), 4 << 20), Some(true)),
+            (c(Some(0), Some(64 << 10), 4 << 20), Some(false)),
+            (c(Some(1), Some(0), big), Some(false)),
+            (c(None, Some(0), big), Some(false)),
+            (c(Some(0), None, big), None),
+            // Priority 0 seen only through a memcg visit (nothing scanned).
+            (
+                ReclaimCall {
+                    steps: vec![mmci_record::ReclaimStep {
+                        priority: 0,
+                        memcg_visits: 2,
+                        ..Default::default()
+                    }],
+                    ..c(Some(1), Some(0), big)
+                },
+                Some(true),
+            ),
+        ];
+        for (i, (call, want)) in cases.iter().enumerate() {
+            assert_eq!(in_corner(call), *want, "case {i}");
+        }
+        let k = corner(cases.iter().map(|(c, _)| c));
+        assert_eq!((k.prio0_calls, k.condition_true, k.unread), (7, 4, 1));
+        assert_eq!(k.swapcache_max_bytes, Some(128 << 10));
+    }
+
+    #[test]
+    fn rounds_of_a_call() {
+        let step = |round, priority, anon, file, reclaimed, visits, first_us, last_us| {
+            mmci_record::ReclaimStep {
+                round,
+                priority,
+                anon_scanned: anon,
+                file_scanned: file,
+                reclaimed,
+                memcg_visits: visits,
+                first_us,
+                last_us,
+                ..mmci_record::ReclaimStep::default()
+            }
+        };
+        let call = ReclaimCall {
+            memcgs_visited: Some(2),
+            steps: vec![
+                step(1, 12, 32, 0, 0, 1, 1000, 1100),
+                step(1, 1, 64, 0, 0, 2, 1200, 1300),
+                step(1, 0, 93000, 0, 0, 2, 1400, 169_400),
+                step(2, 12, 0, 68, 68, 2, 170_000, 172_400),
+            ],
+            ..ReclaimCall::default()
+        };
+        let got: Vec<_> = rounds(&call)
+            .into_iter()
+            .map(|r| {
+                (
+                    r.round,
+                    r.priority_from,
+                    r.priority_to,
+                    r.memcg_visits,
+                    r.anon_scanned,
+                    r.file_scanned,
+                    r.reclaimed,
+                    r.ms,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                (1, 12, 0, Some(5), 93096, 0, 0, 168.4),
+                (2, 12, 12, Some(2), 0, 68, 68, 2.4),
+            ]
+        );
+        let no_probe = ReclaimCall {
+            steps: call.steps.clone(),
+            ..ReclaimCall::default()
+        };
+        assert!(rounds(&no_probe).iter().all(|r| r.memcg_visits.is_none()));
+        assert!(rounds(&ReclaimCall::default()).is_empty());
     }
 
     #[test]
@@ -356,10 +646,15 @@ mod tests {
         p.lru_gen = "0x0007".into();
         p.swappiness = 0;
         p.at_start.inactive_file = 100 << 20;
-        p.at_start.swapcached = 10 << 20;
         p.at_end.swap_free_kb = 0;
         p.watermark.below_min = 0;
-        let failed = failed_preconditions(&p, 1, 0);
+        let hot = Corner {
+            prio0_calls: 4,
+            condition_true: 0,
+            unread: 1,
+            swapcache_max_bytes: Some(5 << 20),
+        };
+        let failed = failed_preconditions(&p, 1, 0, &hot);
         assert_eq!(
             failed,
             [
@@ -367,12 +662,12 @@ mod tests {
                 "vm.swappiness was 0",
                 "swap was full",
                 "inactive_anon 300.0 MiB is not 8x inactive_file 100.0 MiB",
-                "swapcache 10.0 MiB is above anon/64 (6.2 MiB)",
+                "no dm-bufio call at priority 0 had swapcache < min(anon >> 6, SWAP_CLUSTER_MAX) (4 calls, 1 without a reading, swap cache up to 5120 KiB)",
                 "free memory never went under the min watermark (100 readings, lowest margin -20 pages, no allocstall)",
             ]
         );
         p.at_start.swap_total_kb = 0;
-        assert!(failed_preconditions(&p, 1, 0).contains(&"no swap".to_string()));
+        assert!(failed_preconditions(&p, 1, 0, &hot).contains(&"no swap".to_string()));
     }
 
     #[test]
@@ -399,7 +694,13 @@ mod tests {
                     ("pgscan_direct", 100),
                 ],
             ),
-            Record::ReclaimCall(call("GFP_NOIO|__GFP_NORETRY", 5000, 0, Some(0), 9000, 8000)),
+            Record::ReclaimCall(ReclaimCall {
+                swapcache_max_bytes: Some(0),
+                anon_min_bytes: Some(400 << 20),
+                ..call(DM_BUFIO_GFP, 5000, 0, Some(0), 9000, 8000)
+            }),
+            Record::ReclaimCall(call(DM_BUFIO_GFP, 300, 3, Some(11), 10, 0)),
+            Record::ReclaimCall(call("GFP_NOIO|__GFP_HIGHMEM", 700, 0, Some(0), 50, 40)),
             Record::ReclaimCall(call("GFP_HIGHUSER_MOVABLE", 800, 32, Some(12), 32, 0)),
             snap(
                 Phase::After,
@@ -431,13 +732,25 @@ mod tests {
         ];
         let m = noio_metrics(&records).unwrap();
         assert!(m.reproduced(), "{:?}", m.not_reproduced);
-        assert_eq!((m.noio.calls, m.other.calls), (1, 1));
+        assert_eq!((m.noio.calls, m.noio_other.calls, m.other.calls), (2, 1, 1));
         assert_eq!(m.noio.anon_scanned_prio0, 8000);
+        assert_eq!((m.corner.prio0_calls, m.corner.condition_true), (1, 1));
+        assert_eq!(m.worst.as_ref().map(|c| c.latency_us), Some(5000));
+        let mut lossy = records.clone();
+        if let Record::ReclaimCall(c) = &mut lossy[1] {
+            c.events_lost = true;
+        }
+        let m = noio_metrics(&lossy).unwrap();
+        assert_eq!(
+            m.worst.as_ref().map(|c| c.latency_us),
+            Some(300),
+            "the slowest call with all its events"
+        );
         assert_eq!(m.other.min_priority, Some(12));
         assert_eq!((m.allocstall, m.pgscan_direct), (5, 9000));
         assert_eq!((m.reads, m.orphan_ends), (1000, 1));
         assert!(
-            noio_metrics(&records[..4]).is_none(),
+            noio_metrics(&records[..6]).is_none(),
             "no verdict before the preconditions"
         );
     }
