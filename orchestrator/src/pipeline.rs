@@ -91,10 +91,75 @@ pub fn variant_sources(
                     series: pw.series,
                 });
             }
+            // `--revision` belongs to the command line's series; a matrix
+            // kernel's series has its own `revision:`.
+            s.series_revision = v.revision;
             if v.from_command_line {
                 s.series = cli_series.cloned();
+                s.series_revision = base.series_revision;
             }
             (v.name.clone(), s)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::plan::Variant;
+
+    fn plan_with(variants: Vec<Variant>) -> Plan {
+        let mut plan = crate::matrix::plan::from_text(
+            "axes:\n  threads: [1]\n",
+            "m.yaml",
+            std::path::Path::new("."),
+            &Default::default(),
+        )
+        .unwrap();
+        plan.variants = variants;
+        plan
+    }
+
+    #[test]
+    fn each_variant_keeps_its_own_revision() {
+        let series = |name: &str, revision| Variant {
+            name: name.into(),
+            series: Some("t.mbox".into()),
+            revision,
+            ..Variant::base()
+        };
+        let cli = Variant {
+            name: "patched".into(),
+            from_command_line: true,
+            ..Variant::base()
+        };
+        let plan = plan_with(vec![
+            Variant::base(),
+            series("v1", Some(1)),
+            series("v2", None),
+            cli,
+        ]);
+        // `--revision 3` on the command line: only for its own series.
+        let base = KernelSource {
+            series_revision: Some(3),
+            ..KernelSource::bundled()
+        };
+        let cli_series = SeriesSource::from_path(std::path::Path::new("cli.mbox"));
+        let sources = variant_sources(&plan, &base, &Endpoints::default(), Some(&cli_series));
+        let revisions: Vec<(&str, Option<u32>)> = ["base", "v1", "v2", "patched"]
+            .iter()
+            .map(|n| (*n, sources[*n].series_revision))
+            .collect();
+        assert_eq!(
+            revisions,
+            [
+                ("base", None),
+                ("v1", Some(1)),
+                ("v2", None),
+                ("patched", Some(3))
+            ]
+        );
+        assert!(sources["base"].series.is_none());
+        assert!(sources["v1"].series.is_some());
+    }
 }

@@ -82,6 +82,10 @@ pub struct KernelEntry {
     /// Branch, tag or commit of `tree`.
     #[serde(default, rename = "ref")]
     pub git_ref: Option<String>,
+    /// Revision N of the series (`series` or `lore`) instead of the newest
+    /// complete one, as `--revision N`: a thread's v1 and v2 side by side.
+    #[serde(default)]
+    pub revision: Option<u32>,
 }
 
 /// A scalar as written in YAML: `64`, `true`, `x86_64`.

@@ -87,6 +87,9 @@ pub struct Variant {
     /// `--github-pr`); `series`/`lore` then only describe it.
     #[serde(default)]
     pub from_command_line: bool,
+    /// Revision N of the series instead of the newest complete one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u32>,
 }
 
 impl Variant {
@@ -101,6 +104,7 @@ impl Variant {
             git_ref: None,
             image: None,
             from_command_line: false,
+            revision: None,
         }
     }
 
@@ -115,11 +119,15 @@ impl Variant {
             (Some(t), None) => parts.push(format!("tree {t}")),
             _ => {}
         }
+        let revision = self
+            .revision
+            .map(|n| format!(" (v{n})"))
+            .unwrap_or_default();
         if let Some(s) = &self.series {
-            parts.push(format!("series {}", s.display()));
+            parts.push(format!("series {}{revision}", s.display()));
         }
         if let Some(l) = &self.lore {
-            parts.push(format!("lore {l}"));
+            parts.push(format!("lore {l}{revision}"));
         }
         if let Some(pr) = &self.github_pr {
             parts.push(format!("pull request {pr}"));
@@ -369,6 +377,29 @@ fn resolve_variant(
         }),
         None => None,
     };
+    match entry.revision {
+        Some(0) => {
+            return Err(MatrixError::at(
+                file,
+                Some(pos),
+                format!(
+                    "kernel `{}`: revision 0: revisions count from 1 (v1 is the first posting)",
+                    entry.name
+                ),
+            ))
+        }
+        Some(_) if entry.series.is_none() && entry.lore.is_none() => {
+            return Err(MatrixError::at(
+                file,
+                Some(pos),
+                format!(
+                    "kernel `{}`: `revision` picks a revision of a thread: give it with `series` or `lore`",
+                    entry.name
+                ),
+            ))
+        }
+        _ => {}
+    }
     if entry.git_ref.is_some() && entry.tree.is_none() {
         return Err(MatrixError::at(
             file,
@@ -405,6 +436,7 @@ fn resolve_variant(
         git_ref: entry.git_ref.clone(),
         image: None,
         from_command_line: false,
+        revision: entry.revision,
     })
 }
 
@@ -651,6 +683,9 @@ impl Plan {
                 if let Some(pw) = &v.patchwork {
                     j["patchwork"] = serde_json::json!(pw);
                 }
+                if let Some(n) = v.revision {
+                    j["revision"] = serde_json::json!(n);
+                }
                 j
             }).collect::<Vec<_>>(),
             "repeats": self.repeats,
@@ -849,6 +884,65 @@ repeats: 3
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("m.yaml: line 3"), "{e}");
+    }
+
+    #[test]
+    fn kernel_revisions() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.mbox"), "").unwrap();
+        let plan = |kernels: &str| {
+            from_text(
+                &format!("axes:\n  threads: [1]\nkernels:\n{kernels}"),
+                "m.yaml",
+                dir.path(),
+                &Overrides::default(),
+            )
+        };
+        // (kernels:, the error or the revisions of the variants)
+        let cases: &[(&str, Result<&[Option<u32>], &str>)] = &[
+            (
+                "  - name: base\n  - name: v1\n    series: t.mbox\n    revision: 1\n  - name: v2\n    series: t.mbox\n",
+                Ok(&[None, Some(1), None]),
+            ),
+            (
+                "  - name: base\n  - name: v3\n    lore: x@y\n    revision: 3\n",
+                Ok(&[None, Some(3)]),
+            ),
+            (
+                "  - name: base\n  - name: v0\n    series: t.mbox\n    revision: 0\n",
+                Err("line 5 column 5: kernel `v0`: revision 0: revisions count from 1"),
+            ),
+            (
+                "  - name: base\n    revision: 2\n",
+                Err("line 4 column 5: kernel `base`: `revision` picks a revision of a thread: give it with `series` or `lore`"),
+            ),
+            (
+                "  - name: base\n  - name: v1\n    series: t.mbox\n    revision: one\n",
+                Err("line 7"),
+            ),
+        ];
+        for (kernels, want) in cases {
+            match (plan(kernels), want) {
+                (Ok(p), Ok(revs)) => assert_eq!(
+                    p.variants.iter().map(|v| v.revision).collect::<Vec<_>>(),
+                    *revs,
+                    "{kernels}"
+                ),
+                (Err(e), Err(w)) => assert!(e.to_string().contains(w), "{kernels}: {e}"),
+                (got, want) => panic!("{kernels}: got {got:?}, want {want:?}"),
+            }
+        }
+        // The revision is part of what the plan runs, and of how a report
+        // names the kernel.
+        let one =
+            plan("  - name: base\n  - name: p\n    series: t.mbox\n    revision: 1\n").unwrap();
+        let newest = plan("  - name: base\n  - name: p\n    series: t.mbox\n").unwrap();
+        assert_ne!(one.fingerprint(), newest.fingerprint());
+        assert!(
+            one.variants[1].describe().ends_with("t.mbox (v1)"),
+            "{}",
+            one.variants[1].describe()
+        );
     }
 
     #[test]
