@@ -48,6 +48,29 @@ pub fn strip_timestamp(line: &str) -> &str {
     }
 }
 
+/// RCU's own diagnosis that a timer never fired (kernel/rcu/tree_stall.h):
+/// `rcu_sched kthread timer wakeup didn't happen for 5251 jiffies!`, with
+/// `Possible timer handling issue on cpu=1`. Seen during boot under TCG when
+/// the host is too busy to run a vCPU thread for tens of seconds: the kernel
+/// waits for a timer interrupt the emulator never delivers, and PID 1 never
+/// starts. A kernel that breaks its own timers shows the same, but an mm
+/// series does not touch them; the run is retried as an infra failure and
+/// its console kept, rather than blamed on the kernel as a boot failure.
+fn starved_timer(console: &str) -> Option<String> {
+    console
+        .lines()
+        .map(strip_timestamp)
+        .find(|l| l.contains("kthread timer wakeup didn't happen"))
+        .map(|l| {
+            let l = l.trim_start_matches("rcu: ");
+            l.split(" g")
+                .next()
+                .unwrap_or(l)
+                .trim_end_matches('!')
+                .to_string()
+        })
+}
+
 pub fn classify(run: &VmRun) -> Classification {
     let result = |outcome, reason: String, crash_report| Classification {
         outcome,
@@ -104,6 +127,17 @@ pub fn classify(run: &VmRun) -> Classification {
         find_crash(&run.console)
     };
     if !hello {
+        if crash.is_none() && run.timed_out {
+            if let Some(line) = starved_timer(&run.console) {
+                return result(
+                    Outcome::InfraFailure,
+                    format!(
+                        "the guest's timer never fired before PID 1 started ({line}): an emulated CPU starved by a busy host"
+                    ),
+                    None,
+                );
+            }
+        }
         let reason = match (&crash, run.timed_out) {
             (Some((line, _)), _) => line.clone(),
             (None, true) if run.console.trim().is_empty() => {
@@ -278,6 +312,44 @@ mod tests {
         );
         let c = classify(&run(vec![], "Linux version 6.12\n", true));
         assert_eq!(c.reason, "no record from the guest before the timeout");
+    }
+
+    #[test]
+    fn a_timer_that_never_fires_before_pid1_is_the_host() {
+        // From a real boot: TCG, 2 vCPUs, a 2-core host at load 5.
+        let starved = "\
+[    2.189220] clocksource: Switched to clocksource tsc
+[   22.874223] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:
+[   22.874223] rcu: \t1-...!: (0 ticks this GP) idle=8888/0/0x0 softirq=3/3 fqs=0 (false positive?)
+[   22.874223] rcu: rcu_sched kthread timer wakeup didn't happen for 5251 jiffies! g-1183 f0x0 RCU_GP_WAIT_FQS(5) ->state=0x402
+[   22.874223] rcu: \tPossible timer handling issue on cpu=1 timer-softirq=3
+";
+        let c = classify(&run(vec![], starved, true));
+        assert_eq!(c.outcome, Outcome::InfraFailure);
+        assert!(c.outcome.retryable());
+        assert_eq!(
+            c.reason,
+            "the guest's timer never fired before PID 1 started (rcu_sched kthread timer wakeup didn't happen for 5251 jiffies): an emulated CPU starved by a busy host"
+        );
+        // (console, timed out, hello, outcome): only a timeout before PID 1
+        // with RCU's timer diagnosis is the host's.
+        let panic = format!("{starved}Kernel panic - not syncing: hung\n");
+        let cases = [
+            (starved.to_string(), false, false, Outcome::BootFailure),
+            (panic, true, false, Outcome::BootFailure),
+            (starved.to_string(), true, true, Outcome::Hang),
+            (
+                "[   22.8] rcu: INFO: rcu_sched detected stalls on CPUs/tasks:\n".to_string(),
+                true,
+                false,
+                Outcome::BootFailure,
+            ),
+        ];
+        for (console, timed_out, with_hello, want) in cases {
+            let records = if with_hello { vec![hello()] } else { vec![] };
+            let c = classify(&run(records, &console, timed_out));
+            assert_eq!(c.outcome, want, "{console} timed_out={timed_out}");
+        }
     }
 
     #[test]
