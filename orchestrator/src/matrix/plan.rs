@@ -899,7 +899,8 @@ repeats: 3
             )
         };
         // (kernels:, the error or the revisions of the variants)
-        let cases: &[(&str, Result<&[Option<u32>], &str>)] = &[
+        type Case<'a> = (&'a str, Result<&'a [Option<u32>], &'a str>);
+        let cases: &[Case] = &[
             (
                 "  - name: base\n  - name: v1\n    series: t.mbox\n    revision: 1\n  - name: v2\n    series: t.mbox\n",
                 Ok(&[None, Some(1), None]),
