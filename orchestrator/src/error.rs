@@ -93,6 +93,7 @@ impl AppError {
                 MatrixRunError::MissingQemu(_) | MatrixRunError::MissingGuestInit { .. },
             ) => exit::ENVIRONMENT,
             AppError::MatrixRun(MatrixRunError::Run { .. }) => exit::INFRA,
+            AppError::MatrixRun(MatrixRunError::Image { source, .. }) => image_exit_code(source),
             AppError::Post(e) if e.is_remote() => exit::POST,
             AppError::Post(_) => exit::USAGE,
             AppError::Watch(crate::watch::WatchError::Fetch(_)) => exit::FETCH,
