@@ -487,8 +487,12 @@ pub fn render_run(r: &RunResult) -> String {
             .load_preset(presets::ASCII_FULL_CONDENSED)
             .set_content_arrangement(ContentArrangement::Disabled)
             .set_header(vec!["metric", "value"]);
+        // A script run has no built-in workload: nothing counts touches.
+        let script = r.job.scenario == Scenario::Script;
         for (k, v) in mglru_rows(m) {
-            table.add_row(vec![k, v]);
+            if !(script && k == "touches") {
+                table.add_row(vec![k, v]);
+            }
         }
         if let Some(col) = table.column_mut(1) {
             col.set_cell_alignment(CellAlignment::Right);

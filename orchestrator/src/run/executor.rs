@@ -341,8 +341,10 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
     });
 
     // Images of the script cells with pending runs: built or found in the
-    // work dir once per recipe, before any guest starts.
+    // work dir once per recipe (scripts may share one), before any guest
+    // starts.
     let mut images: BTreeMap<String, guest::AttachedImage> = BTreeMap::new();
+    let mut by_recipe: BTreeMap<std::path::PathBuf, guest::AttachedImage> = BTreeMap::new();
     for c in &cells {
         let Some(script) = &c.job.script else {
             continue;
@@ -355,6 +357,10 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
             .scripts
             .get(&script.name)
             .expect("scripts of the plan");
+        if let Some(image) = by_recipe.get(&def.recipe) {
+            images.insert(script.name.clone(), image.clone());
+            continue;
+        }
         let b = crate::guest::image::ensure(
             &def.recipe,
             &opts.work,
@@ -371,13 +377,12 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
             seconds = format!("{:.1}", b.total_s),
             "image"
         );
-        images.insert(
-            script.name.clone(),
-            guest::AttachedImage {
-                path: b.path,
-                manifest: b.manifest,
-            },
-        );
+        let image = guest::AttachedImage {
+            path: b.path,
+            manifest: b.manifest,
+        };
+        by_recipe.insert(def.recipe.clone(), image.clone());
+        images.insert(script.name.clone(), image);
     }
 
     // One accelerator decision per arch, probed with the first kernel built.
