@@ -13,6 +13,7 @@ mod mounts;
 mod port;
 mod procfs;
 mod reclaim_trace;
+mod rootfs;
 mod sampler;
 mod scenario;
 mod step;

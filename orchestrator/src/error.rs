@@ -66,6 +66,8 @@ pub enum AppError {
     Post(#[from] crate::post::PostError),
     #[error(transparent)]
     Watch(#[from] crate::watch::WatchError),
+    #[error(transparent)]
+    Image(#[from] crate::guest::image::ImageError),
 }
 
 impl AppError {
@@ -91,13 +93,26 @@ impl AppError {
                 MatrixRunError::MissingQemu(_) | MatrixRunError::MissingGuestInit { .. },
             ) => exit::ENVIRONMENT,
             AppError::MatrixRun(MatrixRunError::Run { .. }) => exit::INFRA,
+            AppError::MatrixRun(MatrixRunError::Image { source, .. }) => image_exit_code(source),
             AppError::Post(e) if e.is_remote() => exit::POST,
             AppError::Post(_) => exit::USAGE,
             AppError::Watch(crate::watch::WatchError::Fetch(_)) => exit::FETCH,
             AppError::Watch(crate::watch::WatchError::Patchwork(e)) if e.is_remote() => exit::FETCH,
             AppError::Watch(e) if e.is_remote() => exit::POST,
             AppError::Watch(_) => exit::USAGE,
+            AppError::Image(e) => image_exit_code(e),
         }
+    }
+}
+
+/// Exit code for a guest image that could not be built or found.
+pub fn image_exit_code(e: &crate::guest::image::ImageError) -> i32 {
+    use crate::guest::image::ImageError as E;
+    match e {
+        E::Recipe(_) | E::MissingPackage { .. } | E::NotBuilt { .. } => exit::USAGE,
+        E::MissingTool { .. } | E::NotRoot => exit::ENVIRONMENT,
+        E::Apt { .. } => exit::FETCH,
+        E::Command { .. } | E::Io(..) => exit::BUILD,
     }
 }
 

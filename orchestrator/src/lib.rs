@@ -6,7 +6,7 @@
 //! - `arch`: the guest architectures (shared by every stage).
 //! - `host`: child processes, the work dir, atomic files, tools on PATH.
 //! - `kernel`: source trees, patch series, config fragments, cached builds.
-//! - `guest`: guest-init binaries, the initramfs, QEMU.
+//! - `guest`: guest-init binaries, the initramfs, Debian guest images, QEMU.
 //! - `scenario`: what each scenario measures (one folder per scenario).
 //! - `matrix`: matrix files -> a validated plan, and its scheduling.
 //! - `results`: one run's record (its splats included), a matrix's results dir.

@@ -267,6 +267,12 @@ enum Command {
         #[command(flatten)]
         analysis: AnalysisArgs,
     },
+    /// Guest images (images/<name>/image.yaml): Debian userspace for the
+    /// script scenario, built with mmdebstrap into read-only erofs files.
+    Image {
+        #[command(subcommand)]
+        command: ImageCommand,
+    },
     /// Kernel trees and builds.
     Kernel {
         #[command(subcommand)]
@@ -599,6 +605,49 @@ enum MatrixCommand {
         #[arg(long, default_value_t = 1.0)]
         oversubscribe: f64,
     },
+}
+
+#[derive(Subcommand)]
+enum ImageCommand {
+    /// Resolve the recipe's packages and build the image unless the work
+    /// dir has one of the same recipe and versions; print its path.
+    Build {
+        /// A recipe folder's name in --images-dir, or the folder's path.
+        name: String,
+        #[command(flatten)]
+        images: ImagesArgs,
+        /// Do not refresh the Debian index: resolve against the last one fetched.
+        #[arg(long)]
+        offline: bool,
+        /// Kill the bootstrap after this many seconds.
+        #[arg(long, default_value_t = 2700)]
+        timeout: u64,
+    },
+    /// What the newest built image of a recipe holds: packages and
+    /// versions, size, hash.
+    Show {
+        /// A recipe folder's name in --images-dir, or the folder's path.
+        name: String,
+        #[command(flatten)]
+        images: ImagesArgs,
+    },
+}
+
+#[derive(clap::Args, Clone)]
+struct ImagesArgs {
+    /// Folder of image recipes [default: ./images, else the source tree's].
+    #[arg(long)]
+    images_dir: Option<PathBuf>,
+}
+
+impl ImagesArgs {
+    fn recipe_dir(&self, name: &str) -> PathBuf {
+        let dir = self
+            .images_dir
+            .clone()
+            .unwrap_or_else(mmci::guest::image::default_recipes_dir);
+        mmci::guest::image::recipe::locate(name, &dir)
+    }
 }
 
 #[derive(Subcommand)]
@@ -1324,6 +1373,42 @@ async fn real_main(cli: Cli) -> Result<i32, AppError> {
             let b = mmci::bench::series::run(&dir, rounds)
                 .map_err(|e| AppError::BadOption(format!("--corpus {}: {e}", dir.display())))?;
             print!("{}", mmci::bench::series::render(&b));
+            Ok(exit::OK)
+        }
+        Command::Image {
+            command:
+                ImageCommand::Build {
+                    name,
+                    images,
+                    offline,
+                    timeout,
+                },
+        } => {
+            let opts = mmci::guest::image::BuildOptions {
+                refresh: !offline,
+                timeout: Duration::from_secs(timeout),
+            };
+            let b = mmci::guest::image::ensure(&images.recipe_dir(&name), &work, &opts).await?;
+            eprintln!(
+                "mmci: image {} {} in {:.1} s (resolving {:.1} s): {} packages, {:.1} MiB, sha256 {}",
+                b.manifest.name,
+                if b.cached { "cached" } else { "built" },
+                b.total_s,
+                b.resolve_s,
+                b.manifest.packages.len(),
+                b.manifest.size_bytes as f64 / 1048576.0,
+                b.manifest.sha256
+            );
+            println!("{}", b.path.display());
+            Ok(exit::OK)
+        }
+        Command::Image {
+            command: ImageCommand::Show { name, images },
+        } => {
+            let recipe = mmci::guest::image::recipe::load(&images.recipe_dir(&name))
+                .map_err(mmci::guest::image::ImageError::from)?;
+            let (path, m) = mmci::guest::image::build::latest(&work, &recipe.name)?;
+            print!("{}", mmci::guest::image::show::render(&m, &path));
             Ok(exit::OK)
         }
         Command::Kernel {

@@ -62,6 +62,7 @@ async fn config(id: &str, job: GuestJob, timeout: Duration) -> RunConfig {
         extra_cmdline: vec![],
         timeout,
         retries: 1,
+        image: None,
     }
 }
 
@@ -453,6 +454,7 @@ async fn arm64_guest_reports_the_same_records() {
         extra_cmdline: vec![],
         timeout: Duration::from_secs(180),
         retries: 1,
+        image: None,
     };
     let r = run_without_premature_oom(&cfg, tmp.path()).await;
     assert_eq!(

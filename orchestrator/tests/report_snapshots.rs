@@ -35,3 +35,11 @@ fn scenario_b_run() {
 fn scenario_b_not_reproduced() {
     insta::assert_snapshot!(render("noio-not-reproduced"));
 }
+
+#[test]
+fn script_run() {
+    // Scenario script on the patched kernel: scenario A's counters around
+    // the shell repro in the tools image, then how the script ended, its
+    // MMCI-METRIC values and the end of its output.
+    insta::assert_snapshot!(render("script-completed"));
+}

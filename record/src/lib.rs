@@ -35,6 +35,14 @@ pub fn verity_hash_disk_mb(data_mb: u64) -> u64 {
     data_mb / 32 + 1
 }
 
+/// Serial of the read-only image disk of the `script` scenario (an erofs
+/// file built by `mmci image build`).
+pub const IMAGE_DISK_SERIAL: &str = "mmci-image";
+
+/// Prefix of a metric line a script prints on its standard output:
+/// `MMCI-METRIC: name=value [name=value ...]`, value a decimal number.
+pub const METRIC_PREFIX: &str = "MMCI-METRIC:";
+
 /// Path of the job description inside the initramfs.
 pub const JOB_PATH: &str = "/mmci/job.json";
 
@@ -55,13 +63,19 @@ pub enum Scenario {
     /// Always runs the classic LRU (MGLRU off) and an unlimited hog cgroup;
     /// `mglru`, `memcg_max_mb`, `threads` and `working_set_mb` are scenario A's.
     NoioVerity,
+    /// A script or command from a guest image (`images/`), run in the image's
+    /// root inside scenario A's memory cgroup (MGLRU, dm-delay swap, the
+    /// same kernel-side measurements); its exit status and `MMCI-METRIC:`
+    /// lines are its own figures. See [`ScriptJob`].
+    Script,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 3] = [
+    pub const ALL: [Scenario; 4] = [
         Scenario::Probe,
         Scenario::MglruIsolation,
         Scenario::NoioVerity,
+        Scenario::Script,
     ];
 
     pub fn name(self) -> &'static str {
@@ -69,6 +83,7 @@ impl Scenario {
             Scenario::Probe => "probe",
             Scenario::MglruIsolation => "mglru_isolation",
             Scenario::NoioVerity => "noio_verity",
+            Scenario::Script => "script",
         }
     }
 }
@@ -208,6 +223,81 @@ pub struct GuestJob {
     /// Scenario B: dm_bufio's max_cache_size_bytes, small so that hash
     /// blocks are re-read and their buffers re-allocated. Default: 65536.
     pub bufio_cache_bytes: u64,
+    /// Scenario script: what to run (set from the matrix's `scripts:`).
+    pub script: Option<ScriptJob>,
+}
+
+/// Scenario script: a command from the image, or a script copied in.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScriptJob {
+    /// The matrix's name for it (its `scripts:` key).
+    pub name: String,
+    /// The image it runs in (a recipe name); the disk is found by
+    /// [`IMAGE_DISK_SERIAL`].
+    pub image: String,
+    /// argv, resolved in the image's root. Empty: `/bin/sh /mmci/script`.
+    pub command: Vec<String>,
+    /// A script copied into the guest (the matrix's `file:`), at
+    /// [`SCRIPT_PATH`] in the image's root, executable.
+    pub text: Option<String>,
+    /// Extra environment on top of the job's parameters (`MMCI_THREADS`...).
+    pub env: BTreeMap<String, String>,
+    /// Seconds before the script's cgroup is killed; 0: `duration_s` x 4 + 60.
+    pub timeout_s: u64,
+}
+
+/// Where a copied-in script is in the image's root.
+pub const SCRIPT_PATH: &str = "/mmci/script";
+
+impl ScriptJob {
+    /// The argv the guest runs.
+    pub fn argv(&self) -> Vec<String> {
+        if self.command.is_empty() {
+            vec!["/bin/sh".into(), SCRIPT_PATH.into()]
+        } else {
+            self.command.clone()
+        }
+    }
+
+    /// The timeout in seconds for a job of `duration_s`.
+    pub fn timeout_for(&self, duration_s: u64) -> u64 {
+        if self.timeout_s > 0 {
+            self.timeout_s
+        } else {
+            duration_s * 4 + 60
+        }
+    }
+}
+
+/// One `MMCI-METRIC:` line: Some(Ok(pairs)), Some(Err(why)) when it has the
+/// prefix but not the form, None for any other line.
+pub fn parse_metric_line(line: &str) -> Option<Result<Vec<(String, f64)>, String>> {
+    let rest = line.trim_end().strip_prefix(METRIC_PREFIX)?;
+    let mut out = Vec::new();
+    for word in rest.split_whitespace() {
+        let Some((name, value)) = word.split_once('=') else {
+            return Some(Err(format!("`{word}` is not name=value")));
+        };
+        let name_ok = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !name_ok {
+            return Some(Err(format!(
+                "metric name `{name}`: use lower case letters, digits and _"
+            )));
+        }
+        match value.parse::<f64>() {
+            Ok(v) if v.is_finite() => out.push((name.to_string(), v)),
+            _ => return Some(Err(format!("{name}: `{value}` is not a number"))),
+        }
+    }
+    if out.is_empty() {
+        return Some(Err("no name=value after the prefix".into()));
+    }
+    Some(Ok(out))
 }
 
 impl Default for GuestJob {
@@ -231,6 +321,7 @@ impl Default for GuestJob {
             reads: 0,
             swappiness: 60,
             bufio_cache_bytes: 65536,
+            script: None,
         }
     }
 }
@@ -308,6 +399,33 @@ impl GuestJob {
         "bufio_cache_bytes",
     ];
 
+    /// Every parameter and its value as text, in [`Self::PARAM_KEYS`] order
+    /// (a script sees them as `MMCI_<KEY>` environment variables).
+    pub fn params(&self) -> Vec<(&'static str, String)> {
+        let b = |v: bool| if v { "y" } else { "n" }.to_string();
+        let v: [String; 18] = [
+            self.scenario.name().to_string(),
+            self.threads.to_string(),
+            self.working_set_mb.to_string(),
+            self.duration_s.to_string(),
+            self.memcg_max_mb.to_string(),
+            self.swap.name().to_string(),
+            self.swap_delay_ms.to_string(),
+            b(self.mglru),
+            self.sample_interval_ms.to_string(),
+            self.report_interval_ms.to_string(),
+            self.trace_buffer_kb.to_string(),
+            self.hog_mb.to_string(),
+            self.hog_threads.to_string(),
+            self.verity_mb.to_string(),
+            self.readers.to_string(),
+            self.reads.to_string(),
+            self.swappiness.to_string(),
+            self.bufio_cache_bytes.to_string(),
+        ];
+        Self::PARAM_KEYS.into_iter().zip(v).collect()
+    }
+
     /// Sets one parameter from its textual form, as given on the kernel
     /// command line (`mmci.threads=192`) or by `mmci run --set threads=192`.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
@@ -319,7 +437,7 @@ impl GuestJob {
                     .ok_or_else(|| ParamError::BadValue {
                         key: key.to_string(),
                         value: value.to_string(),
-                        expected: "a scenario (probe, mglru_isolation, noio_verity)",
+                        expected: "a scenario (probe, mglru_isolation, noio_verity, script)",
                     })?
             }
             "threads" => self.threads = parse_num(key, value)?,
@@ -404,6 +522,14 @@ pub struct ThrottleStat {
     pub count: u64,
     pub usec_delayed_sum: u64,
     pub usec_delayed_max: u64,
+}
+
+/// Which of a script's output streams a line came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    Stdout,
+    Stderr,
 }
 
 /// How the workload process ended.
@@ -605,6 +731,22 @@ pub enum Record {
         errors: u64,
         elapsed_ms: u64,
         first_error: Option<String>,
+    },
+    /// Scenario script: one line the script wrote, streamed as it comes
+    /// (up to a cap; the Script record counts the lines left out).
+    Output { stream: Stream, line: String },
+    /// Scenario script: how it ended and what it reported.
+    Script {
+        exit: WorkloadExit,
+        elapsed_ms: u64,
+        /// Killed (its whole cgroup) at the timeout.
+        timed_out: bool,
+        /// Its `MMCI-METRIC:` values (the last one of each name wins).
+        metrics: BTreeMap<String, f64>,
+        /// `MMCI-METRIC:` lines that did not parse, with the reason.
+        bad_metric_lines: Vec<String>,
+        /// Output lines not streamed (over the cap).
+        dropped_lines: u64,
     },
     /// A set-up or run step failed; the run ends after this.
     Error { stage: String, message: String },
@@ -812,5 +954,74 @@ mod tests {
         let mut json = serde_json::to_value(GuestJob::default()).unwrap();
         json["bogus"] = serde_json::json!(1);
         assert!(serde_json::from_value::<GuestJob>(json).is_err());
+    }
+
+    #[test]
+    fn metric_lines() {
+        // (line, expected)
+        let ok = |pairs: &[(&str, f64)]| {
+            Some(Ok(pairs
+                .iter()
+                .map(|(n, v)| (n.to_string(), *v))
+                .collect::<Vec<_>>()))
+        };
+        type Parsed = Option<Result<Vec<(String, f64)>, String>>;
+        let cases: [(&str, Parsed); 5] = [
+            (
+                "MMCI-METRIC: ops_per_s=1234.5",
+                ok(&[("ops_per_s", 1234.5)]),
+            ),
+            (
+                "MMCI-METRIC: a=1 b_2=-3e2  ",
+                ok(&[("a", 1.0), ("b_2", -300.0)]),
+            ),
+            ("ops_per_s=1", None),
+            ("  MMCI-METRIC: a=1", None),
+            (
+                "MMCI-METRIC:",
+                Some(Err("no name=value after the prefix".into())),
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(parse_metric_line(line), want, "{line}");
+        }
+        for bad in [
+            "MMCI-METRIC: a",
+            "MMCI-METRIC: A=1",
+            "MMCI-METRIC: a=fast",
+            "MMCI-METRIC: a=inf",
+        ] {
+            assert!(matches!(parse_metric_line(bad), Some(Err(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn params_read_back_into_the_same_job() {
+        let mut job = GuestJob {
+            threads: 3,
+            mglru: false,
+            scenario: Scenario::Script,
+            ..GuestJob::default()
+        };
+        job.bufio_cache_bytes = 4096;
+        let mut again = GuestJob::default();
+        for (k, v) in job.params() {
+            again.set(k, &v).unwrap();
+        }
+        assert_eq!(again, job);
+    }
+
+    #[test]
+    fn script_argv_and_timeout() {
+        let s = ScriptJob::default();
+        assert_eq!(s.argv(), ["/bin/sh", SCRIPT_PATH]);
+        assert_eq!(s.timeout_for(20), 140);
+        let s = ScriptJob {
+            command: vec!["redis-bench".into()],
+            timeout_s: 30,
+            ..ScriptJob::default()
+        };
+        assert_eq!(s.argv(), ["redis-bench"]);
+        assert_eq!(s.timeout_for(20), 30);
     }
 }

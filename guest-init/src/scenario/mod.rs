@@ -1,9 +1,11 @@
 //! The scenarios: what PID 1 sets up, runs and measures for each job. One
-//! module per scenario (`mglru` is scenario A, `noio` scenario B); the
-//! steps they share (MGLRU on or off, swap, counter snapshots) are here.
+//! module per scenario (`mglru` is scenario A, `noio` scenario B, `script`
+//! a command from a guest image inside scenario A's set-up); the steps they
+//! share (MGLRU on or off, swap, counter snapshots) are here.
 
 mod mglru;
 mod noio;
+mod script;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -36,6 +38,7 @@ pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         Scenario::Probe => Ok(()),
         Scenario::MglruIsolation => mglru::run(job, port),
         Scenario::NoioVerity => noio::run(job, port),
+        Scenario::Script => script::run(job, port),
     }
 }
 

@@ -3,12 +3,16 @@
 //! name used in a matrix's `expect:`, its unit, which direction is better,
 //! whether it measures time (and so means little under TCG), its noise
 //! floor and how to read it from a run. Scenario B's metrics join as more
-//! entries with their own extractors; nothing else changes.
+//! entries with their own extractors; a matrix's scripts add the metrics
+//! they declare (`of_cell`); nothing else changes.
 
-pub use crate::matrix::expectations::{kind_name, validate, validate_all, CatalogError};
+pub use crate::matrix::expectations::{
+    kind_name, of_cell, of_cells, validate, validate_all, CatalogError,
+};
 use crate::results::RunResult;
 pub use crate::scenario::catalog::{
-    all, is_per_work, known_names, metric, of_scenario, work_unit, Better, Metric, RunMetrics,
+    all, is_per_work, known_names, metric, of_scenario, work_unit, Better, Extract, Metric,
+    RunMetrics,
 };
 
 /// The scenario metrics of one run, as the extractors read them.
@@ -16,12 +20,13 @@ pub fn run_metrics(r: &RunResult) -> RunMetrics<'_> {
     RunMetrics {
         mglru: r.metrics.as_ref(),
         noio: r.noio_metrics.as_ref(),
+        script: r.script.as_ref(),
     }
 }
 
 /// `m`'s value in run `r`; None when the run does not have it.
 pub fn value(m: &Metric, r: &RunResult) -> Option<f64> {
-    (m.extract)(&run_metrics(r))
+    m.value(&run_metrics(r))
 }
 
 #[cfg(test)]

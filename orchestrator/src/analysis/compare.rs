@@ -65,7 +65,7 @@ pub fn metric_comparison(
     };
     let noise_floor = opts
         .metric_noise_floors
-        .get(m.name)
+        .get(m.name.as_ref())
         .copied()
         .or(m.noise_floor)
         .unwrap_or(opts.noise_floor);
@@ -236,7 +236,9 @@ pub fn compare(
                 .iter()
                 .chain(&cand_runs)
                 .any(|r| r.accel == Accel::Tcg);
-            let mut metrics: Vec<MetricComparison> = catalog::of_scenario(cell.job.scenario)
+            let cell_metrics = catalog::of_cell(cell, &plan.scripts);
+            let mut metrics: Vec<MetricComparison> = cell_metrics
+                .iter()
                 .filter_map(|metric| {
                     let (b, c) = (values(&base_runs, metric), values(&cand_runs, metric));
                     // A metric no run has (e.g. no scan at all) is left out.
@@ -248,8 +250,8 @@ pub fn compare(
             let expectations = expect
                 .iter()
                 .filter(|(name, _)| {
-                    // Only the metrics of this cell's scenario apply here.
-                    catalog::metric(name).is_some_and(|x| x.scenario == cell.job.scenario)
+                    // Only the metrics this cell measures apply here.
+                    cell_metrics.iter().any(|x| x.name == name.as_str())
                 })
                 .map(
                     |(name, e)| match metrics.iter().find(|x| &x.metric == name) {
@@ -500,8 +502,8 @@ pub fn analyse_dir(
         .ok_or_else(|| AnalysisError::NotResultsDir(dir.to_path_buf()))?;
     let mut expect = m.plan.expect.clone();
     expect.extend(extra_expect.iter().map(|(k, v)| (k.clone(), v.clone())));
-    let scenarios: Vec<_> = m.plan.cells.iter().map(|c| c.job.scenario).collect();
-    catalog::validate_all(&expect, &scenarios)?;
+    let measured = catalog::of_cells(&m.plan.cells, &m.plan.scripts);
+    catalog::validate_all(&expect, &measured)?;
     let runs = results_dir::all_runs(dir);
     let series = series::read_all(dir, &m.plan, &runs);
     Ok(compare(&m, &runs, &expect, series, opts))

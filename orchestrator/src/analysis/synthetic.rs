@@ -175,6 +175,8 @@ fn synthetic_run(id: &str, metrics: MglruMetrics) -> RunResult {
         bad_lines: vec![],
         metrics: Some(metrics),
         noio_metrics: None,
+        script: None,
+        image: None,
         splats: vec![],
         timing: Timing::default(),
     }

@@ -90,6 +90,7 @@ pub async fn boot(
             extra_cmdline: vec![],
             timeout: Duration::from_secs(60),
             retries: 0,
+            image: None,
         };
         let t = Instant::now();
         let r = guest::run_guest(&cfg, &out_dir.join(&cfg.id), scratch).await?;

@@ -44,6 +44,8 @@ impl std::fmt::Display for Accel {
 pub struct Disk {
     pub path: PathBuf,
     pub serial: String,
+    /// The guest cannot write it (an image shared by runs).
+    pub readonly: bool,
 }
 
 /// Everything QEMU needs for one guest.
@@ -132,9 +134,12 @@ pub fn qemu_args(spec: &VmSpec) -> Vec<String> {
     ]);
     for (i, disk) in spec.disks.iter().enumerate() {
         // cache=unsafe: the disk is scratch swap; host durability buys nothing.
+        // A read-only disk (an image) is opened read-only by QEMU itself, so
+        // a guest kernel can never write the host's file.
         let drive = format!(
-            "file={},format=raw,if=none,id=disk{i},cache=unsafe,aio=threads",
-            disk.path.display()
+            "file={},format=raw,if=none,id=disk{i},cache=unsafe,aio=threads{}",
+            disk.path.display(),
+            if disk.readonly { ",readonly=on" } else { "" }
         );
         let dev = format!("virtio-blk-pci,drive=disk{i},serial={}", disk.serial);
         push(&["-drive", &drive, "-device", &dev]);
@@ -322,6 +327,7 @@ mod tests {
             disks: vec![Disk {
                 path: "/r/swap.img".into(),
                 serial: "mmci-swap".into(),
+                readonly: false,
             }],
         }
     }
@@ -388,6 +394,27 @@ mod tests {
             value_after(&args, "-drive"),
             ["file=/r/swap.img,format=raw,if=none,id=disk0,cache=unsafe,aio=threads"]
         );
+    }
+
+    #[test]
+    fn image_disk_is_read_only_and_there_is_no_nic() {
+        let mut s = spec(Arch::X86_64, Accel::Tcg);
+        s.disks.push(Disk {
+            path: "/w/images/tools-0123/image.erofs".into(),
+            serial: "mmci-image".into(),
+            readonly: true,
+        });
+        let args = qemu_args(&s);
+        assert_eq!(
+            value_after(&args, "-drive")[1],
+            "file=/w/images/tools-0123/image.erofs,format=raw,if=none,id=disk1,cache=unsafe,aio=threads,readonly=on"
+        );
+        assert_eq!(value_after(&args, "-nic"), ["none"]);
+        // Nothing of the host's file system is shared: no 9p, virtiofs or fsdev.
+        assert!(!args.iter().any(|a| a.contains("9p")
+            || a.contains("virtfs")
+            || a.contains("fsdev")
+            || a.contains("vhost-user")));
     }
 
     #[test]

@@ -55,6 +55,48 @@ pub struct MatrixFile {
     /// Per-metric expectations of the candidates against the baseline.
     #[serde(default)]
     pub expect: BTreeMap<String, Spanned<Expectation>>,
+    /// Scenario `script`: named scripts a cell selects with `script: NAME`
+    /// (as an axis or in `include:`).
+    #[serde(default)]
+    pub scripts: BTreeMap<String, Spanned<ScriptEntry>>,
+}
+
+/// One script of a matrix: what runs in the guest image and what it reports.
+///
+/// ```yaml
+/// scripts:
+///   redis:
+///     image: ../images/redis          # recipe folder, relative to the matrix
+///     command: [/usr/local/bin/redis-load]
+///     env: {REQUESTS: "20000"}
+///     timeout_s: 600
+///     metrics:
+///       set_per_s: {unit: requests/s, better: higher, timing: true}
+///   repro:
+///     image: ../images/tools
+///     file: scripts/mglru-repro.sh    # copied in, run as /bin/sh /mmci/script
+/// ```
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScriptEntry {
+    /// The image's recipe folder (`images/<name>`), relative to the matrix file.
+    pub image: PathBuf,
+    /// argv in the image's root; default `/bin/sh /mmci/script` (with `file`).
+    #[serde(default)]
+    pub command: Vec<String>,
+    /// A script on the host, relative to the matrix file, copied into the
+    /// guest through the initramfs (never shared: the guest gets its bytes).
+    #[serde(default)]
+    pub file: Option<PathBuf>,
+    /// Environment on top of the job's `MMCI_*` parameters.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Kill the script's cgroup after this many seconds [default: 4 x duration_s + 60].
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+    /// The `MMCI-METRIC:` names it prints, with their units and which way is better.
+    #[serde(default)]
+    pub metrics: BTreeMap<String, crate::scenario::script::MetricDecl>,
 }
 
 /// One kernel variant of a matrix.

@@ -12,7 +12,7 @@ pub mod schedule;
 pub mod show;
 pub mod synthetic;
 
-pub use plan::{load, Cell, MatrixError, Overrides, Plan, Shard, Slot, Variant};
+pub use plan::{load, Cell, MatrixError, Overrides, Plan, ScriptDef, Shard, Slot, Variant};
 
 /// `matrix/default.yaml`, compiled in: what `mmci run` runs when no
 /// `--matrix` is given. Relative paths in it resolve against the source

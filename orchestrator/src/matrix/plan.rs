@@ -5,13 +5,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use mmci_record::GuestJob;
+use mmci_record::{GuestJob, Scenario, ScriptJob};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::expand::{self, Combo, Placed};
-use super::file::{self, Expectation, KernelEntry, MatrixFile, Pos, Scalar};
+use super::file::{self, Expectation, KernelEntry, MatrixFile, Pos, Scalar, ScriptEntry};
 use crate::arch::Arch;
+use crate::scenario::script::MetricDecl;
 
 /// Keys the host interprets; every other key is a guest job parameter.
 pub const MACHINE_KEYS: [&str; 4] = ["arch", "vcpus", "memory_mb", "swap_mb"];
@@ -153,6 +154,22 @@ pub struct Plan {
     pub variants: Vec<Variant>,
     pub repeats: u32,
     pub expect: BTreeMap<String, Expectation>,
+    /// The matrix's `scripts:`, resolved (scenario script).
+    #[serde(default)]
+    pub scripts: BTreeMap<String, ScriptDef>,
+}
+
+/// A script of the plan: where its image's recipe is and what it reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScriptDef {
+    /// The image's recipe folder, absolute.
+    pub recipe: PathBuf,
+    /// Its name (the folder's).
+    pub image: String,
+    /// Its declared `MMCI-METRIC:` metrics.
+    pub metrics: BTreeMap<String, MetricDecl>,
+    /// The job part every cell that selects it gets.
+    pub job: ScriptJob,
 }
 
 /// One guest run of the plan.
@@ -192,20 +209,43 @@ fn to_combo(entry: &BTreeMap<String, serde_saphyr::Spanned<Scalar>>) -> Combo {
     entry.iter().map(|(k, v)| (k.clone(), placed(v))).collect()
 }
 
+/// The key that selects one of the matrix's `scripts:`.
+pub const SCRIPT_KEY: &str = "script";
+
 fn known_key(k: &str) -> bool {
-    MACHINE_KEYS.contains(&k) || GuestJob::PARAM_KEYS.contains(&k)
+    MACHINE_KEYS.contains(&k) || GuestJob::PARAM_KEYS.contains(&k) || k == SCRIPT_KEY
 }
 
 fn known_keys_hint() -> String {
     let mut all: Vec<&str> = MACHINE_KEYS.to_vec();
     all.extend(GuestJob::PARAM_KEYS);
+    all.push(SCRIPT_KEY);
     all.join(", ")
 }
 
 /// Sets one key of a cell from its text; the error says what was expected.
-fn apply(cell: &mut Cell, key: &str, text: &str) -> Result<(), String> {
+fn apply(
+    cell: &mut Cell,
+    key: &str,
+    text: &str,
+    scripts: &BTreeMap<String, ScriptDef>,
+) -> Result<(), String> {
     let bad = |expected: &str| format!("{key}: `{text}` is not {expected}");
     match key {
+        SCRIPT_KEY => {
+            let def = scripts.get(text).ok_or_else(|| {
+                if scripts.is_empty() {
+                    format!("script `{text}`: this matrix has no `scripts:` section")
+                } else {
+                    format!(
+                        "script `{text}` is not one of the matrix's scripts ({})",
+                        scripts.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                }
+            })?;
+            cell.job.script = Some(def.job.clone());
+            cell.job.scenario = Scenario::Script;
+        }
         "arch" => cell.arch = text.parse().map_err(|_| bad("an arch (x86_64, arm64)"))?,
         "vcpus" => {
             cell.vcpus = text
@@ -234,7 +274,12 @@ fn apply(cell: &mut Cell, key: &str, text: &str) -> Result<(), String> {
 }
 
 /// Turns one combination, then the command line's `--set`s, into a cell.
-fn cell_of(combo: &Combo, sets: &[String], file: &str) -> Result<Cell, MatrixError> {
+fn cell_of(
+    combo: &Combo,
+    sets: &[String],
+    file: &str,
+    scripts: &BTreeMap<String, ScriptDef>,
+) -> Result<Cell, MatrixError> {
     let mut cell = Cell {
         id: String::new(),
         label: combo
@@ -249,7 +294,7 @@ fn cell_of(combo: &Combo, sets: &[String], file: &str) -> Result<Cell, MatrixErr
         job: GuestJob::default(),
     };
     for (key, v) in combo {
-        apply(&mut cell, key, &v.value.to_string())
+        apply(&mut cell, key, &v.value.to_string(), scripts)
             .map_err(|what| MatrixError::at(file, Some(v.pos), what))?;
     }
     for s in sets {
@@ -260,8 +305,25 @@ fn cell_of(combo: &Combo, sets: &[String], file: &str) -> Result<Cell, MatrixErr
                 format!("--set {s}: expected KEY=VALUE"),
             )
         })?;
-        apply(&mut cell, k, v)
+        apply(&mut cell, k, v, scripts)
             .map_err(|what| MatrixError::at("command line", None, format!("--set {s}: {what}")))?;
+    }
+    match (cell.job.scenario, &cell.job.script) {
+        (Scenario::Script, None) => {
+            return Err(MatrixError::at(
+                file,
+                combo.get("scenario").map(|v| v.pos),
+                "scenario script needs `script: NAME` (one of the matrix's `scripts:`)",
+            ))
+        }
+        (other, Some(_)) if other != Scenario::Script => {
+            return Err(MatrixError::at(
+                file,
+                combo.get(SCRIPT_KEY).map(|v| v.pos),
+                format!("`script:` runs scenario script, not {other}"),
+            ))
+        }
+        _ => {}
     }
     if !cell.job.swap.enabled() {
         cell.swap_mb = 0;
@@ -499,6 +561,15 @@ pub fn plan(
             ),
         ));
     }
+    let scripts = m
+        .scripts
+        .iter()
+        .map(|(name, e)| {
+            resolve_script(name, &e.value, base_dir)
+                .map(|d| (name.clone(), d))
+                .map_err(|what| MatrixError::at(file, Some(Pos::of(e)), what))
+        })
+        .collect::<Result<BTreeMap<_, _>, _>>()?;
     let combos = expand::expand(&axes, &exclude, &include);
     // Labels show what tells cells apart: the keys whose values vary
     // (absent in some combination counts as varying). One pass.
@@ -525,7 +596,7 @@ pub fn plan(
     let mut cells = Vec::with_capacity(combos.len());
     let mut seen = BTreeSet::new();
     for c in &combos {
-        let mut cell = cell_of(c, &over.sets, file)?;
+        let mut cell = cell_of(c, &over.sets, file, &scripts)?;
         if varying.is_empty() {
             // A one-cell matrix: nothing to tell apart.
             cell.label = String::new();
@@ -594,10 +665,10 @@ pub fn plan(
             ),
         ));
     }
-    // Expectations name catalog metrics measured by some cell's scenario.
-    let scenarios: Vec<_> = cells.iter().map(|c| c.job.scenario).collect();
+    // Expectations name catalog metrics measured by some cell.
+    let measured = super::expectations::of_cells(&cells, &scripts);
     for (name, e) in &m.expect {
-        super::expectations::validate(name, &e.value, &scenarios)
+        super::expectations::validate(name, &e.value, &measured)
             .map_err(|err| MatrixError::at(file, Some(Pos::of(e)), err.to_string()))?;
     }
     Ok(Plan {
@@ -611,6 +682,86 @@ pub fn plan(
             .iter()
             .map(|(k, v)| (k.clone(), v.value.clone()))
             .collect(),
+        scripts,
+    })
+}
+
+/// A metric or script name: lower case letters, digits and `_`.
+fn plain_name(n: &str) -> bool {
+    !n.is_empty()
+        && n.len() <= 64
+        && n.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// Checks one `scripts:` entry and reads its file.
+fn resolve_script(name: &str, e: &ScriptEntry, base_dir: &Path) -> Result<ScriptDef, String> {
+    if !plain_name(name) {
+        return Err(format!(
+            "script name `{name}`: use lower case letters, digits and _"
+        ));
+    }
+    let recipe = base_dir.join(&e.image);
+    if !recipe
+        .join(crate::guest::image::recipe::RECIPE_FILE)
+        .is_file()
+    {
+        return Err(format!(
+            "script `{name}`: image {} has no {} (paths are relative to the matrix file)",
+            recipe.display(),
+            crate::guest::image::recipe::RECIPE_FILE
+        ));
+    }
+    let recipe = recipe.canonicalize().unwrap_or(recipe);
+    let image = recipe
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let text = match &e.file {
+        Some(f) => {
+            let full = base_dir.join(f);
+            Some(std::fs::read_to_string(&full).map_err(|err| {
+                format!(
+                    "script `{name}`: file {}: {err} (paths are relative to the matrix file)",
+                    full.display()
+                )
+            })?)
+        }
+        None => None,
+    };
+    if e.command.is_empty() && text.is_none() {
+        return Err(format!(
+            "script `{name}`: give `command:` (argv in the image) or `file:` (a script to copy in)"
+        ));
+    }
+    for m in e.metrics.keys() {
+        if !plain_name(m) {
+            return Err(format!(
+                "script `{name}`: metric `{m}`: use lower case letters, digits and _ (as printed after {})",
+                mmci_record::METRIC_PREFIX
+            ));
+        }
+        if crate::scenario::catalog::metric(m).is_some() {
+            return Err(format!(
+                "script `{name}`: metric `{m}` is one of mmci's own; give the script's figure another name"
+            ));
+        }
+    }
+    if e.timeout_s == Some(0) {
+        return Err(format!("script `{name}`: timeout_s must be at least 1"));
+    }
+    Ok(ScriptDef {
+        recipe,
+        image: image.clone(),
+        metrics: e.metrics.clone(),
+        job: ScriptJob {
+            name: name.to_string(),
+            image,
+            command: e.command.clone(),
+            text,
+            env: e.env.clone(),
+            timeout_s: e.timeout_s.unwrap_or(0),
+        },
     })
 }
 
@@ -899,7 +1050,8 @@ repeats: 3
             )
         };
         // (kernels:, the error or the revisions of the variants)
-        let cases: &[(&str, Result<&[Option<u32>], &str>)] = &[
+        type Case<'a> = (&'a str, Result<&'a [Option<u32>], &'a str>);
+        let cases: &[Case] = &[
             (
                 "  - name: base\n  - name: v1\n    series: t.mbox\n    revision: 1\n  - name: v2\n    series: t.mbox\n",
                 Ok(&[None, Some(1), None]),
@@ -1115,5 +1267,75 @@ repeats: 3
             e.contains("the limit for a matrix file is 1048576 bytes (MAX_FILE_BYTES)"),
             "{e}"
         );
+    }
+
+    /// A matrix dir with an image recipe and a script file beside it.
+    fn script_dir() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("images/tools")).unwrap();
+        std::fs::write(
+            tmp.path().join("images/tools/image.yaml"),
+            "suite: bookworm\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(tmp.path().join("matrix/scripts")).unwrap();
+        std::fs::write(tmp.path().join("matrix/scripts/r.sh"), "echo hi\n").unwrap();
+        tmp
+    }
+
+    const SCRIPTS: &str = "scripts:\n  repro:\n    image: ../images/tools\n    file: scripts/r.sh\n    metrics:\n      ops: {unit: ops, better: higher}\n";
+
+    #[test]
+    fn script_cells_get_the_script_and_its_metrics() {
+        let tmp = script_dir();
+        let text = format!("{SCRIPTS}axes:\n  script: [repro]\n  threads: [4]\nexpect:\n  ops: increase\n  pswpout: decrease\n");
+        let p = from_text(
+            &text,
+            "m.yaml",
+            &tmp.path().join("matrix"),
+            &Overrides::default(),
+        )
+        .unwrap();
+        let job = &p.cells[0].job;
+        assert_eq!(job.scenario, Scenario::Script);
+        let s = job.script.as_ref().unwrap();
+        assert_eq!((s.name.as_str(), s.image.as_str()), ("repro", "tools"));
+        assert_eq!(s.text.as_deref(), Some("echo hi\n"));
+        assert!(p.cells[0].id.contains("-script-"));
+        assert_eq!(p.scripts["repro"].metrics["ops"].unit, "ops");
+        // The cell measures scenario A's kernel-side counters, how the
+        // script ended and what it declares; not the built-in workload's.
+        let measured = super::super::expectations::of_cell(&p.cells[0], &p.scripts);
+        let names: Vec<&str> = measured.iter().map(|m| m.name.as_ref()).collect();
+        for n in ["pswpout", "throttle_isolated", "script_exit_code", "ops"] {
+            assert!(names.contains(&n), "{n}: {names:?}");
+        }
+        for n in ["touches", "pswpout_per_ktouch", "noio_calls"] {
+            assert!(!names.contains(&n), "{n}: {names:?}");
+        }
+    }
+
+    #[test]
+    fn script_errors_name_the_position_and_the_fix() {
+        let tmp = script_dir();
+        let base = tmp.path().join("matrix");
+        // (matrix text, expected words)
+        let cases = [
+            (format!("{SCRIPTS}axes:\n  script: [other]\n"), "line 8 column 12: script `other` is not one of the matrix's scripts (repro)"),
+            ("axes:\n  script: [repro]\n".to_string(), "script `repro`: this matrix has no `scripts:` section"),
+            ("axes:\n  scenario: [script]\n".to_string(), "scenario script needs `script: NAME`"),
+            (format!("{SCRIPTS}axes:\n  script: [repro]\nexpect:\n  opz: increase\n"), "unknown metric `opz`"),
+            ("scripts:\n  r:\n    image: ../images/nope\n    command: [x]\naxes: {}\n".to_string(), "has no image.yaml"),
+            ("scripts:\n  r:\n    image: ../images/tools\naxes: {}\n".to_string(), "give `command:`"),
+            ("scripts:\n  r:\n    image: ../images/tools\n    command: [x]\n    metrics:\n      pswpout: {unit: p, better: lower}\naxes: {}\n".to_string(), "one of mmci's own"),
+            ("scripts:\n  r:\n    image: ../images/tools\n    comand: [x]\naxes: {}\n".to_string(), "unknown field `comand`"),
+            (format!("{SCRIPTS}axes:\n  script: [repro]\nexpect:\n  touches: increase\n"), "touches is measured in mglru_isolation runs, and this matrix has no mglru_isolation cell"),
+        ];
+        for (text, words) in cases {
+            let e = from_text(&text, "m.yaml", &base, &Overrides::default())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(words), "{text}\n=> {e}");
+        }
     }
 }

@@ -1,12 +1,12 @@
 //! The terminal report of one run: what ran where, and scenario A's or
-//! scenario B's metrics.
+//! scenario B's metrics, and for a script how it ended and its own figures.
 
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use mmci_record::{GuestJob, Scenario, SwapBackend};
 
 use crate::results::RunResult;
 use crate::scenario::noio::{ClassStats, NoioMetrics, ANON_TO_FILE_MIN};
-use crate::scenario::{MglruMetrics, THROTTLE_ISOLATED};
+use crate::scenario::{MglruMetrics, ScriptMetrics, THROTTLE_ISOLATED};
 
 fn on_off(b: bool) -> &'static str {
     if b {
@@ -445,6 +445,39 @@ pub fn mglru_rows(m: &MglruMetrics) -> Vec<(String, String)> {
     rows
 }
 
+/// Scenario script: how it ended, its own metrics, the end of its output.
+pub fn script_section(
+    s: &ScriptMetrics,
+    image: Option<&crate::guest::image::ImageManifest>,
+) -> String {
+    let mut out = format!("\nscript {}: {}", s.name, s.ending());
+    if let Some(i) = image {
+        out.push_str(&format!(" in image {}", i.summary()));
+    }
+    out.push('\n');
+    for (k, v) in &s.metrics {
+        out.push_str(&format!("  {k} = {v}\n"));
+    }
+    for b in &s.bad_metric_lines {
+        out.push_str(&format!("  unparsed metric line: {b}\n"));
+    }
+    if !s.output_tail.is_empty() {
+        out.push_str("output (last lines; `!` = stderr):\n");
+        for l in &s.output_tail {
+            out.push_str("  | ");
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    if s.dropped_lines > 0 {
+        out.push_str(&format!(
+            "  ({} lines over the cap were not streamed)\n",
+            s.dropped_lines
+        ));
+    }
+    out
+}
+
 /// Header, the metrics table, and the crash report if there is one.
 pub fn render_run(r: &RunResult) -> String {
     let mut out = header(r);
@@ -454,8 +487,12 @@ pub fn render_run(r: &RunResult) -> String {
             .load_preset(presets::ASCII_FULL_CONDENSED)
             .set_content_arrangement(ContentArrangement::Disabled)
             .set_header(vec!["metric", "value"]);
+        // A script run has no built-in workload: nothing counts touches.
+        let script = r.job.scenario == Scenario::Script;
         for (k, v) in mglru_rows(m) {
-            table.add_row(vec![k, v]);
+            if !(script && k == "touches") {
+                table.add_row(vec![k, v]);
+            }
         }
         if let Some(col) = table.column_mut(1) {
             col.set_cell_alignment(CellAlignment::Right);
@@ -466,6 +503,9 @@ pub fn render_run(r: &RunResult) -> String {
     }
     if let Some(m) = &r.noio_metrics {
         out.push_str(&noio_tables(m));
+    }
+    if let Some(s) = &r.script {
+        out.push_str(&script_section(s, r.image.as_ref()));
     }
     for sp in &r.splats {
         out.push_str(&format!(
@@ -492,4 +532,46 @@ pub fn render_run(r: &RunResult) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_section_says_how_it_ended_and_what_it_printed() {
+        let s = ScriptMetrics {
+            name: "repro".into(),
+            code: Some(3),
+            elapsed_ms: 1200,
+            metrics: [("ops".to_string(), 12.5)].into(),
+            bad_metric_lines: vec!["MMCI-METRIC: x: `x` is not name=value".into()],
+            dropped_lines: 7,
+            output_tail: vec!["hello".into(), "! oops".into()],
+            ..ScriptMetrics::default()
+        };
+        let image = crate::guest::image::ImageManifest {
+            format: 1,
+            name: "tools".into(),
+            recipe: "/r/images/tools".into(),
+            key: "0123456789abcdef".into(),
+            suite: "bookworm".into(),
+            arch: "amd64".into(),
+            packages: vec![],
+            size_bytes: 3 << 20,
+            sha256: "ab".repeat(32),
+            built_unix: 0,
+            build_s: 1.0,
+        };
+        assert_eq!(
+            script_section(&s, Some(&image)),
+            "\nscript repro: exit 3 in image tools (0 packages, 3.0 MiB, key 0123456789abcdef)\n\
+             \x20 ops = 12.5\n\
+             \x20 unparsed metric line: MMCI-METRIC: x: `x` is not name=value\n\
+             output (last lines; `!` = stderr):\n\
+             \x20 | hello\n\
+             \x20 | ! oops\n\
+             \x20 (7 lines over the cap were not streamed)\n"
+        );
+    }
 }

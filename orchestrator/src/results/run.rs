@@ -11,7 +11,7 @@ use crate::arch::Arch;
 use crate::guest::vm::Accel;
 use crate::host::fs::write_atomic;
 use crate::results::outcome::Classification;
-use crate::scenario::{MglruMetrics, NoioMetrics};
+use crate::scenario::{MglruMetrics, NoioMetrics, ScriptMetrics};
 
 /// Version of run.json's layout.
 pub const RESULT_FORMAT: u32 = 1;
@@ -56,6 +56,12 @@ pub struct RunResult {
     /// Scenario B's metrics.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noio_metrics: Option<NoioMetrics>,
+    /// Scenario script: how the script ended and its own metrics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<ScriptMetrics>,
+    /// Scenario script: the image it ran in, with every package version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<crate::guest::image::ImageManifest>,
     /// Kernel splats on the console (WARNINGs, BUGs, lockdep, ...), whatever
     /// the outcome.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

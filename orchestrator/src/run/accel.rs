@@ -97,6 +97,7 @@ pub async fn choose(
         // may hang silently rather than fail, so do not wait long.
         timeout: PROBE_TIMEOUT,
         retries: 0,
+        image: None,
     };
     let result = guest::run_guest(&cfg, &probe_dir, scratch).await;
     let _ = std::fs::remove_dir_all(&probe_dir);

@@ -56,6 +56,12 @@ pub enum MatrixRunError {
     MissingQemu(String),
     #[error("this mmci was built without guest-init for {arch}: run `rustup target add {triple}` and rebuild")]
     MissingGuestInit { arch: Arch, triple: &'static str },
+    #[error("image for script `{script}`: {source}")]
+    Image {
+        script: String,
+        #[source]
+        source: crate::guest::image::ImageError,
+    },
     #[error("run {slot}: {source}")]
     Run {
         slot: String,
@@ -334,6 +340,51 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
             .any(|k| k.variant == f.variant && k.arch == f.arch)
     });
 
+    // Images of the script cells with pending runs: built or found in the
+    // work dir once per recipe (scripts may share one), before any guest
+    // starts.
+    let mut images: BTreeMap<String, guest::AttachedImage> = BTreeMap::new();
+    let mut by_recipe: BTreeMap<std::path::PathBuf, guest::AttachedImage> = BTreeMap::new();
+    for c in &cells {
+        let Some(script) = &c.job.script else {
+            continue;
+        };
+        if images.contains_key(&script.name) || !pending.iter().any(|s| s.cell == c.id) {
+            continue;
+        }
+        let def = opts
+            .plan
+            .scripts
+            .get(&script.name)
+            .expect("scripts of the plan");
+        if let Some(image) = by_recipe.get(&def.recipe) {
+            images.insert(script.name.clone(), image.clone());
+            continue;
+        }
+        let b = crate::guest::image::ensure(
+            &def.recipe,
+            &opts.work,
+            &crate::guest::image::BuildOptions::default(),
+        )
+        .await
+        .map_err(|source| MatrixRunError::Image {
+            script: script.name.clone(),
+            source,
+        })?;
+        tracing::info!(
+            image = %b.manifest.summary(),
+            cached = b.cached,
+            seconds = format!("{:.1}", b.total_s),
+            "image"
+        );
+        let image = guest::AttachedImage {
+            path: b.path,
+            manifest: b.manifest,
+        };
+        by_recipe.insert(def.recipe.clone(), image.clone());
+        images.insert(script.name.clone(), image);
+    }
+
     // One accelerator decision per arch, probed with the first kernel built.
     let scratch = opts.work.scratch();
     let mut accels: BTreeMap<Arch, AccelChoice> = BTreeMap::new();
@@ -419,6 +470,11 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
             job: cell.job.clone(),
             extra_cmdline: vec![],
             retries: opts.retries,
+            image: cell
+                .job
+                .script
+                .as_ref()
+                .and_then(|s| images.get(&s.name).cloned()),
         };
         let dir = rd::run_dir(&opts.results, slot);
         let scratch = scratch.clone();

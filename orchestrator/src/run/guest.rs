@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mmci_record::{GuestJob, Record, Scenario, SWAP_DISK_SERIAL};
+use mmci_record::{GuestJob, Record, Scenario, IMAGE_DISK_SERIAL, SWAP_DISK_SERIAL};
 
 use crate::arch::Arch;
 use crate::guest::initramfs;
@@ -34,6 +34,15 @@ pub struct RunConfig {
     pub timeout: Duration,
     /// Extra attempts after an infra failure.
     pub retries: u32,
+    /// Scenario script: the built image, attached read-only.
+    pub image: Option<AttachedImage>,
+}
+
+/// A built guest image given to a run.
+#[derive(Clone, Debug)]
+pub struct AttachedImage {
+    pub path: PathBuf,
+    pub manifest: crate::guest::image::ImageManifest,
 }
 
 /// A timeout that leaves room for a slow (TCG) boot and a slowed-down workload.
@@ -43,6 +52,13 @@ pub fn default_timeout(job: &GuestJob) -> Duration {
         Scenario::MglruIsolation => Duration::from_secs(90 + job.duration_s * 4),
         // Filling the verity device and the hog under TCG comes on top.
         Scenario::NoioVerity => Duration::from_secs(300 + job.duration_s * 4),
+        // The script's own timeout, then the set-up and the counters after it.
+        Scenario::Script => Duration::from_secs(
+            120 + job
+                .script
+                .as_ref()
+                .map_or(job.duration_s * 4 + 60, |s| s.timeout_for(job.duration_s)),
+        ),
     }
 }
 
@@ -122,9 +138,15 @@ pub async fn run_guest(
             ..cfg.kernel.clone()
         };
         let metrics = match cfg.job.scenario {
-            Scenario::MglruIsolation => scenario::mglru_metrics(&records),
+            // The script runs inside scenario A's set-up and measurements.
+            Scenario::MglruIsolation | Scenario::Script => scenario::mglru_metrics(&records),
             Scenario::Probe | Scenario::NoioVerity => None,
         };
+        let script = cfg
+            .job
+            .script
+            .as_ref()
+            .and_then(|s| scenario::script_metrics(&records, &s.name));
         let noio_metrics = match cfg.job.scenario {
             Scenario::NoioVerity => scenario::noio_metrics(&records),
             _ => None,
@@ -149,6 +171,8 @@ pub async fn run_guest(
             bad_lines: run.bad_lines.clone(),
             metrics,
             noio_metrics,
+            script,
+            image: cfg.image.as_ref().map(|i| i.manifest.clone()),
             splats: crate::results::splat::detect(&run.console),
             timing,
         };
@@ -160,6 +184,11 @@ pub async fn run_guest(
         let records_path = out_dir.join("records.jsonl");
         crate::host::fs::write_atomic(&records_path, jsonl.as_bytes())
             .map_err(io_err(&records_path))?;
+        if cfg.job.scenario == Scenario::Script {
+            let log = out_dir.join("script-output.log");
+            crate::host::fs::write_atomic(&log, scenario::script::output_log(&records).as_bytes())
+                .map_err(io_err(&log))?;
+        }
         results::write_run(out_dir, &result).map_err(io_err(out_dir))?;
         return Ok(result);
     }
@@ -190,12 +219,24 @@ async fn attempt(
         disks.push(Disk {
             path,
             serial: SWAP_DISK_SERIAL.to_string(),
+            readonly: false,
         });
     }
     for (serial, mb) in disks::scenario_disks(&cfg.job) {
         let path = scratch.join(format!("{serial}.img"));
         sparse_file(&path, mb).map_err(io_err(&path))?;
-        disks.push(Disk { path, serial });
+        disks.push(Disk {
+            path,
+            serial,
+            readonly: false,
+        });
+    }
+    if let Some(image) = &cfg.image {
+        disks.push(Disk {
+            path: image.path.clone(),
+            serial: IMAGE_DISK_SERIAL.to_string(),
+            readonly: true,
+        });
     }
     let spec = VmSpec {
         arch: cfg.arch,

@@ -2,19 +2,24 @@
 //! used in a matrix's `expect:`, its unit, which direction is better,
 //! whether it measures time (and so means little under TCG), its noise
 //! floor, and how to read its value from one run's scenario metrics. Each
-//! scenario keeps its own entries (`mglru/catalog.rs`, `noio/catalog.rs`);
-//! this is the registry over them, in display order.
+//! scenario keeps its own entries (`mglru/catalog.rs`, `noio/catalog.rs`,
+//! `script/catalog.rs`); this is the registry over them, in display order.
+//! A matrix's scripts add entries of their own (`script::MetricDecl`),
+//! which is why names are `Cow`s.
+
+use std::borrow::Cow;
 
 use mmci_record::Scenario;
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{mglru, noio, MglruMetrics, NoioMetrics};
+use crate::scenario::{mglru, noio, script, MglruMetrics, NoioMetrics, ScriptMetrics};
 
 /// A run's scenario metrics, as the catalog's extractors read them.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunMetrics<'a> {
     pub mglru: Option<&'a MglruMetrics>,
     pub noio: Option<&'a NoioMetrics>,
+    pub script: Option<&'a ScriptMetrics>,
 }
 
 /// Which way a metric should move for the kernel to be better.
@@ -28,13 +33,13 @@ pub enum Better {
     Neither,
 }
 
-/// One metric of the registry.
-#[derive(Clone, Copy, Debug)]
+/// One metric of the registry, or of a matrix's script.
+#[derive(Clone, Debug)]
 pub struct Metric {
     /// As written in `expect:` and shown in tables.
-    pub name: &'static str,
-    pub description: &'static str,
-    pub unit: &'static str,
+    pub name: Cow<'static, str>,
+    pub description: Cow<'static, str>,
+    pub unit: Cow<'static, str>,
     pub better: Better,
     /// The value measures time or throughput: under TCG (emulated CPU) it
     /// is "functional only" and expectations on its size are inconclusive.
@@ -50,10 +55,50 @@ pub struct Metric {
     /// kernel that does more work swaps more; its twin says whether it
     /// swaps more per unit of work.
     pub per_work_of: Option<&'static str>,
-    /// Its value in one run; None when the run does not have it (no
-    /// metrics, or nothing to divide by).
-    pub extract: fn(&RunMetrics) -> Option<f64>,
+    /// How to read it from one run.
+    pub extract: Extract,
 }
+
+/// How a metric's value is read from a run; None when the run does not
+/// have it (no metrics, or nothing to divide by).
+#[derive(Clone, Copy, Debug)]
+pub enum Extract {
+    /// A function of the run's scenario metrics.
+    Run(fn(&RunMetrics) -> Option<f64>),
+    /// The script's own `MMCI-METRIC:` value of the metric's name.
+    ScriptMetric,
+}
+
+impl Metric {
+    /// Its value in one run.
+    pub fn value(&self, r: &RunMetrics) -> Option<f64> {
+        match self.extract {
+            Extract::Run(f) => f(r),
+            Extract::ScriptMetric => r
+                .script
+                .and_then(|s| s.metrics.get(self.name.as_ref()).copied()),
+        }
+    }
+
+    /// A counter divided by the work done (see `per_work_of`).
+    pub fn is_per_work(&self) -> bool {
+        self.per_work_of.is_some() || self.name.contains("_per_k")
+    }
+
+    /// Measured in runs of `scenario`. Scenario A's kernel-side metrics
+    /// are measured around scripts too; the built-in workload's touches,
+    /// and the counters divided by them, are not.
+    pub fn measured_in(&self, scenario: Scenario) -> bool {
+        self.scenario == scenario
+            || (scenario == Scenario::Script
+                && self.scenario == Scenario::MglruIsolation
+                && !WORKLOAD_ONLY.contains(&self.name.as_ref())
+                && !self.is_per_work())
+    }
+}
+
+/// Scenario A metrics that count the built-in workload's own work.
+const WORKLOAD_ONLY: [&str; 2] = ["touches", "touches_per_s"];
 
 /// `count` per 1,000 units of `work`; None without work.
 pub(crate) fn per_k(count: u64, work: u64) -> Option<f64> {
@@ -65,33 +110,35 @@ pub(crate) fn per_k(count: u64, work: u64) -> Option<f64> {
 macro_rules! per_work {
     ($name:literal, $of:expr, $what:literal, $unit:literal, $better:expr, $scenario:expr, $extract:expr) => {
         $crate::scenario::catalog::Metric {
-            name: $name,
-            description: $what,
-            unit: $unit,
+            name: ::std::borrow::Cow::Borrowed($name),
+            description: ::std::borrow::Cow::Borrowed($what),
+            unit: ::std::borrow::Cow::Borrowed($unit),
             better: $better,
             timing: false,
             noise_floor: None,
             scenario: $scenario,
             per_work_of: $of,
-            extract: $extract,
+            extract: $crate::scenario::catalog::Extract::Run($extract),
         }
     };
 }
 pub(crate) use per_work;
 
 /// Every metric: scenario A's raw ones, scenario B's, then the per-work
-/// counters of A and of B (reports put the per-work counters first).
+/// counters of A and of B (reports put the per-work counters first), then
+/// how a script ended.
 pub fn all() -> impl Iterator<Item = &'static Metric> {
     mglru::catalog::METRICS
         .iter()
         .chain(noio::catalog::METRICS.iter())
         .chain(mglru::catalog::PER_WORK.iter())
         .chain(noio::catalog::PER_WORK.iter())
+        .chain(script::catalog::METRICS.iter())
 }
 
 /// Whether `name` is one of the per-work metrics.
 pub fn is_per_work(name: &str) -> bool {
-    metric(name).is_some_and(|m| m.per_work_of.is_some() || m.name.contains("_per_k"))
+    metric(name).is_some_and(Metric::is_per_work)
 }
 
 /// What the per-work metrics of a scenario are divided by.
@@ -99,7 +146,8 @@ pub fn work_unit(scenario: Scenario) -> Option<&'static str> {
     match scenario {
         Scenario::MglruIsolation => Some("per 1,000 touches (the workload's page writes)"),
         Scenario::NoioVerity => Some("per 1,000 reads (the reader's block reads)"),
-        Scenario::Probe => None,
+        // A script's work is its own: nothing to divide by.
+        Scenario::Probe | Scenario::Script => None,
     }
 }
 
@@ -110,11 +158,14 @@ pub fn metric(name: &str) -> Option<&'static Metric> {
 
 /// The metrics measured in `scenario`'s runs, in display order.
 pub fn of_scenario(scenario: Scenario) -> impl Iterator<Item = &'static Metric> {
-    all().filter(move |m| m.scenario == scenario)
+    all().filter(move |m| m.measured_in(scenario))
 }
 
 pub fn known_names() -> String {
-    all().map(|m| m.name).collect::<Vec<_>>().join(", ")
+    all()
+        .map(|m| m.name.as_ref())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -122,8 +173,38 @@ mod tests {
     use super::*;
 
     #[test]
+    fn script_runs_measure_scenario_a_kernel_side_not_its_workload() {
+        let names: Vec<&str> = of_scenario(Scenario::Script)
+            .map(|m| m.name.as_ref())
+            .collect();
+        for n in [
+            "throttle_isolated",
+            "oom_kills",
+            "pswpout",
+            "psi_some_us",
+            "script_exit_code",
+            "script_timed_out",
+        ] {
+            assert!(names.contains(&n), "{n}");
+        }
+        for n in [
+            "touches",
+            "touches_per_s",
+            "pswpout_per_ktouch",
+            "noio_calls",
+        ] {
+            assert!(!names.contains(&n), "{n}");
+        }
+        // The other scenarios measure only their own.
+        for s in [Scenario::MglruIsolation, Scenario::NoioVerity] {
+            assert!(of_scenario(s).all(|m| m.scenario == s));
+        }
+        assert_eq!(work_unit(Scenario::Script), None);
+    }
+
+    #[test]
     fn names_are_unique_and_cover_the_issue() {
-        let names: std::collections::BTreeSet<&str> = all().map(|m| m.name).collect();
+        let names: std::collections::BTreeSet<&str> = all().map(|m| m.name.as_ref()).collect();
         assert_eq!(names.len(), all().count());
         for n in [
             "throttle_isolated",

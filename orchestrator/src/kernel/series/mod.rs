@@ -763,7 +763,9 @@ mod tests {
         // Patch 1 is unchanged in v2, patch 2 is not.
         let diff = |p: &Patch| {
             let text = String::from_utf8_lossy(&p.raw).to_string();
-            text[text.find("\ndiff --git").expect("a diff")..].trim_end().to_string()
+            text[text.find("\ndiff --git").expect("a diff")..]
+                .trim_end()
+                .to_string()
         };
         assert_eq!(diff(&newest.patches[0]), diff(&v1.patches[0]));
         assert_ne!(diff(&newest.patches[1]), diff(&v1.patches[1]));

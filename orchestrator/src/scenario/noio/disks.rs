@@ -15,7 +15,9 @@ pub fn scenario_disks(job: &GuestJob) -> Vec<(String, u64)> {
                 verity_hash_disk_mb(job.verity_mb),
             ),
         ],
-        Scenario::Probe | Scenario::MglruIsolation => vec![],
+        // The script scenario's image disk is not scratch: run/guest.rs
+        // attaches the built image read-only.
+        Scenario::Probe | Scenario::MglruIsolation | Scenario::Script => vec![],
     }
 }
 

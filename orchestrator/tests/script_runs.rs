@@ -1,0 +1,250 @@
+//! Scenario script in real guests: the bundled kernel, the tools image
+//! (images/tools, built once with mmdebstrap and cached in the work dir),
+//! real QEMU and guest-init. A script that prints metrics and fails, one
+//! that is OOM-killed, one that outlives its timeout.
+
+use std::path::{Path, PathBuf};
+
+use mmci::arch::Arch;
+use mmci::guest::bin as guest_bin;
+use mmci::guest::image::{self as images, BuildOptions};
+use mmci::host::paths::WorkDir;
+use mmci::kernel::{self, KernelSource};
+use mmci::results::{KernelInfo, RunResult};
+use mmci::run::accel::{self, AccelChoice, AccelRequest};
+use mmci::run::guest::{self as run, AttachedImage, RunConfig};
+use mmci::run::outcome::Outcome;
+use mmci_record::{GuestJob, Record, Scenario, ScriptJob, SwapBackend};
+use tokio::sync::{Mutex, OnceCell};
+
+static SETUP: OnceCell<(KernelInfo, AccelChoice, AttachedImage)> = OnceCell::const_new();
+static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+
+fn guest_init() -> &'static [u8] {
+    guest_bin::guest_init(Arch::X86_64).expect("guest-init for x86_64 is embedded")
+}
+
+fn tools_recipe() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../images/tools")
+}
+
+async fn setup() -> &'static (KernelInfo, AccelChoice, AttachedImage) {
+    SETUP
+        .get_or_init(|| async {
+            let work = WorkDir::resolve(None);
+            let info = kernel::prepare(&KernelSource::bundled(), Arch::X86_64, &work)
+                .await
+                .expect("the bundled kernel builds (run ./mmci-setup first)");
+            let choice = accel::choose(
+                AccelRequest::Auto,
+                Arch::X86_64,
+                &info,
+                guest_init(),
+                &work.scratch(),
+            )
+            .await;
+            let built = images::ensure(&tools_recipe(), &work, &BuildOptions::default())
+                .await
+                .expect("the tools image builds (as root, with mmdebstrap and erofs-utils from ./mmci-setup)");
+            let image = AttachedImage {
+                path: built.path,
+                manifest: built.manifest,
+            };
+            (info, choice, image)
+        })
+        .await
+}
+
+fn script_job(
+    name: &str,
+    text: &str,
+    timeout_s: u64,
+    memcg_mb: u64,
+    swap: SwapBackend,
+) -> GuestJob {
+    GuestJob {
+        scenario: Scenario::Script,
+        duration_s: 10,
+        memcg_max_mb: memcg_mb,
+        swap,
+        swap_delay_ms: 0,
+        threads: 7,
+        script: Some(ScriptJob {
+            name: name.into(),
+            image: "tools".into(),
+            text: Some(text.into()),
+            env: [("GREETING".to_string(), "hello".to_string())].into(),
+            timeout_s,
+            ..ScriptJob::default()
+        }),
+        ..GuestJob::default()
+    }
+}
+
+async fn run(id: &str, job: GuestJob, dir: &Path) -> RunResult {
+    let (kernel, accel, image) = setup().await;
+    let cfg = RunConfig {
+        id: id.into(),
+        arch: Arch::X86_64,
+        accel: accel.accel,
+        accel_note: accel.note.clone(),
+        vcpus: 2,
+        memory_mb: 512,
+        swap_mb: if job.swap.enabled() { 128 } else { 0 },
+        kernel: kernel.clone(),
+        guest_init: guest_init().to_vec(),
+        timeout: run::default_timeout(&job),
+        job,
+        extra_cmdline: vec![],
+        retries: 1,
+        image: Some(image.clone()),
+    };
+    let _one = ONE_GUEST_AT_A_TIME.lock().await;
+    run::run_guest(&cfg, &dir.join(id), &dir.join("scratch"))
+        .await
+        .unwrap()
+}
+
+fn records(dir: &Path) -> Vec<Record> {
+    std::fs::read_to_string(dir.join("records.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|mut v| {
+            v.as_object_mut().unwrap().remove("at_ms");
+            v.as_object_mut().unwrap().insert("v".into(), 1.into());
+            mmci_record::parse_line(&v.to_string()).unwrap()
+        })
+        .collect()
+}
+
+fn done_ok(recs: &[Record]) -> bool {
+    matches!(recs.last(), Some(Record::Done { ok: true, .. }))
+}
+
+#[tokio::test]
+async fn script_prints_metrics_and_exits_non_zero() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = r#"
+echo "$GREETING from $MMCI_SCRIPT: threads=$MMCI_THREADS memcg=$MMCI_MEMCG_MAX_MB"
+ps -e -o comm= | grep -c . | sed 's/^/processes: /'
+test -w /usr/bin && echo "overlay root is writable"
+echo "MMCI-METRIC: answer=42 ratio=0.25"
+echo "MMCI-METRIC: broken"
+echo "to stderr" >&2
+exit 3
+"#;
+    let r = run(
+        "metrics",
+        script_job("metrics", text, 60, 64, SwapBackend::Off),
+        tmp.path(),
+    )
+    .await;
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::Completed,
+        "{:?}",
+        r.classification
+    );
+    let s = r.script.as_ref().expect("script results");
+    assert_eq!(
+        (s.code, s.signal, s.timed_out),
+        (Some(3), None, false),
+        "{s:?}"
+    );
+    assert_eq!(s.metrics["answer"], 42.0);
+    assert_eq!(s.metrics["ratio"], 0.25);
+    assert_eq!(s.bad_metric_lines.len(), 1, "{s:?}");
+    assert!(s.bad_metric_lines[0].contains("not name=value"), "{s:?}");
+    let out = std::fs::read_to_string(tmp.path().join("metrics/script-output.log")).unwrap();
+    assert!(
+        out.contains("hello from metrics: threads=7 memcg=64"),
+        "{out}"
+    );
+    assert!(out.contains("overlay root is writable"), "{out}");
+    assert!(out.contains("! to stderr"), "{out}");
+    assert!(out.contains("processes: "), "{out}");
+    // The kernel-side counters were taken around it, as for scenario A.
+    let m = r.metrics.as_ref().expect("scenario A counters");
+    assert_eq!(m.oom_kills, 0);
+    // The image and its package versions are in the run's manifest.
+    let image = r.image.as_ref().expect("image manifest");
+    assert_eq!(image.name, "tools");
+    assert!(image.packages.iter().any(|p| p.name == "stress-ng"));
+    let recs = records(&tmp.path().join("metrics"));
+    assert!(recs
+        .iter()
+        .any(|r| matches!(r, Record::Setup { step, detail, .. }
+        if step == "image" && detail.contains("erofs") && detail.contains("read-only"))));
+    assert!(done_ok(&recs));
+}
+
+#[tokio::test]
+async fn oom_killed_script_leaves_pid1_reporting() {
+    let tmp = tempfile::tempdir().unwrap();
+    // sort must hold /dev/zero's one endless line in memory: in a 16 MiB
+    // cgroup without swap it is the biggest task and the OOM killer's. (A
+    // shell's command substitution grew too slowly under TCG: 120 s without
+    // reaching 16 MiB.) exec: the script's own process is the one killed.
+    let text = "echo start\nexec sort /dev/zero\necho never reached\n";
+    let r = run(
+        "oom",
+        script_job("oom", text, 120, 16, SwapBackend::Off),
+        tmp.path(),
+    )
+    .await;
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::Completed,
+        "{:?}",
+        r.classification
+    );
+    let s = r.script.as_ref().expect("script results");
+    assert!(s.oom_killed, "{s:?}");
+    assert_eq!(s.signal, Some(9), "{s:?}");
+    assert!(!s.timed_out);
+    assert!(r.metrics.as_ref().unwrap().oom_kills >= 1);
+    let out = std::fs::read_to_string(tmp.path().join("oom/script-output.log")).unwrap();
+    assert!(
+        out.contains("start") && !out.contains("never reached"),
+        "{out}"
+    );
+    // PID 1 went on: the counters after the kill and the last record arrived.
+    let recs = records(&tmp.path().join("oom"));
+    assert!(recs.iter().any(|r| matches!(
+        r,
+        Record::Snapshot {
+            phase: mmci_record::Phase::After,
+            ..
+        }
+    )));
+    assert!(done_ok(&recs));
+}
+
+#[tokio::test]
+async fn script_outliving_its_timeout_is_killed() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A background child too: the whole cgroup goes, not just the shell.
+    let text = "echo start\nsleep 600 &\nsleep 600\n";
+    let r = run(
+        "timeout",
+        script_job("timeout", text, 5, 64, SwapBackend::Off),
+        tmp.path(),
+    )
+    .await;
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::Completed,
+        "{:?}",
+        r.classification
+    );
+    let s = r.script.as_ref().expect("script results");
+    assert!(s.timed_out, "{s:?}");
+    assert_eq!(s.signal, Some(9), "{s:?}");
+    assert!(
+        (5000..30000).contains(&s.elapsed_ms),
+        "killed at 5 s, not {} ms",
+        s.elapsed_ms
+    );
+    assert!(done_ok(&records(&tmp.path().join("timeout"))));
+}
