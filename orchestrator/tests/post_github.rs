@@ -1,44 +1,27 @@
-//! `mmci post github` through the binary, against a loopback HTTP/1.1
-//! server that speaks the GitHub REST endpoints mmci uses (check runs,
+//! `mmci post github` through the binary, against a loopback server
+//! (wiremock) that speaks the GitHub REST endpoints mmci uses (check runs,
 //! issue comments, App installations and installation tokens) with
-//! GitHub's status codes and JSON, and records every request.
+//! GitHub's status codes and JSON. Every request is recorded by wiremock.
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 
+use common::http::{self, Seen};
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 const TOKEN: &str = "ghp_mmciTestToken0123456789secret";
 const INSTALLATION_TOKEN: &str = "ghs_installationToken42secret";
 const APP_ID: u64 = 123_456;
 const INSTALLATION_ID: u64 = 4242;
 
-/// One request as the server saw it.
-#[derive(Clone, Debug)]
-struct Seen {
-    method: String,
-    path: String,
-    headers: BTreeMap<String, String>,
-    body: Value,
-}
-
-impl Seen {
-    fn auth(&self) -> &str {
-        self.headers
-            .get("authorization")
-            .map(String::as_str)
-            .unwrap_or("")
-    }
-}
-
 /// The fake GitHub's state.
 #[derive(Default)]
 struct GitHub {
-    seen: Vec<Seen>,
     check_runs: Vec<Value>,
     /// (pull request, comment)
     comments: Vec<(u64, Value)>,
@@ -84,7 +67,7 @@ impl GitHub {
 
     /// GitHub's answer to one request.
     fn answer(&mut self, s: &Seen) -> (u16, Value) {
-        let key = format!("{} {}", s.method, s.path);
+        let key = s.call();
         if let Some((_, status, body)) = self.fail.iter().find(|(k, _, _)| key.starts_with(k)) {
             return (*status, body.clone());
         }
@@ -185,88 +168,21 @@ impl GitHub {
     }
 }
 
-/// Serves the fake GitHub on 127.0.0.1; returns its base URL.
-async fn serve(state: Shared) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        loop {
-            let Ok((sock, _)) = listener.accept().await else {
-                return;
-            };
-            let state = state.clone();
-            tokio::spawn(async move { connection(sock, state).await });
-        }
-    });
-    base
+/// Answers as GitHub does, from the shared state.
+struct Fake(Shared);
+
+impl Respond for Fake {
+    fn respond(&self, req: &Request) -> ResponseTemplate {
+        let (status, answer) = self.0.lock().unwrap().answer(&Seen::new(req));
+        ResponseTemplate::new(status)
+            .set_body_raw(answer.to_string(), "application/json; charset=utf-8")
+            .insert_header("X-GitHub-Media-Type", "github.v3")
+    }
 }
 
-/// One keep-alive connection: requests with Content-Length bodies.
-async fn connection(mut sock: tokio::net::TcpStream, state: Shared) {
-    let mut buf: Vec<u8> = Vec::new();
-    loop {
-        let head_end = loop {
-            if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                break i + 4;
-            }
-            let mut chunk = [0u8; 8192];
-            match sock.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        };
-        let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-        let mut lines = head.split("\r\n");
-        let mut first = lines.next().unwrap_or("").split_whitespace();
-        let method = first.next().unwrap_or("").to_string();
-        let path = first.next().unwrap_or("").to_string();
-        let headers: BTreeMap<String, String> = lines
-            .filter_map(|l| l.split_once(':'))
-            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-            .collect();
-        let len: usize = headers
-            .get("content-length")
-            .and_then(|l| l.parse().ok())
-            .unwrap_or(0);
-        while buf.len() < head_end + len {
-            let mut chunk = [0u8; 8192];
-            match sock.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            }
-        }
-        let body_bytes: Vec<u8> = buf[head_end..head_end + len].to_vec();
-        buf.drain(..head_end + len);
-        let body = serde_json::from_slice(&body_bytes).unwrap_or(Value::Null);
-        let seen = Seen {
-            method,
-            path,
-            headers,
-            body,
-        };
-        let (status, answer) = {
-            let mut gh = state.lock().unwrap();
-            gh.seen.push(seen.clone());
-            gh.answer(&seen)
-        };
-        let text = answer.to_string();
-        let reason = match status {
-            200 => "OK",
-            201 => "Created",
-            401 => "Unauthorized",
-            403 => "Forbidden",
-            404 => "Not Found",
-            422 => "Unprocessable Entity",
-            _ => "Status",
-        };
-        let resp = format!(
-            "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\nX-GitHub-Media-Type: github.v3\r\n\r\n{text}",
-            text.len()
-        );
-        if sock.write_all(resp.as_bytes()).await.is_err() {
-            return;
-        }
-    }
+/// Serves the fake GitHub on 127.0.0.1 (its base URL: `uri()`).
+async fn serve(state: Shared) -> MockServer {
+    http::serve(Fake(state)).await
 }
 
 fn bundled_series() -> mmci::kernel::series::Series {
@@ -393,10 +309,6 @@ fn assert_no_secret(o: &Output) {
     }
 }
 
-fn requests(state: &Shared) -> Vec<Seen> {
-    state.lock().unwrap().seen.clone()
-}
-
 #[tokio::test]
 async fn check_run_then_one_sticky_comment_updated_in_place() {
     let state: Shared = Arc::default();
@@ -406,7 +318,8 @@ async fn check_run_then_one_sticky_comment_updated_in_place() {
         json!({"id": 900, "body": "LGTM", "user": {"login": "reviewer"}}),
     ));
     state.lock().unwrap().next_id = 1000;
-    let api = serve(state.clone()).await;
+    let server = serve(state.clone()).await;
+    let api = server.uri();
     let tmp = tempfile::tempdir().unwrap();
     let results = results_dir(tmp.path());
     let before = snapshot(&results);
@@ -423,7 +336,7 @@ async fn check_run_then_one_sticky_comment_updated_in_place() {
     let o = mmci(&["--start", "--results", results.to_str().unwrap()], &env).await;
     assert!(o.status.success(), "{:?}", text(&o));
     assert_no_secret(&o);
-    let seen = requests(&state);
+    let seen = http::seen(&server).await;
     assert_eq!(seen.len(), 1);
     assert_eq!(
         (seen[0].method.as_str(), seen[0].path.as_str()),
@@ -465,11 +378,8 @@ async fn check_run_then_one_sticky_comment_updated_in_place() {
     let o = finish(body1.clone()).await;
     assert!(o.status.success(), "{:?}", text(&o));
     assert_no_secret(&o);
-    let seen = requests(&state);
-    let calls: Vec<String> = seen[1..]
-        .iter()
-        .map(|s| format!("{} {}", s.method, s.path))
-        .collect();
+    let seen = http::seen(&server).await;
+    let calls: Vec<String> = seen[1..].iter().map(Seen::call).collect();
     assert_eq!(
         calls,
         [
@@ -502,11 +412,8 @@ async fn check_run_then_one_sticky_comment_updated_in_place() {
     state.lock().unwrap().check_runs[0]["status"] = json!("completed");
     let o = finish(body2).await;
     assert!(o.status.success(), "{:?}", text(&o));
-    let seen = requests(&state);
-    let calls: Vec<String> = seen[5..]
-        .iter()
-        .map(|s| format!("{} {}", s.method, s.path))
-        .collect();
+    let seen = http::seen(&server).await;
+    let calls: Vec<String> = seen[5..].iter().map(Seen::call).collect();
     let gh = state.lock().unwrap();
     // The first check run was completed: a new, completed one is created.
     assert_eq!(calls[1], "POST /repos/mm/series/check-runs");
@@ -574,7 +481,8 @@ async fn github_app_trades_a_jwt_for_an_installation_token() {
     ]);
     let state: Shared = Arc::default();
     state.lock().unwrap().app_public_pem = Some(std::fs::read(&public).unwrap());
-    let api = serve(state.clone()).await;
+    let server = serve(state.clone()).await;
+    let api = server.uri();
     let o = mmci(
         &[
             "--start",
@@ -594,11 +502,8 @@ async fn github_app_trades_a_jwt_for_an_installation_token() {
     .await;
     assert!(o.status.success(), "{:?}", text(&o));
     assert_no_secret(&o);
-    let seen = requests(&state);
-    let calls: Vec<String> = seen
-        .iter()
-        .map(|s| format!("{} {}", s.method, s.path))
-        .collect();
+    let seen = http::seen(&server).await;
+    let calls: Vec<String> = seen.iter().map(Seen::call).collect();
     assert_eq!(
         calls,
         [
@@ -669,7 +574,8 @@ async fn github_app_trades_a_jwt_for_an_installation_token() {
 #[tokio::test]
 async fn missing_credentials_fail_before_any_request() {
     let state: Shared = Arc::default();
-    let api = serve(state.clone()).await;
+    let server = serve(state.clone()).await;
+    let api = server.uri();
     let tmp = tempfile::tempdir().unwrap();
     let body = tmp.path().join("r.md");
     std::fs::write(&body, "report").unwrap();
@@ -722,7 +628,7 @@ async fn missing_credentials_fail_before_any_request() {
     assert!(text(&o)
         .1
         .contains("--body /nonexistent/report.md: cannot read the rendered report"));
-    assert!(requests(&state).is_empty());
+    assert!(http::seen(&server).await.is_empty());
 }
 
 #[tokio::test]
@@ -738,7 +644,8 @@ async fn refusals_are_clear_errors_with_exit_9_and_results_untouched() {
         422,
         json!({"message": "Validation Failed", "errors": [{"resource": "IssueComment", "code": "custom", "field": "body", "message": "body is too long"}]}),
     ));
-    let api = serve(state.clone()).await;
+    let server = serve(state.clone()).await;
+    let api = server.uri();
     let tmp = tempfile::tempdir().unwrap();
     let results = results_dir(tmp.path());
     let before = snapshot(&results);
@@ -817,7 +724,8 @@ async fn refusals_are_clear_errors_with_exit_9_and_results_untouched() {
 #[tokio::test]
 async fn dry_run_prints_exactly_the_requests_and_sends_nothing() {
     let state: Shared = Arc::default();
-    let api = serve(state.clone()).await;
+    let server = serve(state.clone()).await;
+    let api = server.uri();
     let tmp = tempfile::tempdir().unwrap();
     let results = results_dir(tmp.path());
     let body = tmp.path().join("r.md");
@@ -843,7 +751,10 @@ async fn dry_run_prints_exactly_the_requests_and_sends_nothing() {
     // No credentials are needed for a dry run.
     let o = mmci(&dry, &[]).await;
     assert!(o.status.success(), "{:?}", text(&o));
-    assert!(requests(&state).is_empty(), "a dry run sent a request");
+    assert!(
+        http::seen(&server).await.is_empty(),
+        "a dry run sent a request"
+    );
     let out = text(&o).0;
     assert!(out.starts_with("# dry run: nothing is sent\n"), "{out}");
 
@@ -852,7 +763,7 @@ async fn dry_run_prints_exactly_the_requests_and_sends_nothing() {
     assert_eq!(printed.len(), 2, "{out}");
     let o = mmci(&args, &[("GITHUB_TOKEN", TOKEN)]).await;
     assert!(o.status.success(), "{:?}", text(&o));
-    let seen = requests(&state);
+    let seen = http::seen(&server).await;
     let sent_check = seen
         .iter()
         .find(|s| s.path == "/repos/mm/series/check-runs")
@@ -892,8 +803,8 @@ fn json_blocks(out: &str) -> Vec<Value> {
 #[tokio::test]
 async fn github_enterprise_api_base_keeps_its_path() {
     let state: Shared = Arc::default();
-    let base = serve(state.clone()).await;
-    let api = format!("{base}/api/v3");
+    let server = serve(state.clone()).await;
+    let api = format!("{}/api/v3", server.uri());
     let o = mmci(
         &[
             "--start",
@@ -908,7 +819,7 @@ async fn github_enterprise_api_base_keeps_its_path() {
     )
     .await;
     assert!(o.status.success(), "{:?}", text(&o));
-    let seen = requests(&state);
+    let seen = http::seen(&server).await;
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].path, "/api/v3/repos/mm/series/check-runs");
 }

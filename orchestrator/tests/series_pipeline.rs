@@ -1,10 +1,11 @@
-//! The patch pipeline against loopback servers speaking HTTP/1.1 as lore and
-//! the GitHub REST API do: fetch a thread, pick the latest revision, apply
+//! The patch pipeline against loopback servers (wiremock) answering as lore
+//! and the GitHub REST API do: fetch a thread, pick the latest revision, apply
 //! it with `git am -3` to the bundled tree, build it (incrementally, in the
 //! checkout shared with the base), and find it in the cache the second time.
 
+mod common;
+
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use mmci::arch::Arch;
@@ -13,84 +14,10 @@ use mmci::kernel::build::{self, BuildError, BuildRequest};
 use mmci::kernel::series::fetch::{FetchError, Fetcher};
 use mmci::kernel::series::{self, SeriesError, SeriesSource};
 use mmci::kernel::tree;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
-/// One request as the server saw it.
-#[derive(Clone, Debug)]
-struct Seen {
-    path: String,
-    headers: Vec<(String, String)>,
-}
-
-type Route = Arc<dyn Fn(&str, usize) -> (u16, Vec<u8>) + Send + Sync>;
-
-/// A minimal HTTP/1.1 server on 127.0.0.1: `route(path, nth request)`
-/// answers; every request is recorded.
-async fn serve(route: Route) -> (String, Arc<Mutex<Vec<Seen>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                return;
-            };
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 4096];
-            while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
-                match sock.read(&mut chunk).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-            let head = String::from_utf8_lossy(&buf).into_owned();
-            let mut lines = head.split("\r\n");
-            let path = lines
-                .next()
-                .unwrap_or("")
-                .split_whitespace()
-                .nth(1)
-                .unwrap_or("")
-                .to_string();
-            let headers = lines
-                .filter_map(|l| l.split_once(": "))
-                .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
-                .collect();
-            let nth = {
-                let mut s = log.lock().unwrap();
-                s.push(Seen {
-                    path: path.clone(),
-                    headers,
-                });
-                s.len()
-            };
-            let (status, body) = route(&path, nth);
-            let reason = match status {
-                200 => "OK",
-                404 => "Not Found",
-                503 => "Service Unavailable",
-                _ => "Status",
-            };
-            let head = format!(
-                "HTTP/1.1 {status} {reason}\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = sock.write_all(head.as_bytes()).await;
-            let _ = sock.write_all(&body).await;
-            let _ = sock.shutdown().await;
-        }
-    });
-    (base, seen)
-}
-
-fn gzip(bytes: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    enc.write_all(bytes).unwrap();
-    enc.finish().unwrap()
-}
+use common::http::{self, no_query};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 fn bundled_mbox() -> String {
     let path =
@@ -143,14 +70,14 @@ fn two_revision_thread() -> String {
     [v1_cover, v1_patch, v2_cover, v2_patch].concat()
 }
 
-fn lore_route(thread: Vec<u8>) -> Route {
-    Arc::new(move |path: &str, _| {
-        if path.starts_with("/all/") && path.ends_with("/t.mbox.gz") {
-            (200, gzip(&thread))
-        } else {
-            (404, b"not found".to_vec())
-        }
-    })
+/// lore serving `thread` as every thread's mbox.
+async fn lore(thread: &[u8]) -> MockServer {
+    let server = MockServer::start().await;
+    http::lore_thread()
+        .respond_with(http::gzipped(thread))
+        .mount(&server)
+        .await;
+    server
 }
 
 fn quick_fetcher() -> Fetcher {
@@ -167,10 +94,10 @@ fn store() -> tempfile::TempDir {
 
 #[tokio::test]
 async fn lore_thread_latest_revision_applies_builds_and_caches() {
-    let (base, seen) = serve(lore_route(two_revision_thread().into_bytes())).await;
+    let server = lore(two_revision_thread().as_bytes()).await;
     let source = SeriesSource::Lore {
         message_id: "cover.1796033954.git.mmci-dev@example.org".into(),
-        base_url: base,
+        base_url: server.uri(),
     };
     let store = store();
     let series = series::load(&source, &quick_fetcher(), store.path())
@@ -185,8 +112,8 @@ async fn lore_thread_latest_revision_applies_builds_and_caches() {
         .subject
         .starts_with("[PATCH v2 0/1]"));
     assert_eq!(
-        seen.lock().unwrap()[0].path,
-        "/all/cover.1796033954.git.mmci-dev@example.org/t.mbox.gz"
+        http::calls(&server).await,
+        ["GET /all/cover.1796033954.git.mmci-dev@example.org/t.mbox.gz"]
     );
     assert!(
         store.path().read_dir().unwrap().count() == 1,
@@ -316,10 +243,10 @@ async fn thread_with_a_missing_patch_is_refused() {
         mails[2].replace("[PATCH v1 2/2]", "[PATCH v2 2/2]"),
     ]
     .concat();
-    let (base, _) = serve(lore_route(thread.into_bytes())).await;
+    let server = lore(thread.as_bytes()).await;
     let source = SeriesSource::Lore {
         message_id: "x@example.org".into(),
-        base_url: base,
+        base_url: server.uri(),
     };
     let err = series::load(&source, &quick_fetcher(), store().path())
         .await
@@ -333,10 +260,10 @@ async fn thread_with_a_missing_patch_is_refused() {
 #[tokio::test]
 async fn a_message_that_is_not_a_patch_is_refused() {
     let thread = "From x Mon Sep 17 00:00:00 2001\nFrom: A <a@example.org>\nSubject: Re: [PATCH] mm: something\nMessage-ID: <r@example.org>\n\nLooks fine to me.\n";
-    let (base, _) = serve(lore_route(thread.as_bytes().to_vec())).await;
+    let server = lore(thread.as_bytes()).await;
     let source = SeriesSource::Lore {
         message_id: "r@example.org".into(),
-        base_url: base,
+        base_url: server.uri(),
     };
     let err = series::load(&source, &quick_fetcher(), store().path())
         .await
@@ -382,32 +309,44 @@ async fn unreachable_lore_is_retried_then_reported_and_nothing_is_kept() {
 
 #[tokio::test]
 async fn server_errors_are_retried() {
-    let thread = gzip(bundled_mbox().as_bytes());
-    let (base, seen) = serve(Arc::new(move |_: &str, nth| {
-        if nth < 3 {
-            (503, vec![])
-        } else {
-            (200, thread.clone())
-        }
-    }))
-    .await;
+    // Two 503s, then the thread; the mocks check their counts when the
+    // server is dropped.
+    let server = MockServer::start().await;
+    http::lore_thread()
+        .respond_with(ResponseTemplate::new(503))
+        .up_to_n_times(2)
+        .expect(2)
+        .mount(&server)
+        .await;
+    http::lore_thread()
+        .respond_with(http::gzipped(bundled_mbox().as_bytes()))
+        .expect(1)
+        .mount(&server)
+        .await;
     let source = SeriesSource::Lore {
         message_id: "x@example.org".into(),
-        base_url: base,
+        base_url: server.uri(),
     };
     let series = series::load(&source, &quick_fetcher(), store().path())
         .await
         .unwrap();
     assert_eq!(series.total, 2);
-    assert_eq!(seen.lock().unwrap().len(), 3);
+    assert_eq!(
+        http::calls(&server).await,
+        ["GET /all/x@example.org/t.mbox.gz"; 3]
+    );
 }
 
 #[tokio::test]
 async fn corrupt_gzip_is_an_error() {
-    let (base, _) = serve(Arc::new(|_: &str, _| (200, b"this is not gzip".to_vec()))).await;
+    let server = MockServer::start().await;
+    http::lore_thread()
+        .respond_with(ResponseTemplate::new(200).set_body_bytes("this is not gzip"))
+        .mount(&server)
+        .await;
     let source = SeriesSource::Lore {
         message_id: "x@example.org".into(),
-        base_url: base,
+        base_url: server.uri(),
     };
     let store = store();
     let err = series::load(&source, &quick_fetcher(), store.path())
@@ -422,22 +361,22 @@ async fn corrupt_gzip_is_an_error() {
 
 /// GitHub's `pulls/5` of mmci/linux as the patch media type: the bundled
 /// series' two patches.
-fn pull_request_route() -> Route {
-    let mbox = bundled_mails()[1..].concat();
-    Arc::new(move |path: &str, _| {
-        if path == "/api/v3/repos/mmci/linux/pulls/5" {
-            (200, mbox.clone().into_bytes())
-        } else {
-            (404, vec![])
-        }
-    })
+async fn pull_request() -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("GET"))
+        .and(path("/api/v3/repos/mmci/linux/pulls/5"))
+        .and(no_query)
+        .respond_with(ResponseTemplate::new(200).set_body_string(bundled_mails()[1..].concat()))
+        .mount(&server)
+        .await;
+    server
 }
 
 #[tokio::test]
 async fn github_pull_request_patches() {
-    let (base, seen) = serve(pull_request_route()).await;
+    let server = pull_request().await;
     let source = SeriesSource::GitHub {
-        api: format!("{base}/api/v3"),
+        api: format!("{}/api/v3", server.uri()),
         repo: "mmci/linux".into(),
         number: 5,
         token: Some("test-token".into()),
@@ -446,21 +385,14 @@ async fn github_pull_request_patches() {
         .await
         .unwrap();
     assert_eq!(series.total, 2);
-    let req = seen.lock().unwrap()[0].clone();
-    let header = |k: &str| {
-        req.headers
-            .iter()
-            .find(|(h, _)| h == k)
-            .map(|(_, v)| v.clone())
-    };
+    let seen = http::seen(&server).await;
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].call(), "GET /api/v3/repos/mmci/linux/pulls/5");
     assert_eq!(
-        header("accept").as_deref(),
+        seen[0].header("accept"),
         Some("application/vnd.github.patch")
     );
-    assert_eq!(
-        header("authorization").as_deref(),
-        Some("Bearer test-token")
-    );
+    assert_eq!(seen[0].auth(), "Bearer test-token");
 }
 
 /// `mmci run` with a series named on the command line: the smoke matrix on
@@ -528,14 +460,14 @@ fn check_base_and_patched(out: &std::process::Output, results: &Path, hash: &str
 
 #[tokio::test]
 async fn mmci_run_tests_a_lore_thread_against_its_base() {
-    let (base, seen) = serve(lore_route(bundled_mbox().into_bytes())).await;
+    let server = lore(bundled_mbox().as_bytes()).await;
     let msgid = "cover.1796033954.git.mmci-dev@example.org";
     let (out, results, _tmp) = run_binary_with(
         &[
             "--lore".into(),
             format!("<{msgid}>"),
             "--lore-url".into(),
-            base,
+            server.uri(),
         ],
         None,
     )
@@ -546,21 +478,27 @@ async fn mmci_run_tests_a_lore_thread_against_its_base() {
         &bundled_series_hash().await,
         &format!("lore {msgid}"),
     );
-    assert_eq!(
-        seen.lock().unwrap()[0].path,
-        format!("/all/{msgid}/t.mbox.gz")
+    // `mmci run` reads the series twice: to pin the base ahead of the
+    // matrix, then to build it.
+    let calls = http::calls(&server).await;
+    assert!(!calls.is_empty());
+    assert!(
+        calls
+            .iter()
+            .all(|c| *c == format!("GET /all/{msgid}/t.mbox.gz")),
+        "{calls:?}"
     );
 }
 
 #[tokio::test]
 async fn mmci_run_tests_a_pull_request_against_its_base() {
-    let (base, seen) = serve(pull_request_route()).await;
+    let server = pull_request().await;
     let (out, results, _tmp) = run_binary_with(
         &[
             "--github-pr".into(),
             "mmci/linux#5".into(),
             "--github-api".into(),
-            format!("{base}/api/v3"),
+            format!("{}/api/v3", server.uri()),
         ],
         Some("secret-test-token"),
     )
@@ -571,11 +509,13 @@ async fn mmci_run_tests_a_pull_request_against_its_base() {
         &bundled_series_hash().await,
         "pull request mmci/linux#5",
     );
-    let req = seen.lock().unwrap()[0].clone();
-    assert!(req
-        .headers
-        .iter()
-        .any(|(k, v)| k == "authorization" && v == "Bearer secret-test-token"));
+    // Read twice, as a lore thread is (above), each time with the token.
+    let seen = http::seen(&server).await;
+    assert!(!seen.is_empty());
+    for req in &seen {
+        assert_eq!(req.call(), "GET /api/v3/repos/mmci/linux/pulls/5");
+        assert_eq!(req.auth(), "Bearer secret-test-token");
+    }
     // The token reaches GitHub and nothing else: not the output, not the results.
     let everything = format!(
         "{}{}{}",

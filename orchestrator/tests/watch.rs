@@ -4,109 +4,26 @@
 //! 204) or run here, deduplicated by series hash across restarts through
 //! the state file.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::path::Path;
 use std::process::Output;
-use std::sync::{Arc, Mutex};
 
+use common::http::{self, no_query};
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const TOKEN: &str = "ghp_watchTestToken987654321";
 
-#[derive(Clone, Debug)]
-struct Seen {
-    method: String,
-    path: String,
-    auth: String,
-    body: Value,
-}
-
-type Route = Arc<dyn Fn(&str, &str) -> (u16, Vec<u8>) + Send + Sync>;
-
-/// A loopback HTTP/1.1 server: `route(method, path)` answers, every
-/// request (with its JSON body) is recorded.
-async fn serve(route: Route) -> (String, Arc<Mutex<Vec<Seen>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let log = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                return;
-            };
-            let log = log.clone();
-            let route = route.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                loop {
-                    let head_end = loop {
-                        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-                            break i + 4;
-                        }
-                        let mut chunk = [0u8; 8192];
-                        match sock.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    };
-                    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
-                    let mut lines = head.split("\r\n");
-                    let mut first = lines.next().unwrap_or("").split_whitespace();
-                    let method = first.next().unwrap_or("").to_string();
-                    let path = first.next().unwrap_or("").to_string();
-                    let headers: BTreeMap<String, String> = lines
-                        .filter_map(|l| l.split_once(':'))
-                        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-                        .collect();
-                    let len: usize = headers
-                        .get("content-length")
-                        .and_then(|l| l.parse().ok())
-                        .unwrap_or(0);
-                    while buf.len() < head_end + len {
-                        let mut chunk = [0u8; 8192];
-                        match sock.read(&mut chunk).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-                        }
-                    }
-                    let body = serde_json::from_slice(&buf[head_end..head_end + len])
-                        .unwrap_or(Value::Null);
-                    buf.drain(..head_end + len);
-                    log.lock().unwrap().push(Seen {
-                        method: method.clone(),
-                        path: path.clone(),
-                        auth: headers.get("authorization").cloned().unwrap_or_default(),
-                        body,
-                    });
-                    let (status, answer) = route(&method, &path);
-                    let head = format!(
-                        "HTTP/1.1 {status} Status\r\nContent-Length: {}\r\n\r\n",
-                        answer.len()
-                    );
-                    if sock.write_all(head.as_bytes()).await.is_err()
-                        || sock.write_all(&answer).await.is_err()
-                    {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (base, seen)
-}
-
-/// GitHub's dispatch endpoint: 204 with a token, 401 without.
-fn github_route() -> Route {
-    Arc::new(|method, path| {
-        if method == "POST" && path == "/repos/mm/ci/dispatches" {
-            (204, vec![])
-        } else {
-            (404, br#"{"message":"Not Found"}"#.to_vec())
-        }
-    })
+/// GitHub's dispatch endpoint on `server`: 204.
+async fn dispatches(server: &MockServer) {
+    Mock::given(method("POST"))
+        .and(path("/repos/mm/ci/dispatches"))
+        .and(no_query)
+        .respond_with(ResponseTemplate::new(204))
+        .mount(server)
+        .await;
 }
 
 fn bundled_mbox() -> String {
@@ -169,7 +86,7 @@ fn mmci(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().unwrap()
 }
 
-/// `mmci watch` from an async test (the servers run on its runtime).
+/// `mmci watch` from an async test, without blocking its runtime.
 async fn mmci_async(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
     cmd.arg("watch").args(args);
@@ -190,7 +107,9 @@ fn out(o: &Output) -> String {
 
 #[tokio::test]
 async fn mbox_series_on_mm_dispatched_once_across_restarts() {
-    let (api, seen) = serve(github_route()).await;
+    let server = MockServer::start().await;
+    dispatches(&server).await;
+    let api = server.uri();
     let tmp = tempfile::tempdir().unwrap();
     let mbox = tmp.path().join("linux-mm.mbox");
     let state = tmp.path().join("state.json");
@@ -210,13 +129,13 @@ async fn mbox_series_on_mm_dispatched_once_across_restarts() {
     assert!(o.status.success(), "{}", out(&o));
     assert!(!out(&o).contains(TOKEN));
     {
-        let s = seen.lock().unwrap();
+        let s = http::seen(&server).await;
         assert_eq!(s.len(), 1, "{s:?}");
         assert_eq!(
             (s[0].method.as_str(), s[0].path.as_str()),
             ("POST", "/repos/mm/ci/dispatches")
         );
-        assert_eq!(s[0].auth, format!("Bearer {TOKEN}"));
+        assert_eq!(s[0].auth(), format!("Bearer {TOKEN}"));
         assert_eq!(s[0].body["event_type"], "mmci-series");
         assert_eq!(
             s[0].body["client_payload"]["message_id"],
@@ -235,7 +154,7 @@ async fn mbox_series_on_mm_dispatched_once_across_restarts() {
     let o = mmci_async(&args, &env).await;
     assert!(o.status.success(), "{}", out(&o));
     assert_eq!(o.stdout, b"");
-    assert_eq!(seen.lock().unwrap().len(), 1);
+    assert_eq!(http::seen(&server).await.len(), 1);
 
     // v2 arrives (a resend of v1 too): only v2 is new.
     let mut text = std::fs::read_to_string(&mbox).unwrap();
@@ -244,8 +163,10 @@ async fn mbox_series_on_mm_dispatched_once_across_restarts() {
     std::fs::write(&mbox, text).unwrap();
     let o = mmci_async(&args, &env).await;
     assert!(o.status.success(), "{}", out(&o));
-    let s = seen.lock().unwrap();
-    assert_eq!(s.len(), 2);
+    let s = http::seen(&server).await;
+    assert_eq!(s.len(), 2, "{s:?}");
+    assert_eq!(s[1].call(), "POST /repos/mm/ci/dispatches");
+    assert_eq!(s[1].auth(), format!("Bearer {TOKEN}"));
     assert_eq!(s[1].body["client_payload"]["version"], 2);
     assert_eq!(
         s[1].body["client_payload"]["message_id"],
@@ -262,26 +183,19 @@ async fn lore_atom_feed_threads_fetched_and_dispatched() {
 <entry><title>[PATCH v1 2/2] mm/vmscan: throttle MGLRU eviction when isolated folios pile up</title><link href="LORE/linux-mm/8f783e9802f469d5b1ef258e71206ed7caa662b1.1796033954.git.mmci-dev%40example.org/"/><id>urn:uuid:2</id></entry>
 <entry><title>[PATCH v1 1/2] mm/vmscan: fix missing NR_ISOLATED counter update in MGLRU reclaim path</title><link href="LORE/linux-mm/5d4fd0b0625b9680253034873147ac1f2b3ff186.1796033954.git.mmci-dev%40example.org/"/><id>urn:uuid:1</id></entry>
 </feed>"#;
-    let base = Arc::new(Mutex::new(String::new()));
-    let b2 = base.clone();
-    let route: Route = Arc::new(move |method, path| {
-        if method == "GET" && path == "/linux-mm/new.atom" {
-            let b = b2.lock().unwrap().clone();
-            return (200, feed.replace("LORE", &b).into_bytes());
-        }
-        if method == "GET" && path.starts_with("/all/") && path.ends_with("/t.mbox.gz") {
-            use std::io::Write;
-            let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            enc.write_all(&thread).unwrap();
-            return (200, enc.finish().unwrap());
-        }
-        if method == "POST" && path == "/repos/mm/ci/dispatches" {
-            return (204, vec![]);
-        }
-        (404, b"not found".to_vec())
-    });
-    let (url, seen) = serve(route).await;
-    *base.lock().unwrap() = url.clone();
+    let server = MockServer::start().await;
+    let url = server.uri();
+    Mock::given(method("GET"))
+        .and(path("/linux-mm/new.atom"))
+        .and(no_query)
+        .respond_with(ResponseTemplate::new(200).set_body_string(feed.replace("LORE", &url)))
+        .mount(&server)
+        .await;
+    http::lore_thread()
+        .respond_with(http::gzipped(&thread))
+        .mount(&server)
+        .await;
+    dispatches(&server).await;
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state.json");
     let feed_url = format!("{url}/linux-mm/new.atom");
@@ -299,25 +213,27 @@ async fn lore_atom_feed_threads_fetched_and_dispatched() {
     ]
     .map(str::to_string);
     let env = [("GITHUB_TOKEN", TOKEN)];
+    // Each round reads the feed and fetches one thread for both patch
+    // entries (the second is in the first's thread); the reply is not
+    // fetched. The series is dispatched in the first round only.
+    let feed_get = "GET /linux-mm/new.atom";
+    let thread_get = "GET /all/8f783e9802f469d5b1ef258e71206ed7caa662b1.1796033954.git.mmci-dev@example.org/t.mbox.gz";
+    let rounds = [
+        vec![feed_get, thread_get, "POST /repos/mm/ci/dispatches"],
+        vec![feed_get, thread_get],
+    ];
     for round in 0..2 {
         let a: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = mmci_async(&a, &env).await;
         assert!(o.status.success(), "{}", out(&o));
-        let s = seen.lock().unwrap();
-        let calls: Vec<String> = s
-            .iter()
-            .map(|s| format!("{} {}", s.method, s.path))
-            .collect();
-        let dispatches = calls.iter().filter(|c| c.ends_with("/dispatches")).count();
-        // One thread fetch for both patch entries (the second is in the
-        // first's thread); the reply is not fetched.
-        let fetches = calls.iter().filter(|c| c.ends_with("/t.mbox.gz")).count();
-        assert_eq!((dispatches, fetches), (1, round + 1), "{calls:?}");
-        assert!(calls.contains(
-            &"GET /all/8f783e9802f469d5b1ef258e71206ed7caa662b1.1796033954.git.mmci-dev@example.org/t.mbox.gz"
-                .to_string()
-        ), "{calls:?}");
+        assert_eq!(http::calls(&server).await, rounds[..=round].concat());
     }
+    let dispatch = &http::seen(&server).await[2];
+    assert_eq!(dispatch.auth(), format!("Bearer {TOKEN}"));
+    assert_eq!(
+        dispatch.body["client_payload"]["message_id"],
+        "cover.1796033954.git.mmci-dev@example.org"
+    );
 }
 
 #[test]

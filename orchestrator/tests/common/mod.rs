@@ -1,4 +1,8 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests. Each test binary compiles
+//! all of it and uses a part.
+#![allow(dead_code)]
+
+pub mod http;
 
 use std::path::PathBuf;
 
