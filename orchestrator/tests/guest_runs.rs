@@ -98,6 +98,33 @@ async fn run_without_premature_oom(cfg: &RunConfig, dir: &Path) -> RunResult {
     run(cfg, dir).await
 }
 
+/// [`run`] for scenario B. Its anon hog fills the guest before the reads
+/// start; once in four runs of this test under a full suite (never in the
+/// 10 runs of matrix/noio.yaml) the hog's cgroup held no anon at all when
+/// the reads began (the hog gone, free memory back to 470 MiB), so nothing
+/// reclaimed and the run was, correctly, "not reproduced". Such a run is
+/// repeated once, reported on the terminal, never silent; a kernel or
+/// scenario that cannot reach the corner still fails on the repeat.
+async fn run_with_the_hog_in_place(cfg: &RunConfig, dir: &Path) -> RunResult {
+    let first = run(cfg, dir).await;
+    let hog_gone = first.classification.outcome == Outcome::NotReproduced
+        && first
+            .noio_metrics
+            .as_ref()
+            .is_some_and(|m| m.preconditions.at_start.inactive_anon == 0);
+    if !hog_gone {
+        return first;
+    }
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr(),
+        "guest_runs: {}: the hog held no anon when the reads began ({}); running it once more",
+        cfg.id,
+        first.classification.reason
+    );
+    run(cfg, dir).await
+}
+
 /// With MMCI_KEEP_TEST_RESULTS=DIR, a copy of each run's files lands in
 /// DIR/<run id> (the boot-failure fixture of report_snapshots.rs was made
 /// this way).
@@ -212,7 +239,7 @@ async fn scenario_b_gfp_noio_direct_reclaim_through_dm_verity() {
     };
     let cfg = config("noio", job, Duration::from_secs(600)).await;
     let start = Instant::now();
-    let r = run(&cfg, tmp.path()).await;
+    let r = run_with_the_hog_in_place(&cfg, tmp.path()).await;
     eprintln!("scenario B run took {:?}", start.elapsed());
     let m = r.noio_metrics.as_ref().expect("scenario B metrics");
     assert_eq!(

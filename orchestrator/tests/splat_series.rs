@@ -30,8 +30,8 @@ fn series(name: &str) -> String {
 fn matrix(kernels: &str) -> String {
     format!(
         "axes:\n  arch: [x86_64]\n  vcpus: [2]\n  memory_mb: [1024]\n  scenario: [mglru_isolation]\n  \
-         memcg_max_mb: [16]\n  working_set_mb: [48]\n  swap_delay_ms: [50]\n  threads: [64]\n  \
-         duration_s: [20]\nrepeats: 1\nkernels:\n{kernels}"
+         memcg_max_mb: [16]\n  working_set_mb: [48]\n  swap_delay_ms: [50]\n  threads: [16]\n  \
+         duration_s: [40]\nrepeats: 1\nkernels:\n{kernels}"
     )
 }
 
