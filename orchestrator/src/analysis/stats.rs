@@ -217,6 +217,12 @@ pub fn mann_whitney(base: &[f64], candidate: &[f64]) -> Option<MannWhitney> {
 fn exact_p_with_ties(r: &[f64], n1: usize, u1: f64) -> f64 {
     let n = r.len();
     let n2 = n - n1;
+    if n1 > n2 {
+        // Count subsets of the smaller side (the table has n1 + 1 rows):
+        // its U is n1 n2 - U1, as far from the centre as U1.
+        let swapped: Vec<f64> = r[n1..].iter().chain(&r[..n1]).copied().collect();
+        return exact_p_with_ties(&swapped, n2, (n1 * n2) as f64 - u1);
+    }
     let doubled: Vec<usize> = r.iter().map(|x| (2.0 * x).round() as usize).collect();
     let max_sum: usize = doubled.iter().sum();
     // ways[k][s]: subsets of the ranks seen so far with k values whose
@@ -610,6 +616,11 @@ mod tests {
                 &[0.0, 0.0, 1163.0, 2800.0, 0.0][..],
             ),
             (&[4.0, 4.0, 4.0][..], &[4.0, 4.0, 5.0][..]),
+            // The larger side first, with ties (counted on the smaller).
+            (
+                &[0.0, 0.0, 0.0, 1.0, 1.0, 2.0, 3.0, 3.0, 5.0, 8.0][..],
+                &[3.0, 9.0, 9.0][..],
+            ),
         ] {
             let r = mann_whitney(base, cand).unwrap();
             assert_eq!(r.method, MwuMethod::Exact);
