@@ -8,7 +8,9 @@
 //!
 //! Scenario B uses it as its anonymous hog, with `fill`: one write to every
 //! page first (so that the whole size is resident or swapped, not left to
-//! chance), then `filled` on stdout, then the random writes.
+//! chance), then `filled` on stdout, then the random writes; and with
+//! `rate=N`: at most N random writes a second in all, so that how often a
+//! page is written again does not depend on how fast the guest runs.
 
 use std::io::Write;
 use std::path::Path;
@@ -27,6 +29,8 @@ pub struct WorkloadArgs {
     pub duration_s: u64,
     /// Write every page once before the random writes.
     pub fill_first: bool,
+    /// Random writes a second over all threads; 0: as fast as they go.
+    pub touch_rate: u64,
 }
 
 /// The line printed once the fill pass is over.
@@ -44,27 +48,38 @@ impl WorkloadArgs {
         if self.fill_first {
             args.push("fill".into());
         }
+        if self.touch_rate > 0 {
+            args.push(format!("rate={}", self.touch_rate));
+        }
         args
     }
 
     pub fn parse(args: &[String]) -> Result<Self, String> {
-        let (fill_first, args) = match args {
-            [rest @ .., last] if last == "fill" => (true, rest),
-            _ => (false, args),
-        };
-        let [cgroup, threads, ws, dur] = args else {
+        let num = |s: &str, what: &str| s.parse::<u64>().map_err(|_| format!("bad {what}: {s}"));
+        let (mut fill_first, mut touch_rate) = (false, 0);
+        let mut positional = Vec::new();
+        for arg in args {
+            if arg == "fill" {
+                fill_first = true;
+            } else if let Some(rate) = arg.strip_prefix("rate=") {
+                touch_rate = num(rate, "rate")?;
+            } else {
+                positional.push(arg);
+            }
+        }
+        let [cgroup, threads, ws, dur] = positional[..] else {
             return Err(format!(
-                "workload wants 4 arguments (and `fill`), got {}",
-                args.len()
+                "workload wants 4 arguments (and `fill`, `rate=N`), got {}",
+                positional.len()
             ));
         };
-        let num = |s: &str, what: &str| s.parse::<u64>().map_err(|_| format!("bad {what}: {s}"));
         Ok(WorkloadArgs {
             cgroup: cgroup.clone(),
             threads: num(threads, "threads")? as u32,
             working_set_mb: num(ws, "working set")?,
             duration_s: num(dur, "duration")?,
             fill_first,
+            touch_rate,
         })
     }
 }
@@ -174,6 +189,7 @@ pub fn main(args: &[String]) -> i32 {
             .collect(),
     );
 
+    let per_thread_rate = args.touch_rate.div_ceil(u64::from(args.threads.max(1)));
     let mut handles = Vec::new();
     for t in 0..args.threads as usize {
         let (mapping, stop_flag, counters) = (mapping.clone(), stop.clone(), counters.clone());
@@ -182,6 +198,7 @@ pub fn main(args: &[String]) -> i32 {
             .spawn(move || {
                 let mut rng = Rng::new(t as u64 + 1);
                 let mut local = 0u64;
+                let began = Instant::now();
                 while !stop_flag.load(Ordering::Relaxed) {
                     for _ in 0..64 {
                         let p = rng.below(pages) as usize;
@@ -189,6 +206,9 @@ pub fn main(args: &[String]) -> i32 {
                         local += 1;
                     }
                     counters[t].0.store(local, Ordering::Relaxed);
+                    if let Some(wait) = pace(local, per_thread_rate, began.elapsed()) {
+                        std::thread::sleep(wait);
+                    }
                 }
                 counters[t].0.store(local, Ordering::Relaxed);
             });
@@ -218,6 +238,16 @@ pub fn main(args: &[String]) -> i32 {
     0
 }
 
+/// How long a thread that has made `done` writes in `elapsed` sleeps to stay
+/// at `rate` a second (0: never).
+fn pace(done: u64, rate: u64, elapsed: Duration) -> Option<Duration> {
+    if rate == 0 {
+        return None;
+    }
+    let due = Duration::from_secs_f64(done as f64 / rate as f64);
+    due.checked_sub(elapsed).filter(|d| !d.is_zero())
+}
+
 /// Parses a progress line printed by [`main`].
 pub fn parse_progress(line: &str) -> Option<u64> {
     line.strip_prefix("touches ")?.trim().parse().ok()
@@ -235,15 +265,37 @@ mod tests {
             working_set_mb: 48,
             duration_s: 60,
             fill_first: false,
+            touch_rate: 0,
         };
         assert_eq!(WorkloadArgs::parse(&a.to_args()[1..]).unwrap(), a);
         let hog = WorkloadArgs {
             fill_first: true,
+            touch_rate: 20000,
             ..a
         };
-        assert_eq!(hog.to_args().last().unwrap(), "fill");
+        assert_eq!(hog.to_args()[5..], ["fill", "rate=20000"]);
         assert_eq!(WorkloadArgs::parse(&hog.to_args()[1..]).unwrap(), hog);
         assert!(WorkloadArgs::parse(&["x".to_string()]).is_err());
+        let bad: Vec<String> = ["/cg", "4", "8", "10", "rate=fast"]
+            .map(String::from)
+            .into();
+        assert_eq!(WorkloadArgs::parse(&bad).unwrap_err(), "bad rate: fast");
+    }
+
+    #[test]
+    fn pacing_sleeps_until_the_writes_are_due() {
+        let ms = Duration::from_millis;
+        // (writes done, rate a second, elapsed, sleep)
+        let cases = [
+            (640, 0, ms(0), None),
+            (640, 1000, ms(100), Some(ms(540))),
+            (640, 1000, ms(640), None),
+            (640, 1000, ms(900), None),
+            (64, 6400, ms(5), Some(ms(5))),
+        ];
+        for (done, rate, elapsed, want) in cases {
+            assert_eq!(pace(done, rate, elapsed), want, "{done} {rate} {elapsed:?}");
+        }
     }
 
     #[test]

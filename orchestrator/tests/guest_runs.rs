@@ -98,27 +98,30 @@ async fn run_without_premature_oom(cfg: &RunConfig, dir: &Path) -> RunResult {
     run(cfg, dir).await
 }
 
-/// [`run`] for scenario B. Its anon hog fills the guest before the reads
-/// start; once in four runs of this test under a full suite (never in the
-/// 10 runs of matrix/noio.yaml) the hog's cgroup held no anon at all when
-/// the reads began (the hog gone, free memory back to 470 MiB), so nothing
-/// reclaimed and the run was, correctly, "not reproduced". Such a run is
+/// [`run`] for scenario B. Its anon hog fills the guest, then writes pages
+/// at random. Unpaced, on an idle host, it wrote every page again within
+/// 0.4 s, reclaim found nothing unreferenced and the global OOM killer took
+/// the hog (seen in 3 of 4 clean-clone runs of the suite, whose guests ran
+/// fast); the hog is now paced (`hog_touch_rate`). A run whose hog still
+/// ended, by name (`HOG_GONE`) or with no anon when the reads began, is
 /// repeated once, reported on the terminal, never silent; a kernel or
 /// scenario that cannot reach the corner still fails on the repeat.
 async fn run_with_the_hog_in_place(cfg: &RunConfig, dir: &Path) -> RunResult {
     let first = run(cfg, dir).await;
     let hog_gone = first.classification.outcome == Outcome::NotReproduced
-        && first
-            .noio_metrics
-            .as_ref()
-            .is_some_and(|m| m.preconditions.at_start.inactive_anon == 0);
+        && first.noio_metrics.as_ref().is_some_and(|m| {
+            m.preconditions.at_start.inactive_anon == 0
+                || m.not_reproduced
+                    .iter()
+                    .any(|r| r.starts_with(mmci_record::HOG_GONE))
+        });
     if !hog_gone {
         return first;
     }
     use std::io::Write;
     let _ = writeln!(
         std::io::stderr(),
-        "guest_runs: {}: the hog held no anon when the reads began ({}); running it once more",
+        "guest_runs: {}: the hog was gone ({}); running it once more",
         cfg.id,
         first.classification.reason
     );
@@ -132,7 +135,16 @@ fn keep_for_inspection(run_dir: &Path) {
     let Some(keep) = std::env::var_os("MMCI_KEEP_TEST_RESULTS") else {
         return;
     };
-    let dest = PathBuf::from(keep).join(run_dir.file_name().unwrap());
+    // A repeated run (run_without_premature_oom, run_with_the_hog_in_place)
+    // keeps its first attempt: DIR/<run id>, DIR/<run id>.2, ...
+    let base = PathBuf::from(keep).join(run_dir.file_name().unwrap());
+    let mut dest = base.clone();
+    for n in 2.. {
+        if !dest.exists() {
+            break;
+        }
+        dest = base.with_extension(n.to_string());
+    }
     std::fs::create_dir_all(&dest).unwrap();
     for entry in std::fs::read_dir(run_dir).unwrap() {
         let entry = entry.unwrap();
@@ -219,11 +231,8 @@ async fn completed_run_reports_scenario_a_metrics() {
 }
 
 /// Scenario B, shrunk to fit a CI run: a 32 MiB verity device, the hog at
-/// MemTotal - 16 MiB of a 512 MiB guest (4 threads), 4000 reads. A read
-/// count rather than a duration: when the host's two cores are busy, TCG
-/// slows down and a fixed duration does less of everything (a run during a
-/// kernel build did 477 reads in 20 s and no GFP_NOIO reclaim). 3000 reads
-/// gave 15 and 45 GFP_NOIO calls with 4 hog threads, 0 to 10 with 2.
+/// MemTotal - 16 MiB of a 512 MiB guest (4 threads, paced at the default
+/// random writes a second), 30 s of reads with swap on zram.
 #[tokio::test]
 async fn scenario_b_gfp_noio_direct_reclaim_through_dm_verity() {
     let tmp = tempfile::tempdir().unwrap();
@@ -242,28 +251,6 @@ async fn scenario_b_gfp_noio_direct_reclaim_through_dm_verity() {
     let r = run_with_the_hog_in_place(&cfg, tmp.path()).await;
     eprintln!("scenario B run took {:?}", start.elapsed());
     let m = r.noio_metrics.as_ref().expect("scenario B metrics");
-    if r.classification.outcome == Outcome::NotReproduced {
-        // Known open defect (see run_with_the_hog_in_place): in clean-clone
-        // CI runs of the whole suite the hog was gone twice in a row. The
-        // run must then still say so, by name, with every read done: the
-        // corner itself is checked by matrix/noio.yaml (10 of 10 runs).
-        use std::io::Write;
-        let _ = writeln!(
-            std::io::stderr(),
-            "guest_runs: scenario B NOT REPRODUCED twice (hog gone); only the reporting is checked: {}",
-            r.classification.reason
-        );
-        assert!(
-            r.classification
-                .reason
-                .contains("no dm-bufio direct-reclaim call"),
-            "{}",
-            r.classification.reason
-        );
-        assert!(m.reads > 0 && m.read_errors == 0, "{m:#?}");
-        assert_eq!(m.preconditions.lru_gen, "0x0000");
-        return;
-    }
     assert_eq!(
         r.classification.outcome,
         Outcome::Completed,
@@ -301,6 +288,17 @@ async fn scenario_b_gfp_noio_direct_reclaim_through_dm_verity() {
         setup("verity-check").contains(": EIO; restored: equal"),
         "{}",
         setup("verity-check")
+    );
+    // The hog ran, paced, until the reads were over.
+    assert!(
+        setup("hog-end").ends_with("; ran to the end"),
+        "{}",
+        setup("hog-end")
+    );
+    assert!(
+        setup("hog").contains(", 4 threads, filled in "),
+        "{}",
+        setup("hog")
     );
     let calls: Vec<_> = recs
         .iter()

@@ -53,6 +53,7 @@ pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         working_set_mb: job.working_set_mb,
         duration_s: job.duration_s,
         fill_first: false,
+        touch_rate: 0,
     };
     let start = Instant::now();
     let mut child = Command::new("/proc/self/exe")

@@ -97,6 +97,10 @@ fn noio_header(r: &RunResult, job: &GuestJob) -> String {
     } else {
         format!("{} MiB", job.hog_mb)
     };
+    let pace = match job.hog_touch_rate {
+        0 => "random writes unpaced".to_string(),
+        n => format!("{n} random writes/s"),
+    };
     let reads = if job.reads == 0 {
         format!("for {} s", job.duration_s)
     } else {
@@ -104,7 +108,7 @@ fn noio_header(r: &RunResult, job: &GuestJob) -> String {
     };
     format!(
         "guest:   {}, {} vCPUs, {} MiB, {}, swappiness {}, MGLRU off\n\
-         job:     {}: hog {hog} ({} threads), dm-verity {} MiB, {} O_DIRECT readers {reads}, dm-bufio cache {} B\n",
+         job:     {}: hog {hog} ({} threads, {pace}), dm-verity {} MiB, {} O_DIRECT readers {reads}, dm-bufio cache {} B\n",
         r.arch,
         r.vcpus,
         r.memory_mb,

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,7 +59,7 @@ fn read_trimmed(path: &str) -> String {
 
 /// The hog: `guest-init workload` in its own unlimited cgroup, filling its
 /// pages once, then touching them at random until killed.
-fn start_hog(job: &GuestJob, cg: &Path) -> Result<(Child, String), StepError> {
+fn start_hog(job: &GuestJob, cg: &Path) -> Result<(Hog, String), StepError> {
     let mem_total_mb =
         procfs::meminfo_kb(&read_trimmed("/proc/meminfo"), "MemTotal").unwrap_or(0) >> 10;
     let hog_mb = if job.hog_mb > 0 {
@@ -73,6 +74,7 @@ fn start_hog(job: &GuestJob, cg: &Path) -> Result<(Child, String), StepError> {
         // Killed once the readers are done; this is only a backstop.
         duration_s: job.duration_s + 3600,
         fill_first: true,
+        touch_rate: job.hog_touch_rate,
     };
     let start = std::time::Instant::now();
     let mut child = Command::new("/proc/self/exe")
@@ -82,7 +84,10 @@ fn start_hog(job: &GuestJob, cg: &Path) -> Result<(Child, String), StepError> {
         .stage("hog")?;
     let stdout = child.stdout.take().expect("piped stdout");
     let (tx, rx) = mpsc::channel();
-    // Keeps draining the hog's progress lines so that it never blocks on a full pipe.
+    let touches = Arc::new(AtomicU64::new(0));
+    let seen = touches.clone();
+    // Keeps draining the hog's progress lines so that it never blocks on a
+    // full pipe, and keeps its last count of random writes.
     std::thread::Builder::new()
         .name("hog-out".into())
         .spawn(move || {
@@ -90,6 +95,8 @@ fn start_hog(job: &GuestJob, cg: &Path) -> Result<(Child, String), StepError> {
                 let Ok(line) = line else { break };
                 if line == workload::FILLED {
                     let _ = tx.send(());
+                } else if let Some(n) = workload::parse_progress(&line) {
+                    seen.store(n, Ordering::Relaxed);
                 }
             }
         })
@@ -98,10 +105,16 @@ fn start_hog(job: &GuestJob, cg: &Path) -> Result<(Child, String), StepError> {
         Ok(()) => {
             let filled_ms = start.elapsed().as_millis();
             std::thread::sleep(HOG_SETTLE);
+            let rate = touches.load(Ordering::Relaxed) / HOG_SETTLE.as_secs().max(1);
+            let mut hog = Hog { child, touches };
+            let alive = match hog.exit_status() {
+                None => String::new(),
+                Some(status) => format!("; {} ({status})", mmci_record::HOG_GONE),
+            };
             Ok((
-                child,
+                hog,
                 format!(
-                    "{hog_mb} MiB (MemTotal {mem_total_mb} MiB), {} threads, filled in {filled_ms} ms, then {} s of random writes",
+                    "{hog_mb} MiB (MemTotal {mem_total_mb} MiB), {} threads, filled in {filled_ms} ms, then {} s of random writes, {rate} a second{alive}",
                     job.hog_threads,
                     HOG_SETTLE.as_secs()
                 ),
@@ -115,6 +128,28 @@ fn start_hog(job: &GuestJob, cg: &Path) -> Result<(Child, String), StepError> {
                 message: format!("the hog did not fill its {hog_mb} MiB ({e}; {status})"),
             })
         }
+    }
+}
+
+/// The hog's process and its running count of random writes.
+struct Hog {
+    child: Child,
+    touches: Arc<AtomicU64>,
+}
+
+impl Hog {
+    /// None while the hog runs; how it ended otherwise.
+    fn exit_status(&mut self) -> Option<String> {
+        match self.child.try_wait() {
+            Ok(None) => None,
+            Ok(Some(status)) => Some(status.to_string()),
+            Err(e) => Some(format!("wait: {e}")),
+        }
+    }
+
+    fn stop(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -285,9 +320,27 @@ pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         Ok((dir, detail))
     })?;
     let mut hog = setup_step(port, "hog", || start_hog(job, &cg))?;
+    let touches_before = hog.touches.load(Ordering::Relaxed);
+    let started = std::time::Instant::now();
     let result = read_under_pressure(job, port, &verity, &cg, memcg_probe);
-    let _ = hog.kill();
-    let _ = hog.wait();
+    // How hard the hog pushed while the readers ran, and whether it lived
+    // through them (a global OOM kill takes it, the largest task, first).
+    let touches = hog.touches.load(Ordering::Relaxed) - touches_before;
+    let secs = started.elapsed().as_secs().max(1);
+    let ending = match hog.exit_status() {
+        None => "ran to the end".to_string(),
+        Some(status) => format!("{} before the end ({status})", mmci_record::HOG_GONE),
+    };
+    let _ = setup_step(port, "hog-end", || {
+        Ok((
+            (),
+            format!(
+                "{} random writes a second over the reads; {ending}",
+                touches / secs
+            ),
+        ))
+    });
+    hog.stop();
     result
 }
 

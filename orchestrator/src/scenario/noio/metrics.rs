@@ -416,7 +416,23 @@ pub fn noio_metrics(records: &[Record]) -> Option<NoioMetrics> {
     }
     m.not_reproduced =
         failed_preconditions(&m.preconditions, m.noio.calls, m.allocstall, &m.corner);
+    // The cause comes first: a hog that ended (a global OOM kill takes it,
+    // the largest task) explains every other failed precondition.
+    if let Some(gone) = hog_gone(records) {
+        m.not_reproduced.insert(0, gone);
+    }
     Some(m)
+}
+
+/// "the hog is gone ..." when the guest said that the hog ended before the
+/// reads did.
+fn hog_gone(records: &[Record]) -> Option<String> {
+    records.iter().find_map(|r| match r {
+        Record::Setup { step, detail, .. } if step.starts_with("hog") => detail
+            .find(mmci_record::HOG_GONE)
+            .map(|at| format!("{} (set-up step {step})", &detail[at..])),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
@@ -753,5 +769,29 @@ mod tests {
             noio_metrics(&records[..6]).is_none(),
             "no verdict before the preconditions"
         );
+
+        // The hog ended during the reads: named first, whatever else held.
+        let setup = |step: &str, detail: &str| Record::Setup {
+            step: step.into(),
+            detail: detail.into(),
+            ms: 0,
+        };
+        let mut gone = records.clone();
+        gone.push(setup("hog", "475 MiB (MemTotal 491 MiB), 4 threads"));
+        gone.push(setup(
+            "hog-end",
+            "60000 random writes a second over the reads; the hog is gone before the end (signal: 9 (SIGKILL))",
+        ));
+        let m = noio_metrics(&gone).unwrap();
+        assert_eq!(
+            m.not_reproduced,
+            ["the hog is gone before the end (signal: 9 (SIGKILL)) (set-up step hog-end)"]
+        );
+        let mut lived = records.clone();
+        lived.push(setup(
+            "hog-end",
+            "60000 random writes a second over the reads; ran to the end",
+        ));
+        assert!(noio_metrics(&lived).unwrap().reproduced());
     }
 }
