@@ -92,6 +92,12 @@ impl AppError {
             AppError::MatrixRun(
                 MatrixRunError::MissingQemu(_) | MatrixRunError::MissingGuestInit { .. },
             ) => exit::ENVIRONMENT,
+            // The results or work dir could not be written (full, read-only):
+            // this machine's, not QEMU's.
+            AppError::MatrixRun(MatrixRunError::Run {
+                source: RunError::Io { .. },
+                ..
+            }) => exit::ENVIRONMENT,
             AppError::MatrixRun(MatrixRunError::Run { .. }) => exit::INFRA,
             AppError::MatrixRun(MatrixRunError::Image { source, .. }) => image_exit_code(source),
             AppError::Post(e) if e.is_remote() => exit::POST,

@@ -782,7 +782,7 @@ fn init_logging(verbose: u8) {
 }
 
 /// Prints an error and its causes on one line each, as `error: a: b: c`.
-fn print_error(err: &dyn std::error::Error) {
+fn print_error(err: &(dyn std::error::Error + 'static)) {
     eprintln!("mmci: error: {}", mmci::host::error_chain(err));
 }
 

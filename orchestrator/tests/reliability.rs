@@ -1,8 +1,11 @@
 //! Reliability through the real `mmci` binary and real builds: `kill -9` of
 //! mmci in the middle of a matrix or of a kernel build leaves no QEMU, make
 //! or bwrap behind; Ctrl-C leaves no scratch dir; a series' build cannot
-//! plant anything in the objects a later trusted build links.
+//! plant anything in the objects a later trusted build links; a results dir
+//! that fills up keeps its finished runs and resumes, a read-only one is
+//! refused before any work.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -513,4 +516,173 @@ async fn killed_qemus_are_retried_and_nothing_is_lost() {
         stderr_text.contains("QEMU was killed by signal 9"),
         "the retries are reported: {stderr_text}"
     );
+}
+
+/// Runs `script` (sh, with `args` as $1...) as root of its own user and
+/// mount namespace, where it can mount a small tmpfs: a full or read-only
+/// filesystem without touching the host's mounts, as root or not.
+async fn in_own_mount_namespace(script: &str, args: &[&Path]) -> String {
+    let out = tokio::process::Command::new("unshare")
+        .args([
+            "--user",
+            "--map-root-user",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-euc",
+            script,
+            "sh",
+        ])
+        .args(args)
+        .kill_on_drop(true)
+        .output()
+        .await
+        .expect("unshare (util-linux) runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "the namespace script failed: {text}");
+    text
+}
+
+/// The results dir fills up in the middle of a 6-run matrix (a 4 MiB
+/// tmpfs with 80 KiB left; a smoke run writes about 36 KiB): mmci stops
+/// with exit 3 and an error that names the file and says what to do; the
+/// runs that finished are whole, no temporary file is left; once space is
+/// freed the same command resumes, keeps those runs byte for byte and runs
+/// the rest.
+#[tokio::test]
+async fn a_full_results_disk_keeps_finished_runs_and_resumes() {
+    const SCRIPT: &str = r#"
+        dir=$1 out=$2 mmci=$3 matrix=$4
+        mount -t tmpfs -o size=4m tmpfs "$dir"
+        avail=$(df -k --output=avail "$dir" | tail -1)
+        dd if=/dev/zero of="$dir/filler" bs=1k count=$((avail - 80)) status=none
+        set +e
+        "$mmci" run --matrix "$matrix" --repeats 6 --accel tcg --results "$dir/results" >"$out/first.out" 2>"$out/first.err"
+        echo $? >"$out/first.code"
+        cp -a "$dir/results" "$out/after-full"
+        rm "$dir/filler"
+        "$mmci" run --matrix "$matrix" --repeats 6 --accel tcg --results "$dir/results" >"$out/second.out" 2>"$out/second.err"
+        echo $? >"$out/second.code"
+        cp -a "$dir/results" "$out/after-resume"
+    "#;
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, out) = (tmp.path().join("mnt"), tmp.path().join("out"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let mmci = PathBuf::from(env!("CARGO_BIN_EXE_mmci"));
+    let matrix = repo().join("matrix/smoke.yaml");
+    in_own_mount_namespace(SCRIPT, &[&dir, &out, &mmci, &matrix]).await;
+    let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap();
+
+    let first_err = read("first.err");
+    assert_eq!(read("first.code").trim(), "3", "{first_err}");
+    let results = dir.join("results");
+    let named = first_err.lines().any(|l| {
+        l.starts_with("mmci: error: run ")
+            && l.contains(&format!("{}/runs/", results.display()))
+            && l.contains("No space left on device")
+            && l.ends_with(mmci::host::FULL_HINT)
+    });
+    assert!(named, "{first_err}");
+    let runs = |at: &str| -> BTreeMap<String, Vec<u8>> {
+        std::fs::read_dir(out.join(at).join("runs"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter_map(|run| {
+                let json = std::fs::read(run.join("run.json")).ok()?;
+                Some((run.file_name()?.to_str()?.to_string(), json))
+            })
+            .collect()
+    };
+    let kept = runs("after-full");
+    assert!(
+        !kept.is_empty() && kept.len() < 6,
+        "some runs finished before the disk was full: {:?}",
+        kept.keys()
+    );
+    for entry in walkdir(&out.join("after-full")) {
+        assert!(
+            !entry.to_string_lossy().ends_with(".tmp"),
+            "half-written file left: {}",
+            entry.display()
+        );
+    }
+    for name in kept.keys() {
+        let r = mmci::results::read_run(&out.join("after-full/runs").join(name)).unwrap();
+        assert_eq!(
+            r.classification.outcome,
+            mmci::run::outcome::Outcome::Completed
+        );
+    }
+
+    let second_err = read("second.err");
+    assert_eq!(read("second.code").trim(), "0", "{second_err}");
+    let all = runs("after-resume");
+    assert_eq!(all.len(), 6, "{:?}", all.keys());
+    for (name, json) in &kept {
+        assert_eq!(&all[name], json, "{name} was kept as it was, not run again");
+    }
+    let summary = read("second.out") + &second_err;
+    assert!(
+        summary.contains(&format!("{} kept from an earlier invocation", kept.len())),
+        "{summary}"
+    );
+    eprintln!(
+        "full disk: {} of 6 runs finished before ENOSPC, exit 3; after freeing space the same command ran {} more, exit 0",
+        kept.len(),
+        6 - kept.len()
+    );
+}
+
+/// A read-only results dir is refused before any kernel or guest work,
+/// naming the dir (exit 2).
+#[tokio::test]
+async fn a_read_only_results_dir_is_refused_before_any_run() {
+    const SCRIPT: &str = r#"
+        dir=$1 out=$2 mmci=$3 matrix=$4
+        mount -t tmpfs -o ro,size=1m tmpfs "$dir"
+        set +e
+        "$mmci" run --matrix "$matrix" --accel tcg --results "$dir/results" >"$out/out" 2>"$out/err"
+        echo $? >"$out/code"
+    "#;
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, out) = (tmp.path().join("mnt"), tmp.path().join("out"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let mmci = PathBuf::from(env!("CARGO_BIN_EXE_mmci"));
+    let matrix = repo().join("matrix/smoke.yaml");
+    in_own_mount_namespace(SCRIPT, &[&dir, &out, &mmci, &matrix]).await;
+    let err = std::fs::read_to_string(out.join("err")).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(out.join("code")).unwrap().trim(),
+        "2",
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "results dir {} is not writable",
+            dir.join("results").display()
+        )) && err.contains("Read-only file system"),
+        "{err}"
+    );
+    assert!(!err.contains("starting guests"), "no guest ran: {err}");
+}
+
+/// Every file under `dir`.
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![];
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walkdir(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
 }

@@ -62,7 +62,7 @@ pub enum MatrixRunError {
         #[source]
         source: crate::guest::image::ImageError,
     },
-    #[error("run {slot}: {source}")]
+    #[error("run {slot}")]
     Run {
         slot: String,
         #[source]
