@@ -686,3 +686,123 @@ fn walkdir(dir: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// A series of this test run alone: a comment added to mm/vmscan.c, so its
+/// kernel is not in the work dir yet (one small incremental build).
+async fn unique_series(dir: &Path, work: &WorkDir, tag: &str) -> PathBuf {
+    let tree = mmci::kernel::tree::import_tarball(&KernelSource::bundled().tarball, work)
+        .await
+        .unwrap();
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&tree.path)
+        .args(["show", &format!("{}:mm/vmscan.c", tree.commit)])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    // Lines 1-3, the comment after line 1: a hunk needs context after its
+    // change too, or git anchors it at the end of the file.
+    let lines: Vec<String> = text.lines().take(3).map(|l| format!(" {l}\n")).collect();
+    let (first, rest) = (&lines[0], lines[1..].concat());
+    let mbox = format!(
+        "From 3333333333333333333333333333333333333333 Mon Sep 17 00:00:00 2001\n\
+From: Tester <tester@example.org>\n\
+Date: Tue, 1 Dec 2026 10:00:00 +0000\n\
+Subject: [PATCH] mm: vmscan: note {tag}\n\
+Message-ID: <{tag}@example.org>\n\
+\n\
+A comment only, unique to one test run.\n\
+\n\
+Signed-off-by: Tester <tester@example.org>\n\
+---\n\
+ mm/vmscan.c | 1 +\n\
+ 1 file changed, 1 insertion(+)\n\
+\n\
+diff --git a/mm/vmscan.c b/mm/vmscan.c\n\
+--- a/mm/vmscan.c\n\
++++ b/mm/vmscan.c\n\
+@@ -1,3 +1,4 @@\n\
+{first}+/* {tag} */\n\
+{rest}\
+-- \n\
+2.39.5\n\n"
+    );
+    let path = dir.join("note.mbox");
+    std::fs::write(&path, mbox).unwrap();
+    path
+}
+
+/// Two `mmci run`s at once on one work dir, both needing the same patched
+/// kernel that is not built yet: the build lock holds (one builds, the
+/// other waits and takes the cached kernel, never a half-built one), both
+/// complete, and both ran the one cached image.
+#[tokio::test]
+async fn two_invocations_share_one_work_dir() {
+    let tmp = tempfile::tempdir().unwrap();
+    let work = WorkDir::resolve(None);
+    let tag = unique_tag("shared");
+    let series = unique_series(tmp.path(), &work, &tag).await;
+    let smoke = std::fs::read_to_string(repo().join("matrix/smoke.yaml")).unwrap();
+    let matrix = tmp.path().join("shared.yaml");
+    std::fs::write(
+        &matrix,
+        format!(
+            "{smoke}\nkernels:\n  - name: base\n  - name: patched\n    series: {}\n",
+            series.display()
+        ),
+    )
+    .unwrap();
+    let start = |name: &str| {
+        let stderr = tmp.path().join(format!("{name}.err"));
+        let mut cmd = mmci(&tag, &stderr);
+        cmd.args(["run", "--matrix"])
+            .arg(&matrix)
+            .args(["--accel", "tcg", "--results"])
+            .arg(tmp.path().join(name));
+        (cmd.kill_on_drop(true).spawn().unwrap(), stderr)
+    };
+    let t0 = Instant::now();
+    let (mut a, a_err) = start("a");
+    let (mut b, b_err) = start("b");
+    let limit = Duration::from_secs(40 * 60);
+    let (sa, sb) = tokio::join!(
+        tokio::time::timeout(limit, a.wait()),
+        tokio::time::timeout(limit, b.wait())
+    );
+    let logs = [&a_err, &b_err].map(|p| std::fs::read_to_string(p).unwrap_or_default());
+    assert_eq!(sa.unwrap().unwrap().code(), Some(0), "{}", logs[0]);
+    assert_eq!(sb.unwrap().unwrap().code(), Some(0), "{}", logs[1]);
+
+    let builds = |cached: bool| -> usize {
+        logs.iter()
+            .flat_map(|l| l.lines())
+            .filter(|l| l.contains("kernel build key=") && l.contains(&format!("cached={cached} ")))
+            .count()
+    };
+    assert_eq!(builds(false), 1, "one of them built: {logs:?}");
+    assert_eq!(builds(true), 3, "base twice and the patched kernel once from the cache: {logs:?}");
+    let image = |name: &str| -> PathBuf {
+        let m: serde_json::Value = serde_json::from_slice(
+            &std::fs::read(tmp.path().join(name).join("manifest.json")).unwrap(),
+        )
+        .unwrap();
+        let k = m["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["variant"] == "patched")
+            .unwrap();
+        PathBuf::from(k["kernel"]["image"].as_str().unwrap())
+    };
+    assert_eq!(image("a"), image("b"));
+    assert!(image("a").is_file());
+    for name in ["a", "b"] {
+        let runs = std::fs::read_dir(tmp.path().join(name).join("runs")).unwrap().count();
+        assert_eq!(runs, 2, "base and patched ran in {name}");
+    }
+    eprintln!(
+        "shared work dir: both invocations exit 0 in {:.0} s, one built the patched kernel, the other waited for it",
+        t0.elapsed().as_secs_f64()
+    );
+}
