@@ -2,6 +2,7 @@
 //! all of it and uses a part.
 #![allow(dead_code)]
 
+pub mod guest;
 pub mod http;
 
 use std::path::PathBuf;
