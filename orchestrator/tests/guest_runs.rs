@@ -9,38 +9,18 @@ use mmci::arch::Arch;
 use mmci::guest::bin as guest_bin;
 use mmci::host::paths::WorkDir;
 use mmci::kernel::{self, KernelSource};
-use mmci::results::{KernelInfo, RunResult};
-use mmci::run::accel::{self, AccelChoice, AccelRequest};
+use mmci::results::RunResult;
+use mmci::run::accel::{self, AccelRequest};
 use mmci::run::guest::{self, RunConfig};
 use mmci::run::outcome::Outcome;
 use mmci_record::{GuestJob, Record, Scenario, SwapBackend};
-use tokio::sync::{Mutex, OnceCell};
+use tokio::sync::Mutex;
 
 mod common;
+use common::guest::kernel_and_accel;
 use common::qemu_processes_mentioning;
 
-static KERNEL: OnceCell<(KernelInfo, AccelChoice)> = OnceCell::const_new();
 static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::const_new(());
-
-async fn kernel_and_accel() -> &'static (KernelInfo, AccelChoice) {
-    KERNEL
-        .get_or_init(|| async {
-            let work = WorkDir::resolve(None);
-            let info = kernel::prepare(&KernelSource::bundled(), Arch::X86_64, &work)
-                .await
-                .expect("the bundled kernel builds (run ./mmci-setup first)");
-            let choice = accel::choose(
-                AccelRequest::Auto,
-                Arch::X86_64,
-                &info,
-                guest_init(),
-                &work.scratch(),
-            )
-            .await;
-            (info, choice)
-        })
-        .await
-}
 
 fn guest_init() -> &'static [u8] {
     guest_bin::guest_init(Arch::X86_64).expect("guest-init for x86_64 is embedded")

@@ -187,21 +187,7 @@ async fn smoke_matrix_interrupted_then_resumed() {
 /// three lines).
 async fn unused_function_series(dir: &Path) -> PathBuf {
     let work = mmci::host::paths::WorkDir::resolve(None);
-    let tree =
-        mmci::kernel::tree::import_tarball(&mmci::kernel::KernelSource::bundled().tarball, &work)
-            .await
-            .unwrap();
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&tree.path)
-        .args(["show", &format!("{}:mm/vmscan.c", tree.commit)])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    let n = lines.len();
-    let context: String = lines[n - 3..].iter().map(|l| format!(" {l}\n")).collect();
+    let (context, start) = common::bundled_tail("mm/vmscan.c", &work).await;
     let mbox = format!(
         "From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n\
 From: Test Author <author@example.org>\n\
@@ -223,8 +209,7 @@ diff --git a/mm/vmscan.c b/mm/vmscan.c\n\
 {context}+\n\
 +static int mmci_unused_helper(void) {{ return 0; }}\n\
 -- \n\
-2.39.5\n\n",
-        start = n - 2,
+2.39.5\n\n"
     );
     let path = dir.join("unused.mbox");
     std::fs::write(&path, mbox).unwrap();

@@ -468,6 +468,33 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// A fake patchwork holding series `n` alone (`pw_series(n, "", None)`),
+/// and a work dir with a results dir for it (see `results_dir`): the
+/// server, the fake, the series, the work dir and the results dir.
+async fn posting(n: u64, origin: bool) -> (MockServer, Fake, PwSeries, tempfile::TempDir, PathBuf) {
+    let (server, fake) = patchwork().await;
+    let s = pw_series(n, "", None);
+    fake.0.lock().unwrap().series.push(s.clone());
+    let root = work();
+    let results = results_dir(root.path(), &s, &fake, origin).await;
+    (server, fake, s, root, results)
+}
+
+/// `post patchwork --results R --state STATE --send`, described "d".
+fn send_state<'a>(r: &'a str, state: &'a str) -> [&'a str; 9] {
+    [
+        "post",
+        "patchwork",
+        "--results",
+        r,
+        "--state",
+        state,
+        "--description",
+        "d",
+        "--send",
+    ]
+}
+
 /// Renders recorded requests as the dry run renders its own.
 fn render(base: &str, reqs: &[Request]) -> String {
     let mut s = String::new();
@@ -625,11 +652,7 @@ fn matrix_kernel_variants_take_a_patchwork_series() {
 
 #[tokio::test]
 async fn the_dry_run_prints_exactly_what_send_sends() {
-    let (server, fake) = patchwork().await;
-    let s = pw_series(3, "", None);
-    fake.0.lock().unwrap().series.push(s.clone());
-    let root = work();
-    let results = results_dir(root.path(), &s, &fake, true).await;
+    let (server, fake, _, root, results) = posting(3, true).await;
     let r = results.display().to_string();
     let args = [
         "post",
@@ -744,12 +767,8 @@ async fn the_dry_run_prints_exactly_what_send_sends() {
 
 #[tokio::test]
 async fn a_series_from_elsewhere_is_found_by_message_id() {
-    let (server, fake) = patchwork().await;
     // The bundled series itself, as results of `mmci run --series`.
-    let s = pw_series(0, "", None);
-    fake.0.lock().unwrap().series.push(s.clone());
-    let root = work();
-    let results = results_dir(root.path(), &s, &fake, false).await;
+    let (server, _, s, root, results) = posting(0, false).await;
     let r = results.display().to_string();
     let uri = server.uri();
     let args = [
@@ -846,23 +865,9 @@ async fn a_series_from_elsewhere_is_found_by_message_id() {
 
 #[tokio::test]
 async fn refusals_are_named_and_exit_9_without_the_token() {
-    let (_server, fake) = patchwork().await;
-    let s = pw_series(4, "", None);
-    fake.0.lock().unwrap().series.push(s.clone());
-    let root = work();
-    let results = results_dir(root.path(), &s, &fake, true).await;
+    let (_server, fake, _, root, results) = posting(4, true).await;
     let r = results.display().to_string();
-    let args = [
-        "post",
-        "patchwork",
-        "--results",
-        &r,
-        "--state",
-        "fail",
-        "--description",
-        "d",
-        "--send",
-    ];
+    let args = send_state(&r, "fail");
     let cases: &[(&str, &str)] = &[
         ("BadToken0000", "HTTP 401: Invalid token. (the token was refused"),
         (WEAK_TOKEN, "HTTP 403: You do not have permission to perform this action. (the token's user may not add checks"),
@@ -913,23 +918,9 @@ async fn refusals_are_named_and_exit_9_without_the_token() {
 
 #[tokio::test]
 async fn rate_limits_are_waited_out_within_bounds() {
-    let (server, fake) = patchwork().await;
-    let s = pw_series(6, "", None);
-    fake.0.lock().unwrap().series.push(s.clone());
-    let root = work();
-    let results = results_dir(root.path(), &s, &fake, true).await;
+    let (server, fake, _, root, results) = posting(6, true).await;
     let r = results.display().to_string();
-    let args = [
-        "post",
-        "patchwork",
-        "--results",
-        &r,
-        "--state",
-        "success",
-        "--description",
-        "d",
-        "--send",
-    ];
+    let args = send_state(&r, "success");
     fake.0.lock().unwrap().throttle = 2;
     let t = std::time::Instant::now();
     let o = mmci(&args, &[("MMCI_PATCHWORK_TOKEN", TOKEN)], root.path()).await;

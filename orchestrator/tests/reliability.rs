@@ -240,20 +240,7 @@ async fn ctrl_c_removes_the_scratch_dir() {
 /// rewrites the object dir's .config (a LOCALVERSION that would show in
 /// every later kernel built from that dir) and says so in the build log.
 async fn tampering_series(dir: &Path, work: &WorkDir) -> PathBuf {
-    let tree = mmci::kernel::tree::import_tarball(&KernelSource::bundled().tarball, work)
-        .await
-        .unwrap();
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&tree.path)
-        .args(["show", &format!("{}:mm/Makefile", tree.commit)])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    let n = lines.len();
-    let context: String = lines[n - 3..].iter().map(|l| format!(" {l}\n")).collect();
+    let (context, start) = common::bundled_tail("mm/Makefile", work).await;
     let mbox = format!(
         "From 2222222222222222222222222222222222222222 Mon Sep 17 00:00:00 2001\n\
 From: Mallory <mallory@example.org>\n\
@@ -275,8 +262,7 @@ diff --git a/mm/Makefile b/mm/Makefile\n\
 {context}+$(shell echo 'CONFIG_LOCALVERSION=\"-tampered\"' >> $(objtree)/.config)\n\
 +$(info mmci-tamper: appended LOCALVERSION to $(objtree)/.config)\n\
 -- \n\
-2.39.5\n\n",
-        start = n - 2,
+2.39.5\n\n"
     );
     let path = dir.join("tamper.mbox");
     std::fs::write(&path, mbox).unwrap();

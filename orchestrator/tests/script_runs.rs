@@ -5,52 +5,36 @@
 
 use std::path::{Path, PathBuf};
 
-use mmci::arch::Arch;
-use mmci::guest::bin as guest_bin;
 use mmci::guest::image::{self as images, BuildOptions};
 use mmci::host::paths::WorkDir;
-use mmci::kernel::{self, KernelSource};
-use mmci::results::{KernelInfo, RunResult};
-use mmci::run::accel::{self, AccelChoice, AccelRequest};
+use mmci::results::RunResult;
 use mmci::run::guest::{self as run, AttachedImage, RunConfig};
 use mmci::run::outcome::Outcome;
 use mmci_record::{GuestJob, Record, Scenario, ScriptJob, SwapBackend};
 use tokio::sync::{Mutex, OnceCell};
 
-static SETUP: OnceCell<(KernelInfo, AccelChoice, AttachedImage)> = OnceCell::const_new();
-static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::const_new(());
+mod common;
+use common::guest::{self, records};
 
-fn guest_init() -> &'static [u8] {
-    guest_bin::guest_init(Arch::X86_64).expect("guest-init for x86_64 is embedded")
-}
+static IMAGE: OnceCell<AttachedImage> = OnceCell::const_new();
+static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::const_new(());
 
 fn tools_recipe() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../images/tools")
 }
 
-async fn setup() -> &'static (KernelInfo, AccelChoice, AttachedImage) {
-    SETUP
+/// The tools image, built once and cached in the work dir.
+async fn tools_image() -> &'static AttachedImage {
+    IMAGE
         .get_or_init(|| async {
             let work = WorkDir::resolve(None);
-            let info = kernel::prepare(&KernelSource::bundled(), Arch::X86_64, &work)
-                .await
-                .expect("the bundled kernel builds (run ./mmci-setup first)");
-            let choice = accel::choose(
-                AccelRequest::Auto,
-                Arch::X86_64,
-                &info,
-                guest_init(),
-                &work.scratch(),
-            )
-            .await;
             let built = images::ensure(&tools_recipe(), &work, &BuildOptions::default())
                 .await
                 .expect("the tools image builds (as root, with mmdebstrap and erofs-utils from ./mmci-setup)");
-            let image = AttachedImage {
+            AttachedImage {
                 path: built.path,
                 manifest: built.manifest,
-            };
-            (info, choice, image)
+            }
         })
         .await
 }
@@ -81,41 +65,25 @@ fn script_job(
     }
 }
 
+/// Runs `job` in a guest with the tools image attached, and checks that
+/// the guest completed, whatever its script did.
 async fn run(id: &str, job: GuestJob, dir: &Path) -> RunResult {
-    let (kernel, accel, image) = setup().await;
+    let timeout = run::default_timeout(&job);
     let cfg = RunConfig {
-        id: id.into(),
-        arch: Arch::X86_64,
-        accel: accel.accel,
-        accel_note: accel.note.clone(),
-        vcpus: 2,
-        memory_mb: 512,
-        swap_mb: if job.swap.enabled() { 128 } else { 0 },
-        kernel: kernel.clone(),
-        guest_init: guest_init().to_vec(),
-        timeout: run::default_timeout(&job),
-        job,
-        extra_cmdline: vec![],
-        retries: 1,
-        image: Some(image.clone()),
+        image: Some(tools_image().await.clone()),
+        ..guest::config(id, job, timeout).await
     };
     let _one = ONE_GUEST_AT_A_TIME.lock().await;
-    run::run_guest(&cfg, &dir.join(id), &dir.join("scratch"))
+    let r = run::run_guest(&cfg, &dir.join(id), &dir.join("scratch"))
         .await
-        .unwrap()
-}
-
-fn records(dir: &Path) -> Vec<Record> {
-    std::fs::read_to_string(dir.join("records.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .map(|mut v| {
-            v.as_object_mut().unwrap().remove("at_ms");
-            v.as_object_mut().unwrap().insert("v".into(), 1.into());
-            mmci_record::parse_line(&v.to_string()).unwrap()
-        })
-        .collect()
+        .unwrap();
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::Completed,
+        "{:?}",
+        r.classification
+    );
+    r
 }
 
 fn done_ok(recs: &[Record]) -> bool {
@@ -140,12 +108,6 @@ exit 3
         tmp.path(),
     )
     .await;
-    assert_eq!(
-        r.classification.outcome,
-        Outcome::Completed,
-        "{:?}",
-        r.classification
-    );
     let s = r.script.as_ref().expect("script results");
     assert_eq!(
         (s.code, s.signal, s.timed_out),
@@ -193,12 +155,6 @@ async fn oom_killed_script_leaves_pid1_reporting() {
         tmp.path(),
     )
     .await;
-    assert_eq!(
-        r.classification.outcome,
-        Outcome::Completed,
-        "{:?}",
-        r.classification
-    );
     let s = r.script.as_ref().expect("script results");
     assert!(s.oom_killed, "{s:?}");
     assert_eq!(s.signal, Some(9), "{s:?}");
@@ -232,12 +188,6 @@ async fn script_outliving_its_timeout_is_killed() {
         tmp.path(),
     )
     .await;
-    assert_eq!(
-        r.classification.outcome,
-        Outcome::Completed,
-        "{:?}",
-        r.classification
-    );
     let s = r.script.as_ref().expect("script results");
     assert!(s.timed_out, "{s:?}");
     assert_eq!(s.signal, Some(9), "{s:?}");

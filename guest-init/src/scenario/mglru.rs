@@ -10,41 +10,21 @@ use std::time::{Duration, Instant};
 
 use mmci_record::{GuestJob, Phase, Record, WorkloadExit};
 
-use super::{set_lru_gen, setup_swap, snapshot};
+use super::{
+    finish_memcg_and_trace, memcg_oom_kills, setup_memcg_and_trace, setup_mglru_and_swap, snapshot,
+};
 use crate::port::RecordPort;
-use crate::step::{setup_step, Stage, StepError};
-use crate::{cgroup, sampler, trace, workload};
+use crate::step::{Stage, StepError};
+use crate::{sampler, workload};
 
 const CGROUP_NAME: &str = "mmci-workload";
 
 pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
-    setup_step(port, "mglru", || set_lru_gen(job.mglru))?;
-    if job.swap.enabled() {
-        setup_step(port, "swap", || setup_swap(job.swap, job.swap_delay_ms))?;
-    }
-    let cg = setup_step(port, "cgroup", || {
-        let dir = cgroup::create(CGROUP_NAME, job.memcg_max_mb).stage("cgroup")?;
-        let detail = format!(
-            "{} memory.max={}",
-            dir.display(),
-            cgroup::memory_max_value(job.memcg_max_mb)
-        );
-        Ok((dir, detail))
-    })?;
-    let reader = setup_step(port, "trace", || {
-        trace::enable(&["vmscan/mm_vmscan_throttled"], job.trace_buffer_kb).stage("trace")?;
-        let reader = trace::ThrottleReader::start().stage("trace")?;
-        Ok((
-            reader,
-            format!("mm_vmscan_throttled, {} KiB/cpu", job.trace_buffer_kb),
-        ))
-    })?;
+    setup_mglru_and_swap(job, port)?;
+    let (cg, reader) = setup_memcg_and_trace(job, port, CGROUP_NAME)?;
 
     let before = snapshot(Phase::Before, &cg);
-    let oom_kills_before = match &before {
-        Record::Snapshot { memcg_events, .. } => memcg_events.get("oom_kill").copied().unwrap_or(0),
-        _ => 0,
-    };
+    let oom_kills_before = memcg_oom_kills(&before);
     port.send(before);
 
     let args = workload::WorkloadArgs {
@@ -83,20 +63,7 @@ pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     let elapsed_ms = start.elapsed().as_millis() as u64;
     sampler.finish();
 
-    trace::stop().stage("trace")?;
-    let by_reason = reader.finish().stage("trace")?;
-    let lost_events = trace::lost_events();
-
-    let after = snapshot(Phase::After, &cg);
-    let oom_kills_after = match &after {
-        Record::Snapshot { memcg_events, .. } => memcg_events.get("oom_kill").copied().unwrap_or(0),
-        _ => 0,
-    };
-    port.send(after);
-    port.send(Record::Throttle {
-        by_reason,
-        lost_events,
-    });
+    let oom_kills_after = finish_memcg_and_trace(port, &cg, reader)?;
 
     use std::os::unix::process::ExitStatusExt;
     let signal = status.signal();

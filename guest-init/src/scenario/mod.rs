@@ -1,7 +1,8 @@
 //! The scenarios: what PID 1 sets up, runs and measures for each job. One
 //! module per scenario (`mglru` is scenario A, `noio` scenario B, `script`
 //! a command from a guest image inside scenario A's set-up); the steps they
-//! share (MGLRU on or off, swap, counter snapshots) are here.
+//! share (MGLRU on or off, swap, the memory cgroup and the throttling
+//! tracepoint, counter snapshots) are here.
 
 mod mglru;
 mod noio;
@@ -15,8 +16,8 @@ use mmci_record::{GuestJob, Phase, Record, Scenario, SwapBackend, SWAP_DISK_SERI
 
 use crate::blockdev::find_disk;
 use crate::port::RecordPort;
-use crate::step::{Stage, StepError};
-use crate::{dm, procfs, swap, sys, zram};
+use crate::step::{setup_step, Stage, StepError};
+use crate::{cgroup, dm, procfs, swap, sys, trace, zram};
 
 pub(crate) const LRU_GEN: &str = "/sys/kernel/mm/lru_gen/enabled";
 
@@ -57,6 +58,72 @@ pub(crate) fn set_lru_gen(enabled: bool) -> Result<((), String), StepError> {
         });
     }
     Ok(((), format!("enabled={now}")))
+}
+
+/// The first steps of scenario A and of a script: MGLRU on or off as the
+/// job says, then the job's swap unless it is off.
+pub(crate) fn setup_mglru_and_swap(job: &GuestJob, port: &RecordPort) -> Result<(), StepError> {
+    setup_step(port, "mglru", || set_lru_gen(job.mglru))?;
+    if job.swap.enabled() {
+        setup_step(port, "swap", || setup_swap(job.swap, job.swap_delay_ms))?;
+    }
+    Ok(())
+}
+
+/// The last steps of scenario A and of a script: the memory cgroup `name`
+/// at the job's memory.max, then the throttling tracepoint and its reader.
+pub(crate) fn setup_memcg_and_trace(
+    job: &GuestJob,
+    port: &RecordPort,
+    name: &str,
+) -> Result<(PathBuf, trace::ThrottleReader), StepError> {
+    let cg = setup_step(port, "cgroup", || {
+        let dir = cgroup::create(name, job.memcg_max_mb).stage("cgroup")?;
+        let detail = format!(
+            "{} memory.max={}",
+            dir.display(),
+            cgroup::memory_max_value(job.memcg_max_mb)
+        );
+        Ok((dir, detail))
+    })?;
+    let reader = setup_step(port, "trace", || {
+        trace::enable(&["vmscan/mm_vmscan_throttled"], job.trace_buffer_kb).stage("trace")?;
+        let reader = trace::ThrottleReader::start().stage("trace")?;
+        Ok((
+            reader,
+            format!("mm_vmscan_throttled, {} KiB/cpu", job.trace_buffer_kb),
+        ))
+    })?;
+    Ok((cg, reader))
+}
+
+/// The end of scenario A and of a script, once the workload is over: the
+/// throttling tracepoint stopped, then the "after" counters and the
+/// throttling counts sent. Returns the cgroup's OOM kills by then.
+pub(crate) fn finish_memcg_and_trace(
+    port: &RecordPort,
+    cg: &Path,
+    reader: trace::ThrottleReader,
+) -> Result<u64, StepError> {
+    trace::stop().stage("trace")?;
+    let by_reason = reader.finish().stage("trace")?;
+    let lost_events = trace::lost_events();
+    let after = snapshot(Phase::After, cg);
+    let oom_kills = memcg_oom_kills(&after);
+    port.send(after);
+    port.send(Record::Throttle {
+        by_reason,
+        lost_events,
+    });
+    Ok(oom_kills)
+}
+
+/// The OOM kills a snapshot's memory.events counts (0 in any other record).
+pub(crate) fn memcg_oom_kills(r: &Record) -> u64 {
+    match r {
+        Record::Snapshot { memcg_events, .. } => memcg_events.get("oom_kill").copied().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// Swap on the job's backend, sized like the swap disk (which zram leaves

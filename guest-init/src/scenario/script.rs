@@ -23,10 +23,12 @@ use mmci_record::{
     SCRIPT_PATH,
 };
 
-use super::{set_lru_gen, setup_swap, snapshot};
+use super::{
+    finish_memcg_and_trace, memcg_oom_kills, setup_memcg_and_trace, setup_mglru_and_swap, snapshot,
+};
 use crate::port::RecordPort;
 use crate::step::{setup_step, Stage, StepError};
-use crate::{cgroup, rootfs, sampler, sys, trace};
+use crate::{rootfs, sampler, sys};
 
 const CGROUP_NAME: &str = "mmci-script";
 /// Lines streamed per output stream; the rest are counted.
@@ -145,22 +147,12 @@ fn kill_cgroup(cg: &Path, within: Duration) {
     }
 }
 
-fn memcg_oom_kills(r: &Record) -> u64 {
-    match r {
-        Record::Snapshot { memcg_events, .. } => memcg_events.get("oom_kill").copied().unwrap_or(0),
-        _ => 0,
-    }
-}
-
 pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     let script = job.script.as_ref().ok_or_else(|| StepError {
         stage: "script",
         message: "the job names no script (a matrix cell with `script: NAME`)".into(),
     })?;
-    setup_step(port, "mglru", || set_lru_gen(job.mglru))?;
-    if job.swap.enabled() {
-        setup_step(port, "swap", || setup_swap(job.swap, job.swap_delay_ms))?;
-    }
+    setup_mglru_and_swap(job, port)?;
     let root = setup_step(port, "image", || {
         rootfs::mount_image_root().map_err(|message| StepError {
             stage: "image",
@@ -173,23 +165,7 @@ pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
             Ok(((), format!("{SCRIPT_PATH}, {} bytes", text.len())))
         })?;
     }
-    let cg = setup_step(port, "cgroup", || {
-        let dir = cgroup::create(CGROUP_NAME, job.memcg_max_mb).stage("cgroup")?;
-        let detail = format!(
-            "{} memory.max={}",
-            dir.display(),
-            cgroup::memory_max_value(job.memcg_max_mb)
-        );
-        Ok((dir, detail))
-    })?;
-    let reader = setup_step(port, "trace", || {
-        trace::enable(&["vmscan/mm_vmscan_throttled"], job.trace_buffer_kb).stage("trace")?;
-        let reader = trace::ThrottleReader::start().stage("trace")?;
-        Ok((
-            reader,
-            format!("mm_vmscan_throttled, {} KiB/cpu", job.trace_buffer_kb),
-        ))
-    })?;
+    let (cg, reader) = setup_memcg_and_trace(job, port, CGROUP_NAME)?;
 
     let before = snapshot(Phase::Before, &cg);
     let oom_before = memcg_oom_kills(&before);
@@ -277,16 +253,7 @@ pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     let _ = err.join();
     sampler.finish();
 
-    trace::stop().stage("trace")?;
-    let by_reason = reader.finish().stage("trace")?;
-    let lost_events = trace::lost_events();
-    let after = snapshot(Phase::After, &cg);
-    let oom_after = memcg_oom_kills(&after);
-    port.send(after);
-    port.send(Record::Throttle {
-        by_reason,
-        lost_events,
-    });
+    let oom_after = finish_memcg_and_trace(port, &cg, reader)?;
 
     use std::os::unix::process::ExitStatusExt;
     let signal = status.signal();

@@ -15,6 +15,8 @@ use octocrab::Octocrab;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::TokenFileError;
+
 /// GitHub's limit on a check run's summary and on a comment's body.
 pub const MAX_TEXT: usize = 65_535;
 
@@ -22,14 +24,8 @@ pub const MAX_TEXT: usize = 65_535;
 pub enum GitHubError {
     #[error("no GitHub credentials: set ${env} (or --token-file FILE), or --app-id with --app-key for a GitHub App")]
     NoCredentials { env: String },
-    #[error("--token-file {path}: cannot read")]
-    TokenFile {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("--token-file {0}: the file is empty")]
-    EmptyToken(PathBuf),
+    #[error(transparent)]
+    TokenFile(#[from] TokenFileError),
     #[error("--app-key {path}: cannot read")]
     AppKeyFile {
         path: PathBuf,
@@ -136,15 +132,7 @@ impl AuthOptions {
             });
         }
         if let Some(path) = &self.token_file {
-            let text = std::fs::read_to_string(path).map_err(|source| GitHubError::TokenFile {
-                path: path.clone(),
-                source,
-            })?;
-            let token = text.trim();
-            if token.is_empty() {
-                return Err(GitHubError::EmptyToken(path.clone()));
-            }
-            return Ok(Auth::Token(token.to_string()));
+            return Ok(Auth::Token(super::read_token_file(path)?));
         }
         let env_name = if self.token_env.is_empty() {
             "GITHUB_TOKEN"
@@ -760,7 +748,7 @@ mod tests {
         };
         assert!(matches!(
             opts.resolve_with(|_| Some("env".into())),
-            Err(GitHubError::EmptyToken(_))
+            Err(GitHubError::TokenFile(TokenFileError::Empty(_)))
         ));
         let opts = AuthOptions {
             app_id: Some(7),

@@ -62,6 +62,31 @@ pub fn read_body(path: &Path) -> Result<String, PostError> {
     Ok(text)
 }
 
+/// A `--token-file` that holds no token.
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    #[error("--token-file {path}: cannot read")]
+    Unreadable {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("--token-file {0}: the file is empty")]
+    Empty(PathBuf),
+}
+
+/// The token a `--token-file` holds, without the white space around it.
+pub fn read_token_file(path: &Path) -> Result<String, TokenFileError> {
+    let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    match text.trim() {
+        "" => Err(TokenFileError::Empty(path.to_path_buf())),
+        token => Ok(token.to_string()),
+    }
+}
+
 /// The series tested in a results dir: that of the first kernel that had
 /// one applied (the patched side). None when every kernel is a plain tree.
 pub fn series_from_results(dir: &Path) -> Result<Option<Series>, PostError> {

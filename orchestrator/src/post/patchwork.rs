@@ -30,14 +30,8 @@ pub enum PatchworkPostError {
     BadTargetUrl(String),
     #[error("no patchwork token: set ${TOKEN_ENV} or give --token-file FILE (or leave out --send for a dry run)")]
     NoToken,
-    #[error("--token-file {path}: cannot read")]
-    TokenFile {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("--token-file {0}: the file is empty")]
-    EmptyToken(PathBuf),
+    #[error(transparent)]
+    TokenFile(#[from] super::TokenFileError),
     #[error("--results {0}: no kernel in it had a series applied, so there are no patches to put checks on")]
     NoSeries(PathBuf),
     #[error("--results {0}: the series was not read from patchwork: give --patchwork URL to find its patches by message-id")]
@@ -399,16 +393,7 @@ pub fn resolve_token(
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<String, PatchworkPostError> {
     if let Some(path) = file {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| PatchworkPostError::TokenFile {
-                path: path.to_path_buf(),
-                source,
-            })?;
-        let t = text.trim();
-        if t.is_empty() {
-            return Err(PatchworkPostError::EmptyToken(path.to_path_buf()));
-        }
-        return Ok(t.to_string());
+        return Ok(super::read_token_file(path)?);
     }
     match env(TOKEN_ENV).map(|t| t.trim().to_string()) {
         Some(t) if !t.is_empty() => Ok(t),

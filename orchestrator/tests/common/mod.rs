@@ -2,9 +2,13 @@
 //! all of it and uses a part.
 #![allow(dead_code)]
 
+pub mod guest;
 pub mod http;
 
 use std::path::PathBuf;
+
+use mmci::host::paths::WorkDir;
+use mmci::kernel::KernelSource;
 
 /// /proc entries of running QEMU processes whose command line mentions
 /// `needle` (a test's own results or scratch path).
@@ -25,4 +29,26 @@ pub fn qemu_processes_mentioning(needle: &str) -> Vec<PathBuf> {
         })
         .map(|e| e.path())
         .collect()
+}
+
+/// The last three lines of `file` in the bundled tree (imported into
+/// `work`), as a unified diff hunk's context lines, and the line number
+/// of the first of them: a hunk there that adds lines at the end applies
+/// to the bundled kernel.
+pub async fn bundled_tail(file: &str, work: &WorkDir) -> (String, usize) {
+    let tree = mmci::kernel::tree::import_tarball(&KernelSource::bundled().tarball, work)
+        .await
+        .unwrap();
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&tree.path)
+        .args(["show", &format!("{}:{file}", tree.commit)])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    let context = lines[n - 3..].iter().map(|l| format!(" {l}\n")).collect();
+    (context, n - 2)
 }

@@ -15,56 +15,58 @@ fn s<'a>(r: &RunMetrics<'a>) -> Option<&'a ScriptMetrics> {
     r.script
 }
 
+/// An entry of how a script's run went: lower is better, with the
+/// default noise floor.
+const fn run_metric(
+    name: &'static str,
+    description: &'static str,
+    unit: &'static str,
+    timing: bool,
+    extract: fn(&RunMetrics) -> Option<f64>,
+) -> Metric {
+    Metric {
+        name: Cow::Borrowed(name),
+        description: Cow::Borrowed(description),
+        unit: Cow::Borrowed(unit),
+        better: Better::Lower,
+        timing,
+        noise_floor: None,
+        scenario: Scenario::Script,
+        per_work_of: None,
+        extract: Extract::Run(extract),
+    }
+}
+
 /// Display order.
 pub static METRICS: &[Metric] = &[
-    Metric {
-        name: Cow::Borrowed("script_exit_code"),
-        description: Cow::Borrowed(
-            "the script's exit code (128 + signal when killed; 0 is success)",
-        ),
-        unit: Cow::Borrowed(""),
-        better: Better::Lower,
-        timing: false,
-        noise_floor: None,
-        scenario: Scenario::Script,
-        per_work_of: None,
-        extract: Extract::Run(|r| s(r).map(|m| m.exit_code() as f64)),
-    },
-    Metric {
-        name: Cow::Borrowed("script_oom_killed"),
-        description: Cow::Borrowed("1 when the script itself was OOM-killed"),
-        unit: Cow::Borrowed(""),
-        better: Better::Lower,
-        timing: false,
-        noise_floor: None,
-        scenario: Scenario::Script,
-        per_work_of: None,
-        extract: Extract::Run(|r| s(r).map(|m| u8::from(m.oom_killed) as f64)),
-    },
-    Metric {
-        name: Cow::Borrowed("script_timed_out"),
-        description: Cow::Borrowed(
-            "1 when the script outlived its timeout and its cgroup was killed",
-        ),
-        unit: Cow::Borrowed(""),
-        better: Better::Lower,
-        timing: false,
-        noise_floor: None,
-        scenario: Scenario::Script,
-        per_work_of: None,
-        extract: Extract::Run(|r| s(r).map(|m| u8::from(m.timed_out) as f64)),
-    },
-    Metric {
-        name: Cow::Borrowed("script_elapsed_s"),
-        description: Cow::Borrowed("the script's wall time in the guest"),
-        unit: Cow::Borrowed("s"),
-        better: Better::Lower,
-        timing: true,
-        noise_floor: None,
-        scenario: Scenario::Script,
-        per_work_of: None,
-        extract: Extract::Run(|r| s(r).map(|m| m.elapsed_ms as f64 / 1000.0)),
-    },
+    run_metric(
+        "script_exit_code",
+        "the script's exit code (128 + signal when killed; 0 is success)",
+        "",
+        false,
+        |r| s(r).map(|m| m.exit_code() as f64),
+    ),
+    run_metric(
+        "script_oom_killed",
+        "1 when the script itself was OOM-killed",
+        "",
+        false,
+        |r| s(r).map(|m| u8::from(m.oom_killed) as f64),
+    ),
+    run_metric(
+        "script_timed_out",
+        "1 when the script outlived its timeout and its cgroup was killed",
+        "",
+        false,
+        |r| s(r).map(|m| u8::from(m.timed_out) as f64),
+    ),
+    run_metric(
+        "script_elapsed_s",
+        "the script's wall time in the guest",
+        "s",
+        true,
+        |r| s(r).map(|m| m.elapsed_ms as f64 / 1000.0),
+    ),
 ];
 
 /// A script's own metric, as a matrix declares it (`scripts: NAME: metrics:`).
