@@ -17,34 +17,10 @@ use mmci_record::{GuestJob, Record, Scenario, SwapBackend};
 use tokio::sync::Mutex;
 
 mod common;
-use common::guest::kernel_and_accel;
+use common::guest::{config, kernel_and_accel, records};
 use common::qemu_processes_mentioning;
 
 static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::const_new(());
-
-fn guest_init() -> &'static [u8] {
-    guest_bin::guest_init(Arch::X86_64).expect("guest-init for x86_64 is embedded")
-}
-
-async fn config(id: &str, job: GuestJob, timeout: Duration) -> RunConfig {
-    let (kernel, accel) = kernel_and_accel().await;
-    RunConfig {
-        id: id.into(),
-        arch: Arch::X86_64,
-        accel: accel.accel,
-        accel_note: accel.note.clone(),
-        vcpus: 2,
-        memory_mb: 512,
-        swap_mb: if job.swap.enabled() { 128 } else { 0 },
-        kernel: kernel.clone(),
-        guest_init: guest_init().to_vec(),
-        job,
-        extra_cmdline: vec![],
-        timeout,
-        retries: 1,
-        image: None,
-    }
-}
 
 async fn run(cfg: &RunConfig, dir: &Path) -> RunResult {
     let _one = ONE_GUEST_AT_A_TIME.lock().await;
@@ -130,19 +106,6 @@ fn keep_for_inspection(run_dir: &Path) {
         let entry = entry.unwrap();
         std::fs::copy(entry.path(), dest.join(entry.file_name())).unwrap();
     }
-}
-
-fn records(dir: &Path) -> Vec<Record> {
-    std::fs::read_to_string(dir.join("records.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .map(|mut v| {
-            v.as_object_mut().unwrap().remove("at_ms");
-            v.as_object_mut().unwrap().insert("v".into(), 1.into());
-            mmci_record::parse_line(&v.to_string()).unwrap()
-        })
-        .collect()
 }
 
 /// QEMU processes whose command line mentions `needle`.

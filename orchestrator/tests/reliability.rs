@@ -767,7 +767,11 @@ async fn two_invocations_share_one_work_dir() {
             .count()
     };
     assert_eq!(builds(false), 1, "one of them built: {logs:?}");
-    assert_eq!(builds(true), 3, "base twice and the patched kernel once from the cache: {logs:?}");
+    assert_eq!(
+        builds(true),
+        3,
+        "base twice and the patched kernel once from the cache: {logs:?}"
+    );
     let image = |name: &str| -> PathBuf {
         let m: serde_json::Value = serde_json::from_slice(
             &std::fs::read(tmp.path().join(name).join("manifest.json")).unwrap(),
@@ -784,7 +788,9 @@ async fn two_invocations_share_one_work_dir() {
     assert_eq!(image("a"), image("b"));
     assert!(image("a").is_file());
     for name in ["a", "b"] {
-        let runs = std::fs::read_dir(tmp.path().join(name).join("runs")).unwrap().count();
+        let runs = std::fs::read_dir(tmp.path().join(name).join("runs"))
+            .unwrap()
+            .count();
         assert_eq!(runs, 2, "base and patched ran in {name}");
     }
     eprintln!(
