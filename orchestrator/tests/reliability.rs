@@ -504,11 +504,17 @@ async fn killed_qemus_are_retried_and_nothing_is_lost() {
     );
 }
 
-/// Runs `script` (sh, with `args` as $1...) as root of its own user and
-/// mount namespace, where it can mount a small tmpfs: a full or read-only
-/// filesystem without touching the host's mounts, as root or not.
-async fn in_own_mount_namespace(script: &str, args: &[&Path]) -> String {
-    let out = tokio::process::Command::new("unshare")
+/// Runs `script` (sh) as root of its own user and mount namespace, where it
+/// can mount a small tmpfs: a full or read-only filesystem without touching
+/// the host's mounts, as root or not. Its arguments: $1 an empty dir to
+/// mount on, $2 a dir for what it keeps, $3 the mmci binary, $4 the smoke
+/// matrix. Returns the temporary dir that holds both and the two dirs.
+async fn in_own_mount_namespace(script: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let (dir, out) = (tmp.path().join("mnt"), tmp.path().join("out"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&out).unwrap();
+    let run = tokio::process::Command::new("unshare")
         .args([
             "--user",
             "--map-root-user",
@@ -520,18 +526,21 @@ async fn in_own_mount_namespace(script: &str, args: &[&Path]) -> String {
             script,
             "sh",
         ])
-        .args(args)
+        .arg(&dir)
+        .arg(&out)
+        .arg(env!("CARGO_BIN_EXE_mmci"))
+        .arg(repo().join("matrix/smoke.yaml"))
         .kill_on_drop(true)
         .output()
         .await
         .expect("unshare (util-linux) runs");
     let text = format!(
         "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+        String::from_utf8_lossy(&run.stdout),
+        String::from_utf8_lossy(&run.stderr)
     );
-    assert!(out.status.success(), "the namespace script failed: {text}");
-    text
+    assert!(run.status.success(), "the namespace script failed: {text}");
+    (tmp, dir, out)
 }
 
 /// The results dir fills up in the middle of a 6-run matrix (a 4 MiB
@@ -556,13 +565,7 @@ async fn a_full_results_disk_keeps_finished_runs_and_resumes() {
         echo $? >"$out/second.code"
         cp -a "$dir/results" "$out/after-resume"
     "#;
-    let tmp = tempfile::tempdir().unwrap();
-    let (dir, out) = (tmp.path().join("mnt"), tmp.path().join("out"));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
-    let mmci = PathBuf::from(env!("CARGO_BIN_EXE_mmci"));
-    let matrix = repo().join("matrix/smoke.yaml");
-    in_own_mount_namespace(SCRIPT, &[&dir, &out, &mmci, &matrix]).await;
+    let (_tmp, dir, out) = in_own_mount_namespace(SCRIPT).await;
     let read = |name: &str| std::fs::read_to_string(out.join(name)).unwrap();
 
     let first_err = read("first.err");
@@ -636,13 +639,7 @@ async fn a_read_only_results_dir_is_refused_before_any_run() {
         "$mmci" run --matrix "$matrix" --accel tcg --results "$dir/results" >"$out/out" 2>"$out/err"
         echo $? >"$out/code"
     "#;
-    let tmp = tempfile::tempdir().unwrap();
-    let (dir, out) = (tmp.path().join("mnt"), tmp.path().join("out"));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::create_dir_all(&out).unwrap();
-    let mmci = PathBuf::from(env!("CARGO_BIN_EXE_mmci"));
-    let matrix = repo().join("matrix/smoke.yaml");
-    in_own_mount_namespace(SCRIPT, &[&dir, &out, &mmci, &matrix]).await;
+    let (_tmp, dir, out) = in_own_mount_namespace(SCRIPT).await;
     let err = std::fs::read_to_string(out.join("err")).unwrap();
     assert_eq!(
         std::fs::read_to_string(out.join("code")).unwrap().trim(),
@@ -676,17 +673,7 @@ fn walkdir(dir: &Path) -> Vec<PathBuf> {
 /// A series of this test run alone: a comment added to mm/vmscan.c, so its
 /// kernel is not in the work dir yet (one small incremental build).
 async fn unique_series(dir: &Path, work: &WorkDir, tag: &str) -> PathBuf {
-    let tree = mmci::kernel::tree::import_tarball(&KernelSource::bundled().tarball, work)
-        .await
-        .unwrap();
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(&tree.path)
-        .args(["show", &format!("{}:mm/vmscan.c", tree.commit)])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = common::bundled_file("mm/vmscan.c", work).await;
     // Lines 1-3, the comment after line 1: a hunk needs context after its
     // change too, or git anchors it at the end of the file.
     let lines: Vec<String> = text.lines().take(3).map(|l| format!(" {l}\n")).collect();

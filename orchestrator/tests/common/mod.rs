@@ -31,11 +31,8 @@ pub fn qemu_processes_mentioning(needle: &str) -> Vec<PathBuf> {
         .collect()
 }
 
-/// The last three lines of `file` in the bundled tree (imported into
-/// `work`), as a unified diff hunk's context lines, and the line number
-/// of the first of them: a hunk there that adds lines at the end applies
-/// to the bundled kernel.
-pub async fn bundled_tail(file: &str, work: &WorkDir) -> (String, usize) {
+/// The text of `file` in the bundled tree (imported into `work`).
+pub async fn bundled_file(file: &str, work: &WorkDir) -> String {
     let tree = mmci::kernel::tree::import_tarball(&KernelSource::bundled().tarball, work)
         .await
         .unwrap();
@@ -46,7 +43,15 @@ pub async fn bundled_tail(file: &str, work: &WorkDir) -> (String, usize) {
         .output()
         .unwrap();
     assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The last three lines of `file` in the bundled tree (imported into
+/// `work`), as a unified diff hunk's context lines, and the line number
+/// of the first of them: a hunk there that adds lines at the end applies
+/// to the bundled kernel.
+pub async fn bundled_tail(file: &str, work: &WorkDir) -> (String, usize) {
+    let text = bundled_file(file, work).await;
     let lines: Vec<&str> = text.lines().collect();
     let n = lines.len();
     let context = lines[n - 3..].iter().map(|l| format!(" {l}\n")).collect();
