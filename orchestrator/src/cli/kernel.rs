@@ -281,13 +281,16 @@ mod tests {
         }
     }
 
+    /// Options, and the source or the error they give.
+    type Case<'a> = (&'a [&'a str], Result<Option<SeriesSource>, &'a str>);
+
     #[test]
     fn series_options_become_a_checked_source() {
         let lore = |id: &str| SeriesSource::Lore {
             message_id: id.into(),
             base_url: fetch::LORE_URL.into(),
         };
-        let cases: &[(&[&str], Result<Option<SeriesSource>, &str>)] = &[
+        let cases: &[Case] = &[
             (&[], Ok(None)),
             (
                 &["--series", "/nonexistent/s.mbox"],

@@ -195,9 +195,16 @@ mod tests {
         move |name| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone())
     }
 
+    /// `--api`, the environment, and the API URL or an error.
+    type Case<'a> = (
+        Option<&'a str>,
+        &'a [(&'a str, &'a str)],
+        Result<&'a str, ()>,
+    );
+
     #[test]
     fn the_github_api_is_the_option_then_the_environment_then_github() {
-        let cases: &[(Option<&str>, &[(&str, &str)], Result<&str, ()>)] = &[
+        let cases: &[Case] = &[
             (None, &[], Ok("https://api.github.com")),
             (
                 None,

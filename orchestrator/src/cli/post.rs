@@ -481,6 +481,13 @@ mod tests {
         )
     }
 
+    /// Options, environment, and what they are read as or the error.
+    type Case<'a> = (
+        &'a [&'a str],
+        &'a [(&'a str, &'a str)],
+        Result<Read, &'a str>,
+    );
+
     #[test]
     fn github_posts_take_the_actions_environment() {
         let actions: &[(&str, &str)] = &[
@@ -501,7 +508,7 @@ mod tests {
             )
         };
         let ghe = "https://ghe.example/api/v3";
-        let cases: Vec<(&[&str], &[(&str, &str)], Result<Read, &str>)> = vec![
+        let cases: Vec<Case> = vec![
             (
                 &["--start"],
                 actions,

@@ -304,6 +304,13 @@ mod tests {
         }
     }
 
+    /// `--kernel`, the series, and the variants they give.
+    type Case<'a> = (
+        Option<&'a Path>,
+        Option<&'a SeriesSource>,
+        Option<Vec<Variant>>,
+    );
+
     #[test]
     fn the_command_line_kernel_replaces_the_matrix_variants() {
         let patched = |f: &dyn Fn(&mut Variant)| {
@@ -331,7 +338,7 @@ mod tests {
         };
         let mbox = SeriesSource::Mbox("/nonexistent/s.mbox".into());
         let image = Path::new("/boot/bzImage");
-        let cases: Vec<(Option<&Path>, Option<&SeriesSource>, Option<Vec<Variant>>)> = vec![
+        let cases: Vec<Case> = vec![
             (None, None, None),
             (
                 Some(image),
