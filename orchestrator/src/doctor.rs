@@ -36,6 +36,34 @@ fn tool(name: &str, required: bool, purpose: &str) -> Check {
     }
 }
 
+/// Which accelerator works: the static choice, or with `probe` the bundled
+/// kernel (built if needed) booted under KVM.
+pub async fn accel_line(
+    probe: bool,
+    work: &crate::host::paths::WorkDir,
+) -> Result<String, crate::kernel::KernelError> {
+    if probe {
+        let k = crate::kernel::KernelSource::bundled();
+        let info = crate::kernel::prepare(&k, Arch::X86_64, work).await?;
+        let guest = guest_bin::guest_init(Arch::X86_64).unwrap_or_default();
+        let c = accel::choose(
+            accel::AccelRequest::Auto,
+            Arch::X86_64,
+            &info,
+            guest,
+            &work.scratch(),
+        )
+        .await;
+        return Ok(format!("{} ({})", c.accel, c.note));
+    }
+    Ok(
+        match accel::static_choice(accel::AccelRequest::Auto, Arch::X86_64) {
+            Some(c) => format!("{} ({})", c.accel, c.note),
+            None => "kvm device present; `mmci doctor --probe` boots a guest to test it".into(),
+        },
+    )
+}
+
 /// Everything the doctor checks that needs no guest boot.
 pub fn checks() -> Vec<Check> {
     let mut out = vec![

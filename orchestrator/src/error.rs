@@ -1,5 +1,28 @@
 //! Exit codes and the error of a whole command: every stage's error mapped
-//! to the documented exit code (docs/commands.md, "Exit codes").
+//! to the documented exit code. What each code means for the user is in
+//! docs/commands.md, "Exit codes"; which error gets which code is this map
+//! (checked, variant by variant, by the table test at the bottom):
+//!
+//! | error | code |
+//! | --- | --- |
+//! | `BadOption`, `BadParam`, `ResultsDir`, `Analysis`, `Matrix` | 2 usage |
+//! | `MissingQemu`, `MissingGuestInit` | 3 environment |
+//! | `Kernel`: see [`kernel_exit_code`] | 2, 3, 4, 6 or 7 |
+//! | `Kernel`: missing image, fragment, unknown ref, bad series, `--base-cascade` ref | 2 usage |
+//! | `Kernel`: missing tarball or build tool | 3 environment |
+//! | `Kernel`: tree or build failure, base check failure | 4 build |
+//! | `Kernel`: the series applies nowhere (`git am`, or no base takes it) | 6 does not apply |
+//! | `Kernel`: a tree or series fetch, a patchwork request | 7 fetch |
+//! | `Run`: QEMU missing / any other | 3 environment / 5 infra |
+//! | `MatrixRun`: results dir / QEMU or guest-init missing / a run / an image | 2 / 3 / 5 / as `Image` |
+//! | `Post`: refused or unreachable service / anything else | 9 post / 2 usage |
+//! | `Watch`: fetch or patchwork / GitHub refused or unreachable / else | 7 / 9 / 2 |
+//! | `Image`: recipe, package, not built / tool, root / apt / build | 2 / 3 / 7 / 4 |
+//!
+//! A finished matrix exits with [`matrix_exit_code`] (a kernel failure's
+//! code, else 5 for an infra failure, 1 for any other incomplete run, 0),
+//! `mmci analyse` with [`verdict_exit_code`] (0, 1 or 8), and an interrupted
+//! command with 130.
 
 use crate::arch::Arch;
 use crate::kernel::KernelError;
@@ -172,5 +195,482 @@ pub fn matrix_exit_code(o: &MatrixOutcome) -> i32 {
         exit::OK
     } else {
         exit::RUN_FAILED
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn io() -> std::io::Error {
+        std::io::Error::other("x")
+    }
+
+    fn command() -> crate::host::process::CommandError {
+        crate::host::process::CommandError::Spawn {
+            what: "git".into(),
+            source: io(),
+        }
+    }
+
+    fn fetch() -> crate::kernel::series::fetch::FetchError {
+        crate::kernel::series::fetch::FetchError::Status {
+            url: "https://lore.example/x".into(),
+            status: 404,
+            hint: "",
+        }
+    }
+
+    fn patchwork_status() -> crate::kernel::series::patchwork::PatchworkError {
+        crate::kernel::series::patchwork::PatchworkError::Status {
+            what: "series".into(),
+            url: "https://pw.example".into(),
+            status: 500,
+            detail: String::new(),
+            hint: "",
+        }
+    }
+
+    fn github_api() -> crate::post::github::GitHubError {
+        crate::post::github::GitHubError::Api {
+            what: "check run".into(),
+            status: 401,
+            message: "Bad credentials".into(),
+            hint: "",
+        }
+    }
+
+    fn apply_failure() -> crate::kernel::series::apply::ApplyFailure {
+        crate::kernel::series::apply::ApplyFailure {
+            patch: Some(1),
+            total: 1,
+            title: None,
+            places: vec![],
+            detail: String::new(),
+        }
+    }
+
+    fn matrix_error() -> MatrixError {
+        MatrixError {
+            file: "m.yaml".into(),
+            pos: String::new(),
+            what: "bad".into(),
+        }
+    }
+
+    fn results_dir() -> crate::results::dir::ResultsDirError {
+        crate::results::dir::ResultsDirError::Io {
+            path: "r".into(),
+            source: io(),
+        }
+    }
+
+    fn image_errors() -> Vec<(&'static str, crate::guest::image::ImageError, i32)> {
+        use crate::guest::image::ImageError as E;
+        vec![
+            (
+                "image recipe",
+                E::Recipe(crate::guest::image::recipe::RecipeError {
+                    file: "image.yaml".into(),
+                    pos: String::new(),
+                    what: "bad".into(),
+                }),
+                exit::USAGE,
+            ),
+            (
+                "image package",
+                E::MissingPackage {
+                    recipe: "r".into(),
+                    line: None,
+                    package: "p".into(),
+                    suite: "trixie".into(),
+                },
+                exit::USAGE,
+            ),
+            (
+                "image not built",
+                E::NotBuilt {
+                    name: "tools".into(),
+                    dir: "d".into(),
+                },
+                exit::USAGE,
+            ),
+            (
+                "image tool",
+                E::MissingTool {
+                    tool: "mmdebstrap",
+                    package: "mmdebstrap",
+                },
+                exit::ENVIRONMENT,
+            ),
+            ("image root", E::NotRoot, exit::ENVIRONMENT),
+            (
+                "image apt",
+                E::Apt {
+                    what: "apt".into(),
+                    detail: String::new(),
+                    log: "l".into(),
+                },
+                exit::FETCH,
+            ),
+            (
+                "image build",
+                E::Command {
+                    what: "mmdebstrap".into(),
+                    timed_out: true,
+                    log: "l".into(),
+                },
+                exit::BUILD,
+            ),
+        ]
+    }
+
+    /// Every variant (and every distinction the map makes inside one) with
+    /// the code the top comment and docs/commands.md give it.
+    fn table() -> Vec<(&'static str, AppError, i32)> {
+        use crate::guest::vm::VmError;
+        use crate::kernel::build::BuildError;
+        use crate::kernel::series::base::BaseError;
+        use crate::kernel::series::SeriesError;
+        use crate::kernel::tree::TreeError;
+        use crate::post::PostError;
+        use crate::watch::WatchError;
+        let kernel = |e: KernelError| AppError::Kernel(e);
+        let mut t = vec![
+            ("bad option", AppError::BadOption("--x".into()), exit::USAGE),
+            (
+                "bad --set",
+                AppError::BadParam {
+                    given: "treads=1".into(),
+                    source: mmci_record::ParamError::NotKeyValue("treads".into()),
+                },
+                exit::USAGE,
+            ),
+            (
+                "missing qemu",
+                AppError::MissingQemu("qemu-system-x86_64".into()),
+                exit::ENVIRONMENT,
+            ),
+            (
+                "missing guest-init",
+                AppError::MissingGuestInit {
+                    arch: Arch::Arm64,
+                    triple: "aarch64-unknown-linux-musl",
+                },
+                exit::ENVIRONMENT,
+            ),
+            (
+                "missing image",
+                kernel(KernelError::MissingImage("bzImage".into())),
+                exit::USAGE,
+            ),
+            (
+                "fragment",
+                kernel(KernelError::Fragment {
+                    path: "f.config".into(),
+                    source: io(),
+                }),
+                exit::USAGE,
+            ),
+            (
+                "missing tarball",
+                kernel(TreeError::MissingTarball("t.tar.xz".into()).into()),
+                exit::ENVIRONMENT,
+            ),
+            (
+                "unknown ref",
+                kernel(
+                    TreeError::UnknownRef {
+                        url: "u".into(),
+                        git_ref: "r".into(),
+                    }
+                    .into(),
+                ),
+                exit::USAGE,
+            ),
+            (
+                "tree fetch",
+                kernel(
+                    TreeError::Fetch {
+                        url: "u".into(),
+                        source: command(),
+                    }
+                    .into(),
+                ),
+                exit::FETCH,
+            ),
+            (
+                "tree io",
+                kernel(
+                    TreeError::Io {
+                        path: "p".into(),
+                        source: io(),
+                    }
+                    .into(),
+                ),
+                exit::BUILD,
+            ),
+            (
+                "build tool",
+                kernel(BuildError::MissingTool("make".into()).into()),
+                exit::ENVIRONMENT,
+            ),
+            (
+                "build step",
+                kernel(BuildError::Step(command()).into()),
+                exit::BUILD,
+            ),
+            (
+                "git am",
+                kernel(BuildError::Apply(apply_failure()).into()),
+                exit::DOES_NOT_APPLY,
+            ),
+            (
+                "series fetch",
+                kernel(SeriesError::Fetch(fetch()).into()),
+                exit::FETCH,
+            ),
+            (
+                "series from patchwork",
+                kernel(SeriesError::Patchwork(patchwork_status()).into()),
+                exit::FETCH,
+            ),
+            (
+                "bad patchwork url",
+                kernel(
+                    SeriesError::Patchwork(
+                        crate::kernel::series::patchwork::PatchworkError::BadUrl {
+                            option: "--patchwork",
+                            url: "x".into(),
+                        },
+                    )
+                    .into(),
+                ),
+                exit::USAGE,
+            ),
+            (
+                "no patches",
+                kernel(
+                    SeriesError::NoPatches {
+                        source_name: "s".into(),
+                    }
+                    .into(),
+                ),
+                exit::USAGE,
+            ),
+            (
+                "base cascade ref",
+                kernel(KernelError::BaseRef {
+                    git_ref: "r".into(),
+                    tree: "t".into(),
+                }),
+                exit::USAGE,
+            ),
+            (
+                "no base",
+                kernel(BaseError::NoBase { tried: vec![] }.into()),
+                exit::DOES_NOT_APPLY,
+            ),
+            (
+                "base check",
+                kernel(
+                    BaseError::Git {
+                        repo: "r".into(),
+                        source: io(),
+                    }
+                    .into(),
+                ),
+                exit::BUILD,
+            ),
+            (
+                "run without qemu",
+                AppError::Run(RunError::Vm(VmError::MissingQemu("qemu".into()))),
+                exit::ENVIRONMENT,
+            ),
+            (
+                "run",
+                AppError::Run(RunError::Vm(VmError::MissingKernel("k".into()))),
+                exit::INFRA,
+            ),
+            ("matrix", AppError::Matrix(matrix_error()), exit::USAGE),
+            (
+                "matrix results dir",
+                AppError::MatrixRun(MatrixRunError::ResultsDir(results_dir())),
+                exit::USAGE,
+            ),
+            (
+                "matrix without qemu",
+                AppError::MatrixRun(MatrixRunError::MissingQemu("qemu".into())),
+                exit::ENVIRONMENT,
+            ),
+            (
+                "matrix without guest-init",
+                AppError::MatrixRun(MatrixRunError::MissingGuestInit {
+                    arch: Arch::Arm64,
+                    triple: "t",
+                }),
+                exit::ENVIRONMENT,
+            ),
+            (
+                "matrix run",
+                AppError::MatrixRun(MatrixRunError::Run {
+                    slot: "s".into(),
+                    source: RunError::Io {
+                        path: "p".into(),
+                        source: io(),
+                    },
+                }),
+                exit::INFRA,
+            ),
+            (
+                "results dir",
+                AppError::ResultsDir(results_dir()),
+                exit::USAGE,
+            ),
+            (
+                "analysis",
+                AppError::Analysis(crate::analysis::AnalysisError::NotResultsDir("d".into())),
+                exit::USAGE,
+            ),
+            (
+                "post refused",
+                AppError::Post(PostError::GitHub(github_api())),
+                exit::POST,
+            ),
+            (
+                "post unreachable",
+                AppError::Post(PostError::GitHub(
+                    crate::post::github::GitHubError::Transport {
+                        what: "w".into(),
+                        message: "m".into(),
+                    },
+                )),
+                exit::POST,
+            ),
+            (
+                "post bad input",
+                AppError::Post(PostError::EmptyBody(PathBuf::from("b.md"))),
+                exit::USAGE,
+            ),
+            (
+                "post no credentials",
+                AppError::Post(PostError::GitHub(crate::post::github::GitHubError::NoSha)),
+                exit::USAGE,
+            ),
+            (
+                "watch fetch",
+                AppError::Watch(WatchError::Fetch(fetch())),
+                exit::FETCH,
+            ),
+            (
+                "watch patchwork",
+                AppError::Watch(WatchError::Patchwork(patchwork_status())),
+                exit::FETCH,
+            ),
+            (
+                "watch dispatch",
+                AppError::Watch(WatchError::GitHub(github_api())),
+                exit::POST,
+            ),
+            (
+                "watch bad feed",
+                AppError::Watch(WatchError::BadFeed {
+                    url: "u".into(),
+                    why: "w".into(),
+                }),
+                exit::USAGE,
+            ),
+        ];
+        for (what, e, code) in image_errors() {
+            t.push((what, AppError::Image(e), code));
+        }
+        for (what, e, code) in image_errors() {
+            t.push((
+                what,
+                AppError::MatrixRun(MatrixRunError::Image {
+                    script: "s".into(),
+                    source: e,
+                }),
+                code,
+            ));
+        }
+        t
+    }
+
+    #[test]
+    fn every_error_exits_with_its_documented_code() {
+        let wrong: Vec<String> = table()
+            .iter()
+            .filter(|(_, e, code)| e.exit_code() != *code)
+            .map(|(what, e, code)| format!("{what}: {} instead of {code}", e.exit_code()))
+            .collect();
+        assert!(wrong.is_empty(), "{wrong:#?}");
+    }
+
+    #[test]
+    fn the_table_has_every_variant() {
+        // A new variant fails to compile here until it has a row above.
+        let seen: std::collections::BTreeSet<&str> = table()
+            .iter()
+            .map(|(_, e, _)| match e {
+                AppError::BadOption(_) => "BadOption",
+                AppError::BadParam { .. } => "BadParam",
+                AppError::MissingQemu(_) => "MissingQemu",
+                AppError::MissingGuestInit { .. } => "MissingGuestInit",
+                AppError::Kernel(_) => "Kernel",
+                AppError::Run(_) => "Run",
+                AppError::Matrix(_) => "Matrix",
+                AppError::MatrixRun(_) => "MatrixRun",
+                AppError::ResultsDir(_) => "ResultsDir",
+                AppError::Analysis(_) => "Analysis",
+                AppError::Post(_) => "Post",
+                AppError::Watch(_) => "Watch",
+                AppError::Image(_) => "Image",
+            })
+            .collect();
+        assert_eq!(seen.len(), 13, "{seen:?}");
+    }
+
+    #[test]
+    fn the_docs_list_every_exit_code_and_no_other() {
+        let docs = include_str!("../../docs/commands.md");
+        let section = &docs[docs.find("### Exit codes").expect("the section")..];
+        // The heading, a blank line, the table.
+        let table = section
+            .split("\n\n")
+            .nth(1)
+            .expect("the table follows the heading");
+        let documented: Vec<i32> = table
+            .lines()
+            .filter_map(|l| l.strip_prefix("| "))
+            .filter_map(|l| l.split(' ').next()?.parse().ok())
+            .collect();
+        let defined = [
+            exit::OK,
+            exit::RUN_FAILED,
+            exit::USAGE,
+            exit::ENVIRONMENT,
+            exit::BUILD,
+            exit::INFRA,
+            exit::DOES_NOT_APPLY,
+            exit::FETCH,
+            exit::INCONCLUSIVE,
+            exit::POST,
+            exit::INTERRUPTED,
+        ];
+        assert_eq!(documented, defined);
+    }
+
+    #[test]
+    fn verdicts_exit_with_their_codes() {
+        use crate::analysis::Status;
+        for (s, code) in [
+            (Status::Pass, exit::OK),
+            (Status::Fail, exit::RUN_FAILED),
+            (Status::Inconclusive, exit::INCONCLUSIVE),
+        ] {
+            assert_eq!(verdict_exit_code(s), code, "{s:?}");
+        }
     }
 }

@@ -15,11 +15,14 @@
 //! - `report`: every rendering for people (terminal, markdown, email, HTML).
 //! - `post`: GitHub check runs and comments, email replies.
 //! - `watch`, `doctor`, `bench`: commands built on the stages above.
-//! - `pipeline` and `error`: what the command line calls, and exit codes.
+//! - `pipeline` and `error`: checks before any work, and exit codes.
+//! - `cli`: the command line's arguments, each command translated into the
+//!   request of the stage that does the work; the binary calls it.
 
 pub mod analysis;
 pub mod arch;
 pub mod bench;
+pub mod cli;
 pub mod doctor;
 pub mod error;
 pub mod guest;

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 /// The stages in pipeline order; modules on one rank may not import each
 /// other's later ranks. `watch`, `doctor` and `bench` are commands side by
-/// side; `pipeline` and `error` are what the binary calls.
+/// side; `pipeline` and `error` come before the command line, `cli`, which
+/// the binary calls.
 const RANKS: &[&[&str]] = &[
     &["arch"],
     &["host"],
@@ -21,6 +22,7 @@ const RANKS: &[&[&str]] = &[
     &["post"],
     &["watch", "doctor", "bench"],
     &["pipeline", "error"],
+    &["cli"],
 ];
 
 fn rank(stage: &str) -> Option<usize> {

@@ -220,9 +220,9 @@ diff --git a/mm/vmscan.c b/mm/vmscan.c\n\
 async fn new_build_warnings_of_a_series_are_reported_against_the_base() {
     let tmp = tempfile::tempdir().unwrap();
     let series = unused_function_series(tmp.path()).await;
-    let plan = mmci::matrix::load(
-        &repo().join("matrix/smoke.yaml"),
-        &Overrides {
+    let request = mmci::run::request::RunRequest {
+        matrix: Some(repo().join("matrix/smoke.yaml")),
+        overrides: Overrides {
             variants: Some(vec![
                 Variant::base(),
                 Variant {
@@ -233,27 +233,14 @@ async fn new_build_warnings_of_a_series_are_reported_against_the_base() {
             ]),
             ..Default::default()
         },
-    )
-    .unwrap();
-    let base = mmci::kernel::KernelSource::bundled();
-    let opts = mmci::run::executor::MatrixOptions {
-        sources: mmci::pipeline::variant_sources(
-            &plan,
-            &base,
-            &mmci::pipeline::Endpoints::default(),
-            None,
-        ),
-        work: mmci::host::paths::WorkDir::resolve(None),
-        results: tmp.path().join("results"),
-        plan,
-        shard: None,
         accel: mmci::run::accel::AccelRequest::Tcg,
-        timeout: None,
         retries: 0,
-        parallel_builds: 1,
-        capacity: None,
-        oversubscribe: 1.0,
+        ..mmci::run::request::RunRequest::new(tmp.path().join("results"))
     };
+    let opts =
+        mmci::run::request::matrix_options(request, mmci::host::paths::WorkDir::resolve(None))
+            .await
+            .unwrap();
     let outcome = mmci::run::executor::run_matrix(&opts).await.unwrap();
     assert!(mmci::run::executor::all_completed(&outcome));
     let warns = outcome

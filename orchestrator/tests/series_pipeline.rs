@@ -5,6 +5,7 @@
 
 mod common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use mmci::kernel::build::{self, BuildError, BuildRequest};
 use mmci::kernel::series::fetch::{FetchError, Fetcher};
 use mmci::kernel::series::{self, SeriesError, SeriesSource};
 use mmci::kernel::tree;
+use mmci::kernel::{self, KernelSource};
 
 use common::http::{self, no_query};
 use wiremock::matchers::{method, path};
@@ -395,6 +397,47 @@ async fn github_pull_request_patches() {
     assert_eq!(seen[0].auth(), "Bearer test-token");
 }
 
+/// A series is read once for `mmci run`: pinning its base reads the
+/// thread, and the build applies those very mails instead of fetching the
+/// thread again (a revision posted in between would be built on a base
+/// chosen for another one). The mock answers exactly one request.
+#[tokio::test]
+async fn a_series_is_fetched_once_for_its_base_and_its_build() {
+    let server = MockServer::start().await;
+    http::lore_thread()
+        .respond_with(http::gzipped(bundled_mbox().as_bytes()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let patched = KernelSource {
+        series: Some(SeriesSource::Lore {
+            message_id: "cover.1796033954.git.mmci-dev@example.org".into(),
+            base_url: server.uri(),
+        }),
+        ..KernelSource::bundled()
+    };
+    let mut sources = BTreeMap::from([
+        ("base".to_string(), KernelSource::bundled()),
+        ("patched".to_string(), patched),
+    ]);
+    let work = WorkDir::resolve(None);
+    kernel::pin_bases(&mut sources, &work).await;
+    let pinned = sources["patched"].pinned_base.clone().expect("base pinned");
+    assert_eq!(
+        sources["base"].pinned_base.as_ref().map(|b| &b.commit),
+        Some(&pinned.commit),
+        "the base kernel follows the series' base"
+    );
+    // What the build applies: the series read for the pin, no new request.
+    let loaded = kernel::read_series(&sources["patched"], &work)
+        .await
+        .unwrap()
+        .expect("a series");
+    assert_eq!(loaded.series.hash, bundled_series_hash().await);
+    assert_eq!(http::calls(&server).await.len(), 1);
+    server.verify().await;
+}
+
 /// `mmci run` with a series named on the command line: the smoke matrix on
 /// base and patched, the series fetched from the loopback server.
 async fn run_binary_with(
@@ -478,16 +521,10 @@ async fn mmci_run_tests_a_lore_thread_against_its_base() {
         &bundled_series_hash().await,
         &format!("lore {msgid}"),
     );
-    // `mmci run` reads the series twice: to pin the base ahead of the
-    // matrix, then to build it.
+    // `mmci run` reads the series once: the base is pinned for, and the
+    // build applies, the same mails.
     let calls = http::calls(&server).await;
-    assert!(!calls.is_empty());
-    assert!(
-        calls
-            .iter()
-            .all(|c| *c == format!("GET /all/{msgid}/t.mbox.gz")),
-        "{calls:?}"
-    );
+    assert_eq!(calls, [format!("GET /all/{msgid}/t.mbox.gz")]);
 }
 
 #[tokio::test]
@@ -509,13 +546,11 @@ async fn mmci_run_tests_a_pull_request_against_its_base() {
         &bundled_series_hash().await,
         "pull request mmci/linux#5",
     );
-    // Read twice, as a lore thread is (above), each time with the token.
+    // Read once, as a lore thread is (above), with the token.
     let seen = http::seen(&server).await;
-    assert!(!seen.is_empty());
-    for req in &seen {
-        assert_eq!(req.call(), "GET /api/v3/repos/mmci/linux/pulls/5");
-        assert_eq!(req.auth(), "Bearer secret-test-token");
-    }
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0].call(), "GET /api/v3/repos/mmci/linux/pulls/5");
+    assert_eq!(seen[0].auth(), "Bearer secret-test-token");
     // The token reaches GitHub and nothing else: not the output, not the results.
     let everything = format!(
         "{}{}{}",

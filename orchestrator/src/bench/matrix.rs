@@ -5,17 +5,15 @@
 //! - 8 one-vCPU guests on 2 cores: wall <= 1.15 x (sum of guest run times / 2),
 //!   i.e. the scheduler keeps both cores busy.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
 use crate::bench::boot::median;
 use crate::host::paths::WorkDir;
-use crate::kernel::KernelSource;
-use crate::matrix::schedule::Capacity;
 use crate::matrix::{plan, Overrides};
 use crate::run::accel::AccelRequest;
-use crate::run::executor::{self as matrix_run, MatrixOptions, MatrixRunError};
+use crate::run::executor::{self as matrix_run, MatrixRunError};
+use crate::run::request::RunRequest;
 
 pub const TARGET_EXPANSION_MS: f64 = 200.0;
 pub const TARGET_PACKING_RATIO: f64 = 1.15;
@@ -93,37 +91,29 @@ pub async fn packing(
     accel: AccelRequest,
     duration_s: u64,
 ) -> Result<PackingBench, MatrixRunError> {
-    let over = Overrides {
-        sets: vec![format!("duration_s={duration_s}"), "vcpus=1".into()],
-        repeats: Some(guests as u32),
-        variants: None,
-    };
     let smoke = crate::matrix::default_matrix_dir().join("smoke.yaml");
-    let plan = crate::matrix::load(&smoke, &over).expect("the bundled smoke matrix is valid");
     let results = work
         .scratch()
         .join(format!("bench-packing-{}", std::process::id()));
-    let opts = MatrixOptions {
-        work: work.clone(),
-        results: results.clone(),
-        sources: BTreeMap::from([("base".to_string(), KernelSource::bundled())]),
-        plan,
-        shard: None,
+    let req = RunRequest {
+        matrix: Some(smoke),
+        overrides: Overrides {
+            sets: vec![format!("duration_s={duration_s}"), "vcpus=1".into()],
+            repeats: Some(guests as u32),
+            variants: None,
+        },
         accel,
-        timeout: None,
         retries: 0,
-        parallel_builds: 1,
-        capacity: Some(Capacity {
-            vcpus: host_vcpus,
-            memory_mb: crate::matrix::schedule::capacity(
-                1,
-                crate::matrix::schedule::host_memory_mb(),
-                1.0,
-            )
-            .memory_mb,
-        }),
-        oversubscribe: 1.0,
+        guest_vcpus: Some(host_vcpus),
+        guest_memory_mb: Some(
+            crate::matrix::schedule::capacity(1, crate::matrix::schedule::host_memory_mb(), 1.0)
+                .memory_mb,
+        ),
+        ..RunRequest::new(results.clone())
     };
+    let opts = crate::run::request::matrix_options(req, work.clone())
+        .await
+        .expect("the bundled smoke matrix is valid");
     let outcome = matrix_run::run_matrix(&opts).await;
     let _ = std::fs::remove_dir_all(&results);
     let outcome = outcome?;

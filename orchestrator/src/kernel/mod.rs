@@ -90,7 +90,19 @@ pub struct KernelSource {
     /// The base already chosen for this kernel (a base variant follows the
     /// base its series variant was applied on).
     pub pinned_base: Option<series::base::BaseChoice>,
+    /// `series` as it was read when its base was chosen: the build applies
+    /// these very mails instead of fetching the thread a second time (which
+    /// could bring a newer revision than the one the base was chosen for).
+    pub loaded_series: Option<LoadedSeries>,
     pub jobs: usize,
+}
+
+/// A series as read from its source, with its patchwork identity when it
+/// came from patchwork.
+#[derive(Clone, Debug)]
+pub struct LoadedSeries {
+    pub series: series::Series,
+    pub origin: Option<series::patchwork::Origin>,
 }
 
 impl KernelSource {
@@ -104,6 +116,7 @@ impl KernelSource {
             series_revision: None,
             base_cascade: vec![],
             pinned_base: None,
+            loaded_series: None,
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }
     }
@@ -148,17 +161,8 @@ pub async fn prepare(
             .collect::<Result<_, _>>()?
     };
     // Read the series first: a bad series should fail before any build.
-    let (mut series, patchwork) = match &source.series {
-        Some(s) => {
-            let (series, origin) = series::load_source_with(
-                s,
-                source.series_revision,
-                &series::fetch::Fetcher::default(),
-                &work.root().join("series"),
-            )
-            .await?;
-            (Some(series), origin)
-        }
+    let (mut series, patchwork) = match read_series(source, work).await? {
+        Some(l) => (Some(l.series), l.origin),
         None => (None, None),
     };
     let mut tree = match &source.tree {
@@ -207,6 +211,28 @@ pub async fn prepare(
     })
 }
 
+/// The series of `source`: the one already read when its base was pinned,
+/// else read (fetched) now; `None` without a series.
+pub async fn read_series(
+    source: &KernelSource,
+    work: &WorkDir,
+) -> Result<Option<LoadedSeries>, SeriesError> {
+    if let Some(l) = &source.loaded_series {
+        return Ok(Some(l.clone()));
+    }
+    let Some(s) = &source.series else {
+        return Ok(None);
+    };
+    let (series, origin) = series::load_source_with(
+        s,
+        source.series_revision,
+        &series::fetch::Fetcher::default(),
+        &work.root().join("series"),
+    )
+    .await?;
+    Ok(Some(LoadedSeries { series, origin }))
+}
+
 /// The configured ref of `source`'s tree, then its `base_cascade` refs.
 async fn candidates(
     source: &KernelSource,
@@ -252,9 +278,10 @@ async fn choose_base(
 
 /// Chooses the base of every series variant before any build, and pins the
 /// variants without a series (the comparison's base kernels) on the same
-/// tree to it: the base kernel is the commit the series is applied on. A
-/// variant whose series cannot be read or placed is left as it is: its own
-/// build reports the error, and the other kernels still run.
+/// tree to it: the base kernel is the commit the series is applied on. Each
+/// series is read here once, and its build applies what was read. A
+/// variant whose series cannot be read or placed is left without a pinned
+/// base: its own build reports the error, and the other kernels still run.
 pub async fn pin_bases(
     sources: &mut std::collections::BTreeMap<String, KernelSource>,
     work: &WorkDir,
@@ -263,6 +290,14 @@ pub async fn pin_bases(
     for (name, s) in sources.iter_mut() {
         if s.series.is_none() || s.image.is_some() {
             continue;
+        }
+        // Read once: the build applies the very mails the base was chosen for.
+        match read_series(s, work).await {
+            Ok(loaded) => s.loaded_series = loaded,
+            Err(e) => {
+                tracing::warn!(variant = %name, error = %crate::host::error_chain(&e), "series not read ahead");
+                continue;
+            }
         }
         match pin_one(s, work).await {
             Ok(c) => {
@@ -308,21 +343,15 @@ pub async fn base_for(
     choose_base(source, &tree, series, work).await
 }
 
+/// The base of `s`'s series (read ahead by the caller).
 async fn pin_one(
     s: &KernelSource,
     work: &WorkDir,
 ) -> Result<series::base::BaseChoice, KernelError> {
-    let src = s.series.as_ref().expect("checked by the caller");
-    let loaded = series::load_with(
-        src,
-        s.series_revision,
-        &series::fetch::Fetcher::default(),
-        &work.root().join("series"),
-    )
-    .await?;
+    let loaded = s.loaded_series.as_ref().expect("read by the caller");
     let tree = match &s.tree {
         Some(spec) => tree::fetch_tree(spec, work).await?,
         None => tree::import_tarball(&s.tarball, work).await?,
     };
-    choose_base(s, &tree, &loaded, work).await
+    choose_base(s, &tree, &loaded.series, work).await
 }

@@ -1,0 +1,376 @@
+//! The kernel and series options shared by `run`, `kernel build` and
+//! `bench boot` ([`KernelArgs`], into a [`KernelSource`] and its
+//! [`SeriesSource`]), and the commands on kernels and series alone:
+//! `kernel build` and `series show`.
+
+use std::path::PathBuf;
+
+use clap::Subcommand;
+
+use crate::arch::Arch;
+use crate::error::{exit, AppError};
+use crate::host::paths::WorkDir;
+use crate::kernel::series::{fetch, SeriesSource};
+use crate::kernel::{self, KernelSource};
+
+#[derive(clap::Args, Clone)]
+pub struct KernelArgs {
+    /// Guest architecture [default: x86_64; for `run`, the matrix's].
+    #[arg(long)]
+    pub arch: Option<Arch>,
+    /// Boot this kernel image instead of building the bundled tree.
+    #[arg(long)]
+    pub kernel: Option<PathBuf>,
+    /// Kernel tree tarball to import and build (the offline default).
+    #[arg(long, default_value = crate::kernel::tree::BUNDLED_TARBALL)]
+    pub tarball: PathBuf,
+    /// Build a tree from a git URL instead (`mm-stable` = akpm's mm.git), mirrored in the work dir.
+    #[arg(long, value_name = "URL|mm-stable")]
+    pub tree: Option<String>,
+    /// Branch, tag or commit of --tree [default: mm-stable for mm-stable, else the remote HEAD].
+    #[arg(long = "ref", value_name = "REF", requires = "tree")]
+    pub git_ref: Option<String>,
+    /// Config fragments to merge over tinyconfig, replacing kernels/mm.config + kernels/<arch>.config.
+    #[arg(long = "config-fragment")]
+    pub config_fragments: Vec<PathBuf>,
+    /// make -j [default: number of CPUs]
+    #[arg(long)]
+    pub jobs: Option<usize>,
+    /// Patch series to apply with `git am -3` before building: an mbox file
+    /// (cover letter and revisions allowed) or a directory of format-patch files.
+    #[arg(long, conflicts_with_all = ["lore", "github_pr", "pw_series"])]
+    pub series: Option<PathBuf>,
+    /// Patch series from a lore thread: a message-id (or lore URL) of any mail in it.
+    #[arg(long, value_name = "MESSAGE-ID", conflicts_with_all = ["github_pr", "pw_series"])]
+    pub lore: Option<String>,
+    /// public-inbox server for --lore.
+    #[arg(long, default_value = crate::kernel::series::fetch::LORE_URL)]
+    pub lore_url: String,
+    /// Patch series from a GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
+    #[arg(long, value_name = "OWNER/REPO#N", conflicts_with = "pw_series")]
+    pub github_pr: Option<String>,
+    /// Patchwork instance of --pw-series (e.g. https://patchwork.kernel.org).
+    #[arg(long, value_name = "URL", requires = "pw_series")]
+    pub patchwork: Option<String>,
+    /// Patch series from patchwork: the series id (its REST API 1.3 series and mbox).
+    #[arg(long, value_name = "ID", requires = "patchwork")]
+    pub pw_series: Option<u64>,
+    /// GitHub API base URL for --github-pr (GitHub Enterprise: https://HOST/api/v3).
+    #[arg(long, default_value = crate::kernel::series::fetch::GITHUB_API)]
+    pub github_api: String,
+    /// Revision N of the series instead of the newest complete one.
+    #[arg(long, value_name = "N")]
+    pub revision: Option<u32>,
+    /// Further refs of --tree to try, in order, when the series has no
+    /// base-commit: in the tree and does not apply on --ref (repeatable).
+    #[arg(long = "base-cascade", value_name = "REF")]
+    pub base_cascade: Vec<String>,
+}
+
+impl KernelArgs {
+    /// The series named by `--series`, `--lore`, `--github-pr` or
+    /// `--pw-series`, checked; `None` without one.
+    pub fn series(&self) -> Result<Option<SeriesSource>, AppError> {
+        self.series_with(&super::env_var)
+    }
+
+    /// [`KernelArgs::series`] in the environment `env` ($GITHUB_TOKEN).
+    fn series_with(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<SeriesSource>, AppError> {
+        let bad = |option: &str, value: &str, why: &str| {
+            AppError::BadOption(format!("{option} {value}: {why}"))
+        };
+        if let Some(path) = &self.series {
+            if !path.exists() {
+                return Err(bad(
+                    "--series",
+                    &path.display().to_string(),
+                    "no such file or directory",
+                ));
+            }
+            return Ok(Some(SeriesSource::from_path(path)));
+        }
+        if let Some(given) = &self.lore {
+            fetch::check_base_url("--lore-url", &self.lore_url)
+                .map_err(|e| AppError::BadOption(e.to_string()))?;
+            let message_id = fetch::normalize_message_id(given)
+                .map_err(|e| bad("--lore", given, &e.to_string()))?;
+            return Ok(Some(SeriesSource::Lore {
+                message_id,
+                base_url: self.lore_url.clone(),
+            }));
+        }
+        if let Some(given) = &self.github_pr {
+            fetch::check_base_url("--github-api", &self.github_api)
+                .map_err(|e| AppError::BadOption(e.to_string()))?;
+            let (repo, number) = fetch::parse_pull_request(given)
+                .ok_or_else(|| bad("--github-pr", given, "expected OWNER/REPO#NUMBER"))?;
+            return Ok(Some(SeriesSource::GitHub {
+                api: self.github_api.clone(),
+                repo,
+                number,
+                token: env("GITHUB_TOKEN"),
+            }));
+        }
+        if let (Some(url), Some(series)) = (&self.patchwork, self.pw_series) {
+            let url = crate::kernel::series::patchwork::check_url("--patchwork", url)
+                .map_err(|e| AppError::BadOption(e.to_string()))?;
+            return Ok(Some(SeriesSource::Patchwork { url, series }));
+        }
+        Ok(None)
+    }
+
+    /// The kernel these options name, with its series.
+    pub fn source(&self) -> Result<KernelSource, AppError> {
+        let mut s = KernelSource::bundled();
+        s.image = self.kernel.clone();
+        s.tarball = self.tarball.clone();
+        s.tree = self
+            .tree
+            .as_deref()
+            .map(|t| crate::kernel::tree::TreeSpec::parse(t, self.git_ref.as_deref()));
+        s.fragments = self.config_fragments.clone();
+        s.series = self.series()?;
+        s.series_revision = self.revision;
+        s.base_cascade = self.base_cascade.clone();
+        if let Some(j) = self.jobs {
+            s.jobs = j;
+        }
+        Ok(s)
+    }
+}
+
+#[derive(Subcommand)]
+pub enum KernelCommand {
+    /// Build the kernel (or find it in the cache) and print its image path.
+    Build {
+        #[command(flatten)]
+        kernel: KernelArgs,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum SeriesCommand {
+    /// The revision that would be applied, how it was chosen, its base, each
+    /// patch (subject, author, message-id, revision it comes from) and every
+    /// mail left out with the reason.
+    Show(SeriesShowArgs),
+}
+
+#[derive(clap::Args)]
+pub struct SeriesShowArgs {
+    /// An mbox file or a directory of format-patch files.
+    #[arg(conflicts_with_all = ["lore", "github_pr"], required_unless_present_any = ["lore", "github_pr"])]
+    pub source: Option<PathBuf>,
+    /// A lore thread: a message-id (or lore URL) of any mail in it.
+    #[arg(long, value_name = "MESSAGE-ID", conflicts_with = "github_pr")]
+    pub lore: Option<String>,
+    /// public-inbox server for --lore.
+    #[arg(long, default_value = crate::kernel::series::fetch::LORE_URL)]
+    pub lore_url: String,
+    /// A GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
+    #[arg(long, value_name = "OWNER/REPO#N")]
+    pub github_pr: Option<String>,
+    #[arg(long, default_value = crate::kernel::series::fetch::GITHUB_API)]
+    pub github_api: String,
+    /// Revision N instead of the newest complete one.
+    #[arg(long, value_name = "N")]
+    pub revision: Option<u32>,
+    /// Choose the base in this tree (a git URL, mirrored in the work dir):
+    /// base-commit when it has it, else --ref, then each --base-cascade ref.
+    #[arg(long, value_name = "URL")]
+    pub tree: Option<String>,
+    #[arg(long = "ref", value_name = "REF", requires = "tree")]
+    pub git_ref: Option<String>,
+    #[arg(long = "base-cascade", value_name = "REF", requires = "tree")]
+    pub base_cascade: Vec<String>,
+    /// JSON for tools.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `mmci series show`: assemble and print, without a tree or a build.
+async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError> {
+    if let Some(p) = a.source.as_ref().filter(|p| !p.exists()) {
+        return Err(AppError::BadOption(format!(
+            "series show {}: no such file or directory (give an mbox or a format-patch directory)",
+            p.display()
+        )));
+    }
+    let k = KernelArgs {
+        arch: None,
+        kernel: None,
+        tarball: PathBuf::from(crate::kernel::tree::BUNDLED_TARBALL),
+        tree: a.tree.clone(),
+        git_ref: a.git_ref.clone(),
+        config_fragments: vec![],
+        jobs: None,
+        series: a.source.clone(),
+        lore: a.lore.clone(),
+        lore_url: a.lore_url.clone(),
+        github_pr: a.github_pr.clone(),
+        github_api: a.github_api.clone(),
+        patchwork: None,
+        pw_series: None,
+        revision: a.revision,
+        base_cascade: a.base_cascade.clone(),
+    };
+    let Some(source) = k.series()? else {
+        return Err(AppError::BadOption(
+            "series show: give an mbox, a format-patch directory, --lore or --github-pr".into(),
+        ));
+    };
+    let mut series = crate::kernel::series::load_with(
+        &source,
+        a.revision,
+        &fetch::Fetcher::default(),
+        &work.root().join("series"),
+    )
+    .await
+    .map_err(|e| AppError::Kernel(crate::kernel::KernelError::Series(e)))?;
+    if a.tree.is_some() {
+        series.base = Some(kernel::base_for(&k.source()?, &series, work).await?);
+    }
+    let name = source.name();
+    if a.json {
+        println!("{}", crate::kernel::series::show::json(&name, &series));
+    } else {
+        print!("{}", crate::kernel::series::show::text(&name, &series));
+    }
+    Ok(exit::OK)
+}
+
+/// `mmci series ...`.
+pub async fn series(command: SeriesCommand, work: &WorkDir) -> Result<i32, AppError> {
+    match command {
+        SeriesCommand::Show(a) => series_show(&a, work).await,
+    }
+}
+
+/// `mmci kernel ...`.
+pub async fn kernel(command: KernelCommand, work: &WorkDir) -> Result<i32, AppError> {
+    match command {
+        KernelCommand::Build { kernel: k } => {
+            let info = kernel::prepare(&k.source()?, k.arch.unwrap_or_default(), work).await?;
+            if let Some(b) = info.series.as_ref().and_then(|s| s.base.as_ref()) {
+                eprintln!("mmci: series applied on {} {}: {}", b.name, b.commit, b.how);
+            }
+            println!("{}", info.image.display());
+            Ok(exit::OK)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::tests::env_of;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    /// `mmci kernel build ARGS`'s kernel options.
+    fn kernel_args(args: &[&str]) -> KernelArgs {
+        let argv = ["mmci", "kernel", "build"].iter().chain(args);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Kernel {
+                command: KernelCommand::Build { kernel },
+            } => kernel,
+            _ => unreachable!(),
+        }
+    }
+
+    /// Options, and the source or the error they give.
+    type Case<'a> = (&'a [&'a str], Result<Option<SeriesSource>, &'a str>);
+
+    #[test]
+    fn series_options_become_a_checked_source() {
+        let lore = |id: &str| SeriesSource::Lore {
+            message_id: id.into(),
+            base_url: fetch::LORE_URL.into(),
+        };
+        let cases: &[Case] = &[
+            (&[], Ok(None)),
+            (
+                &["--series", "/nonexistent/s.mbox"],
+                Err("--series /nonexistent/s.mbox: no such file or directory"),
+            ),
+            (
+                &["--lore", "<a.b@example.org>"],
+                Ok(Some(lore("a.b@example.org"))),
+            ),
+            (
+                &["--lore", "https://lore.kernel.org/all/a.b@example.org/"],
+                Ok(Some(lore("a.b@example.org"))),
+            ),
+            (
+                &["--lore", "a@x", "--lore-url", "ftp://x"],
+                Err("--lore-url"),
+            ),
+            (
+                &["--github-pr", "o/r#5"],
+                Ok(Some(SeriesSource::GitHub {
+                    api: fetch::GITHUB_API.into(),
+                    repo: "o/r".into(),
+                    number: 5,
+                    token: Some("t0ken".into()),
+                })),
+            ),
+            (
+                &["--github-pr", "o/r"],
+                Err("--github-pr o/r: expected OWNER/REPO#NUMBER"),
+            ),
+            (
+                &["--patchwork", "https://pw.example/", "--pw-series", "7"],
+                Ok(Some(SeriesSource::Patchwork {
+                    url: "https://pw.example".into(),
+                    series: 7,
+                })),
+            ),
+            (
+                &["--patchwork", "pw.example", "--pw-series", "7"],
+                Err("--patchwork pw.example"),
+            ),
+        ];
+        let env = env_of(&[("GITHUB_TOKEN", "t0ken")]);
+        for (args, want) in cases {
+            let got = kernel_args(args).series_with(&env);
+            match (got, want) {
+                (Ok(got), Ok(want)) => assert_eq!(&got, want, "{args:?}"),
+                (Err(e), Err(want)) => {
+                    assert_eq!(e.exit_code(), exit::USAGE, "{args:?}");
+                    assert!(e.to_string().contains(want), "{args:?}: {e}");
+                }
+                (got, want) => panic!("{args:?}: {got:?} instead of {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn kernel_options_become_the_source() {
+        let k = kernel_args(&[
+            "--tree",
+            "mm-stable",
+            "--config-fragment",
+            "a.config",
+            "--jobs",
+            "3",
+            "--revision",
+            "2",
+            "--base-cascade",
+            "v6.12",
+        ]);
+        let s = k.source().unwrap();
+        assert_eq!(
+            s.tree,
+            Some(crate::kernel::tree::TreeSpec::parse("mm-stable", None))
+        );
+        assert_eq!(s.fragments, [PathBuf::from("a.config")]);
+        assert_eq!(
+            (s.jobs, s.series_revision, s.base_cascade.as_slice()),
+            (3, Some(2), &["v6.12".to_string()][..])
+        );
+        assert!(s.series.is_none() && s.image.is_none() && s.pinned_base.is_none());
+    }
+}

@@ -1,0 +1,434 @@
+//! `mmci run`: its options into a [`RunRequest`] (the machine options as
+//! `--set`s, the command line's kernel and series as the variants), the
+//! executor's options built from it by [`request::matrix_options`], the run,
+//! and what is printed after it; and `mmci matrix show`.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::Subcommand;
+
+use super::kernel::KernelArgs;
+use crate::analysis;
+use crate::error::{self, exit, AppError};
+use crate::host::paths::WorkDir;
+use crate::kernel::series::SeriesSource;
+use crate::matrix::{Overrides, Shard, Variant};
+use crate::run::accel::AccelRequest;
+use crate::run::request::{self, Endpoints, RunRequest};
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub kernel: KernelArgs,
+    /// Matrix file (YAML) [default: the embedded matrix/default.yaml].
+    #[arg(long)]
+    pub matrix: Option<PathBuf>,
+    /// Run only this deterministic slice of the cells: I/N (1-based).
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
+    /// Runs per cell and kernel, instead of the matrix's.
+    #[arg(long)]
+    pub repeats: Option<u32>,
+    /// Where results go; rerunning with the same dir resumes [default: ./mmci-results/<UTC time>]
+    #[arg(long)]
+    pub results: Option<PathBuf>,
+    /// vCPUs of every guest, instead of the matrix's.
+    #[arg(long)]
+    pub vcpus: Option<u32>,
+    /// Guest RAM in MiB, instead of the matrix's.
+    #[arg(long)]
+    pub memory_mb: Option<u64>,
+    /// Swap disk size in MiB, instead of the matrix's.
+    #[arg(long)]
+    pub swap_mb: Option<u64>,
+    /// Guest job parameter KEY=VALUE for every cell (threads, working_set_mb,
+    /// duration_s, memcg_max_mb, swap, swap_delay_ms, mglru, ...); repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    #[arg(long, value_enum, default_value = "auto")]
+    pub accel: AccelRequest,
+    /// Kill a guest after this many seconds [default: 90 + 4 x duration_s]
+    #[arg(long)]
+    pub timeout: Option<u64>,
+    /// Extra attempts after an infra failure.
+    #[arg(long, default_value_t = 1)]
+    pub retries: u32,
+    /// Kernel builds at a time.
+    #[arg(long, default_value_t = 1)]
+    pub parallel_builds: usize,
+    /// Guest vCPUs per host core that may run at once.
+    #[arg(long, default_value_t = 1.0)]
+    pub oversubscribe: f64,
+    /// Guest vCPUs that may run at once [default: host cores x --oversubscribe].
+    #[arg(long)]
+    pub guest_vcpus: Option<u32>,
+    /// Guest RAM (MiB) that may be in use at once [default: host RAM - 1 GiB].
+    #[arg(long)]
+    pub guest_memory_mb: Option<u64>,
+}
+
+#[derive(Subcommand)]
+pub enum MatrixCommand {
+    /// Print the validated plan of a matrix and its cost estimate.
+    Show {
+        /// Matrix file [default: the embedded matrix/default.yaml].
+        file: Option<PathBuf>,
+        #[arg(long, value_name = "I/N")]
+        shard: Option<Shard>,
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        #[arg(long, default_value_t = 1.0)]
+        oversubscribe: f64,
+    },
+}
+
+/// The machine options as `--set`s, before the given ones: they apply to
+/// every cell like any other set, and a `--set` of the same key wins.
+pub fn machine_sets(a: &RunArgs) -> Vec<String> {
+    let mut sets = a.sets.clone();
+    for (k, v) in [
+        ("arch", a.kernel.arch.map(|a| a.to_string())),
+        ("vcpus", a.vcpus.map(|v| v.to_string())),
+        ("memory_mb", a.memory_mb.map(|v| v.to_string())),
+        ("swap_mb", a.swap_mb.map(|v| v.to_string())),
+    ] {
+        if let Some(v) = v {
+            sets.insert(0, format!("{k}={v}"));
+        }
+    }
+    sets
+}
+
+/// The kernels the command line replaces the matrix's with: `--kernel`
+/// alone as `given`, or a series as `base` and `patched`; `None` keeps
+/// the matrix's.
+pub fn command_line_variants(
+    image: Option<&Path>,
+    series: Option<&SeriesSource>,
+) -> Option<Vec<Variant>> {
+    if let Some(image) = image {
+        return Some(vec![Variant {
+            name: "given".into(),
+            image: Some(image.to_path_buf()),
+            ..Variant::base()
+        }]);
+    }
+    let s = series?;
+    Some(vec![
+        Variant::base(),
+        Variant {
+            name: "patched".into(),
+            series: match s {
+                SeriesSource::Mbox(p) | SeriesSource::PatchDir(p) => {
+                    Some(p.canonicalize().unwrap_or_else(|_| p.clone()))
+                }
+                _ => None,
+            },
+            lore: match s {
+                SeriesSource::Lore { message_id, .. } => Some(message_id.clone()),
+                _ => None,
+            },
+            github_pr: match s {
+                SeriesSource::GitHub { repo, number, .. } => Some(format!("{repo}#{number}")),
+                _ => None,
+            },
+            patchwork: match s {
+                SeriesSource::Patchwork { url, series } => {
+                    Some(crate::kernel::series::patchwork::SeriesRef {
+                        url: url.clone(),
+                        series: *series,
+                    })
+                }
+                _ => None,
+            },
+            from_command_line: true,
+            ..Variant::base()
+        },
+    ])
+}
+
+/// `./mmci-results/<UTC time>`, where results go without `--results`.
+fn default_results() -> PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (y, m, d, hh, mm, ss) = crate::post::email::civil(secs);
+    PathBuf::from("mmci-results").join(format!("{y:04}{m:02}{d:02}-{hh:02}{mm:02}{ss:02}"))
+}
+
+/// `mmci run`'s options as the library's request. Checks the series
+/// options and a `--kernel` image before anything is read.
+pub fn run_request(a: RunArgs) -> Result<RunRequest, AppError> {
+    let sets = machine_sets(&a);
+    let base = a.kernel.source()?;
+    if let Some(image) = &a.kernel.kernel {
+        if !image.is_file() {
+            return Err(crate::kernel::KernelError::MissingImage(image.clone()).into());
+        }
+    }
+    let variants = command_line_variants(a.kernel.kernel.as_deref(), base.series.as_ref());
+    Ok(RunRequest {
+        matrix: a.matrix,
+        overrides: Overrides {
+            sets,
+            variants,
+            repeats: a.repeats,
+        },
+        endpoints: Endpoints {
+            lore_url: a.kernel.lore_url.clone(),
+            github_api: a.kernel.github_api.clone(),
+            ..Default::default()
+        },
+        base,
+        results: a.results.unwrap_or_else(default_results),
+        shard: a.shard,
+        accel: a.accel,
+        timeout: a.timeout.map(Duration::from_secs),
+        retries: a.retries,
+        parallel_builds: a.parallel_builds,
+        guest_vcpus: a.guest_vcpus,
+        guest_memory_mb: a.guest_memory_mb,
+        oversubscribe: a.oversubscribe,
+    })
+}
+
+/// `mmci run`: the matrix, then the runs table, and with candidates the
+/// comparison; the exit code is the runs'.
+pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
+    let opts = request::matrix_options(run_request(a)?, work).await?;
+    let outcome = crate::run::executor::run_matrix(&opts).await?;
+    // A single run gets its full metrics table.
+    if let [(_, Some(run))] = outcome.runs.as_slice() {
+        println!("{}", crate::report::run::render_run(run));
+    }
+    print!(
+        "{}",
+        crate::report::runs_table::render_kernels(&outcome.manifest)
+    );
+    println!(
+        "{}",
+        crate::report::runs_table::render_runs(&outcome.manifest, &outcome.runs)
+    );
+    println!(
+        "results: {} ({} runs, {} kept from an earlier invocation, {:.0} s)",
+        opts.results.display(),
+        outcome.runs.len(),
+        outcome.resumed,
+        outcome.wall.as_secs_f64()
+    );
+    // With a baseline and candidates, the comparison is what the
+    // user came for: print it (the run's exit code stays the runs').
+    if outcome.manifest.plan.variants.len() > 1 {
+        match analysis::analyse_dir(
+            &opts.results,
+            &Default::default(),
+            &analysis::Options::default(),
+        ) {
+            Ok(c) => {
+                println!();
+                print!(
+                    "{}",
+                    crate::report::comparison::render_fitted(
+                        &c,
+                        Some(crate::report::comparison::terminal_width())
+                    )
+                );
+                println!(
+                    "(mmci analyse / mmci report {} for other options and formats)",
+                    opts.results.display()
+                );
+            }
+            Err(e) => eprintln!("mmci: analysis skipped: {}", crate::host::error_chain(&e)),
+        }
+    }
+    Ok(error::matrix_exit_code(&outcome))
+}
+
+/// `mmci matrix ...`.
+pub fn matrix(command: MatrixCommand) -> Result<i32, AppError> {
+    match command {
+        MatrixCommand::Show {
+            file,
+            shard,
+            sets,
+            oversubscribe,
+        } => {
+            let over = Overrides {
+                sets,
+                ..Default::default()
+            };
+            let plan = match &file {
+                Some(path) => crate::matrix::load(path, &over)?,
+                None => crate::matrix::default_plan(&over)?,
+            };
+            let host = crate::results::dir::Host::this();
+            let cap = crate::matrix::schedule::capacity(host.cpus, host.memory_mb, oversubscribe);
+            print!("{}", crate::matrix::show::render(&plan, shard, cap));
+            Ok(exit::OK)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    /// `mmci run ARGS`'s options.
+    fn run_args(args: &[&str]) -> RunArgs {
+        let argv = ["mmci", "run"].iter().chain(args);
+        match Cli::try_parse_from(argv).unwrap().command {
+            Command::Run(a) => a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn machine_options_are_sets_before_the_given_ones() {
+        let cases: &[(&[&str], &[&str])] = &[
+            (&[], &[]),
+            (&["--set", "threads=4"], &["threads=4"]),
+            (
+                &["--vcpus", "2", "--set", "threads=4", "--memory-mb", "512"],
+                &["memory_mb=512", "vcpus=2", "threads=4"],
+            ),
+            (
+                &["--arch", "arm64", "--swap-mb", "64", "--set", "vcpus=1"],
+                &["swap_mb=64", "arch=arm64", "vcpus=1"],
+            ),
+        ];
+        for (args, want) in cases {
+            assert_eq!(machine_sets(&run_args(args)), *want, "{args:?}");
+        }
+    }
+
+    /// `--kernel`, the series, and the variants they give.
+    type Case<'a> = (
+        Option<&'a Path>,
+        Option<&'a SeriesSource>,
+        Option<Vec<Variant>>,
+    );
+
+    #[test]
+    fn the_command_line_kernel_replaces_the_matrix_variants() {
+        let patched = |f: &dyn Fn(&mut Variant)| {
+            let mut v = Variant {
+                name: "patched".into(),
+                from_command_line: true,
+                ..Variant::base()
+            };
+            f(&mut v);
+            Some(vec![Variant::base(), v])
+        };
+        let lore = SeriesSource::Lore {
+            message_id: "a@b".into(),
+            base_url: "https://lore.example".into(),
+        };
+        let pr = SeriesSource::GitHub {
+            api: "https://api.example".into(),
+            repo: "o/r".into(),
+            number: 5,
+            token: Some("secret".into()),
+        };
+        let pw = SeriesSource::Patchwork {
+            url: "https://pw.example".into(),
+            series: 7,
+        };
+        let mbox = SeriesSource::Mbox("/nonexistent/s.mbox".into());
+        let image = Path::new("/boot/bzImage");
+        let cases: Vec<Case> = vec![
+            (None, None, None),
+            (
+                Some(image),
+                Some(&lore),
+                Some(vec![Variant {
+                    name: "given".into(),
+                    image: Some(image.into()),
+                    ..Variant::base()
+                }]),
+            ),
+            (None, Some(&lore), patched(&|v| v.lore = Some("a@b".into()))),
+            (
+                None,
+                Some(&pr),
+                patched(&|v| v.github_pr = Some("o/r#5".into())),
+            ),
+            (
+                None,
+                Some(&pw),
+                patched(&|v| {
+                    v.patchwork = Some(crate::kernel::series::patchwork::SeriesRef {
+                        url: "https://pw.example".into(),
+                        series: 7,
+                    })
+                }),
+            ),
+            // A path that cannot be made absolute stays as given.
+            (
+                None,
+                Some(&mbox),
+                patched(&|v| v.series = Some("/nonexistent/s.mbox".into())),
+            ),
+        ];
+        for (image, series, want) in cases {
+            assert_eq!(
+                command_line_variants(image, series),
+                want,
+                "{image:?} {series:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_run_request_carries_the_options() {
+        let r = run_request(run_args(&[
+            "--lore",
+            "a@b.example",
+            "--lore-url",
+            "http://127.0.0.1:9",
+            "--repeats",
+            "3",
+            "--timeout",
+            "60",
+            "--guest-vcpus",
+            "2",
+            "--accel",
+            "tcg",
+            "--results",
+            "r",
+        ]))
+        .unwrap();
+        assert_eq!(r.results, PathBuf::from("r"));
+        assert_eq!(r.overrides.repeats, Some(3));
+        assert_eq!(r.timeout, Some(Duration::from_secs(60)));
+        assert_eq!((r.guest_vcpus, r.guest_memory_mb), (Some(2), None));
+        assert_eq!(r.accel, AccelRequest::Tcg);
+        assert_eq!(r.endpoints.lore_url, "http://127.0.0.1:9");
+        assert!(matches!(
+            r.base.series,
+            Some(SeriesSource::Lore { ref message_id, .. }) if message_id == "a@b.example"
+        ));
+        let names: Vec<String> = r
+            .overrides
+            .variants
+            .unwrap()
+            .into_iter()
+            .map(|v| v.name)
+            .collect();
+        assert_eq!(names, ["base", "patched"]);
+        // Without --results: a fresh dir under ./mmci-results.
+        let r = run_request(run_args(&[])).unwrap();
+        assert!(r.results.starts_with("mmci-results"), "{:?}", r.results);
+        assert_eq!((r.retries, r.parallel_builds), (1, 1));
+        assert!(r.overrides.variants.is_none());
+    }
+
+    #[test]
+    fn a_missing_kernel_image_is_refused_before_any_work() {
+        let e = run_request(run_args(&["--kernel", "/nonexistent/bzImage"])).unwrap_err();
+        assert_eq!(e.exit_code(), exit::USAGE);
+        assert!(e.to_string().contains("/nonexistent/bzImage"), "{e}");
+    }
+}
