@@ -14,7 +14,7 @@
 //! | `Kernel`: the series applies nowhere (`git am`, or no base takes it) | 6 does not apply |
 //! | `Kernel`: a tree or series fetch, a patchwork request | 7 fetch |
 //! | `Run`: QEMU missing / any other | 3 environment / 5 infra |
-//! | `MatrixRun`: results dir / QEMU or guest-init missing / a run / an image | 2 / 3 / 5 / as `Image` |
+//! | `MatrixRun`: results dir / QEMU or guest-init missing / a run's files not written (full or read-only disk) / any other run error / an image | 2 / 3 / 3 / 5 / as `Image` |
 //! | `Post`: refused or unreachable service / anything else | 9 post / 2 usage |
 //! | `Watch`: fetch or patchwork / GitHub refused or unreachable / else | 7 / 9 / 2 |
 //! | `Image`: recipe, package, not built / tool, root / apt / build | 2 / 3 / 7 / 4 |
@@ -513,13 +513,21 @@ mod tests {
                 exit::ENVIRONMENT,
             ),
             (
-                "matrix run",
+                "matrix run whose files could not be written",
                 AppError::MatrixRun(MatrixRunError::Run {
                     slot: "s".into(),
                     source: RunError::Io {
                         path: "p".into(),
                         source: io(),
                     },
+                }),
+                exit::ENVIRONMENT,
+            ),
+            (
+                "matrix run",
+                AppError::MatrixRun(MatrixRunError::Run {
+                    slot: "s".into(),
+                    source: RunError::Vm(VmError::MissingKernel("k".into())),
                 }),
                 exit::INFRA,
             ),
