@@ -329,8 +329,8 @@ pub async fn build(
     // Both sides start from a checked-out tree: creating a worktree (86k
     // files) is a once-per-work-dir cost, not part of a build.
     let plain_checkout =
-        tree::prepare_checkout(&tree, "plain", &work, &root.join("checkout.log")).await?;
-    tree::prepare_checkout(&tree, arch.name(), &work, &root.join("checkout.log")).await?;
+        tree::prepare_checkout(&tree, "plain", &work, &root.join("checkout.log"), None).await?;
+    tree::prepare_checkout(&tree, arch.name(), &work, &root.join("checkout.log"), None).await?;
     for round in 0..rounds.max(1) {
         let plain_first = round % 2 == 0;
         for side in [plain_first, !plain_first] {

@@ -360,7 +360,8 @@ pub async fn build_kernel(
     let log = dir.join("build.log");
     let _ = std::fs::remove_file(&log);
 
-    let checkout = tree::prepare_checkout(tree, slot, work, &log).await?;
+    let base_objs = object_dir(work, &tree.name, req.arch, &compiler, &req.fragments);
+    let checkout = tree::prepare_checkout(tree, slot, work, &log, Some(&base_objs)).await?;
     if let Some(series) = series {
         let scratch = dir.join("patches");
         apply::apply(&checkout, series, &scratch, &log)
@@ -372,7 +373,6 @@ pub async fn build_kernel(
     }
     let head_commit = tree::head(&checkout).await?;
 
-    let base_objs = object_dir(work, &tree.name, req.arch, &compiler, &req.fragments);
     // A series is untrusted: its Makefiles run with write access to the
     // object dir. It gets a private copy of the baseline's, so that nothing
     // it plants there is linked into a later trusted build; the copy keeps
@@ -458,6 +458,10 @@ pub async fn build_kernel(
     }
 
     let (target, image_rel) = req.arch.image_target();
+    if series_hash.is_none() {
+        // The baseline's objects are (re)made from the base's files now.
+        super::mtime::mark_built_from(&objs, &tree.commit).map_err(io_err(&objs))?;
+    }
     step.run(
         "make",
         make_step(Some(req.jobs), &[target]),
@@ -550,6 +554,8 @@ async fn seed_object_dir(base: &Path, private: &Path, log: &Path) -> Result<(), 
         Limits::LOCAL,
     )
     .await?;
+    let tools = private.join("tools");
+    super::mtime::repoint_cmd_files(&tools, base, private).map_err(io_err(&tools))?;
     Ok(())
 }
 

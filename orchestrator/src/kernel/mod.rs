@@ -3,6 +3,7 @@
 
 pub mod build;
 pub mod kconfig;
+pub mod mtime;
 pub mod series;
 pub mod tree;
 pub mod warnings;

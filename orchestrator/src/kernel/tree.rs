@@ -342,11 +342,15 @@ pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, T
 /// A reusable checkout of `tree` for builds, reset to `tree.commit`:
 /// created once as a git worktree, later switched with `git checkout`, which
 /// rewrites only the files that differ (make then rebuilds only those).
+/// With `objs`, the baseline object dir, the files the reset rewrote back to
+/// the content that dir was last built from get that build's time
+/// (mtime.rs), so that they do not look changed to make.
 pub async fn prepare_checkout(
     tree: &SourceTree,
     slot: &str,
     work: &WorkDir,
     log: &Path,
+    objs: Option<&Path>,
 ) -> Result<PathBuf, TreeError> {
     let dir = work.checkouts();
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
@@ -385,6 +389,10 @@ pub async fn prepare_checkout(
         Limits::LOCAL,
     )
     .await;
+    let rewritten = match objs {
+        Some(_) => super::mtime::off_commit(&path, &tree.commit).await,
+        None => vec![],
+    };
     process::run_logged(
         git(&path).args(["checkout", "-q", "-f", "--detach", &tree.commit]),
         log,
@@ -395,6 +403,23 @@ pub async fn prepare_checkout(
     process::run_logged(git(&path).args(["clean", "-fdxq"]), log, "git clean")
         .await
         .map_err(fail)?;
+    if let Some(objs) = objs.filter(|_| !rewritten.is_empty()) {
+        let kept = super::mtime::restore(&path, &rewritten, objs, &tree.commit);
+        let line = format!(
+            "==> {} of {} files the checkout rewrote have the time of the baseline build of {}\n",
+            kept,
+            rewritten.len(),
+            objs.display()
+        );
+        use std::io::Write;
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(log)
+        {
+            let _ = f.write_all(line.as_bytes());
+        }
+    }
     Ok(path)
 }
 
