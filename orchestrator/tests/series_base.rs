@@ -3,7 +3,8 @@
 //! mm-unstable = mm-stable + one commit. A series whose base-commit is only
 //! on mm-unstable is applied there; one without base-commit follows the
 //! cascade (mm-stable, then mm-unstable); one whose base-commit is unknown
-//! falls back to the cascade too. Applied commits carry a lore Link: trailer.
+//! falls back to the cascade too; a cascade entry may be another tree by
+//! URL. Applied commits carry a lore Link: trailer.
 
 use std::path::Path;
 use std::process::Command;
@@ -210,6 +211,116 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
         assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
         assert!(text.lines().any(|l| l == want), "{text}");
     }
+
+    // Another tree in the cascade, by URL: a "mainline" repository of its
+    // own, unrelated to the upstream's history. A series that applies only
+    // there is placed on its commit, fetched into the configured tree.
+    let mainline = tmp.path().join("mainline");
+    std::fs::create_dir_all(mainline.join("mm")).unwrap();
+    git(&mainline, &["init", "-q", "-b", "master"]);
+    let on_mainline = VMSCAN.replace("int b;", "int b_mainline;");
+    std::fs::write(mainline.join("Makefile"), "VERSION = 7\n").unwrap();
+    std::fs::write(mainline.join("mm/vmscan.c"), &on_mainline).unwrap();
+    git(&mainline, &["add", "."]);
+    git(&mainline, &["commit", "-qm", "mainline"]);
+    let mainline_commit = git(&mainline, &["rev-parse", "HEAD"]);
+    let mainline_entry = format!("file://{}#master", mainline.display());
+    let mbox = tmp.path().join("8.mbox");
+    std::fs::write(
+        &mbox,
+        format!(
+            "From x Mon Sep 17 00:00:00 2001\n{}",
+            patch_mail(
+                "8@example.org",
+                &on_mainline,
+                &on_mainline.replace("int b_mainline;", "int b8;"),
+                None
+            )
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .arg("--work-dir")
+        .arg(work.root())
+        .args(["series", "show", "--tree", &url, "--ref", "mm-stable"])
+        .args([
+            "--base-cascade",
+            "mm-unstable",
+            "--base-cascade",
+            &mainline_entry,
+        ])
+        .arg(&mbox)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = format!("base:      {mainline_entry} {mainline_commit} (no base-commit: trailer; does not apply on mm-stable, mm-unstable; applies on {mainline_entry} (cascade mm-stable > mm-unstable > {mainline_entry}))");
+    assert!(text.lines().any(|l| l == want), "{text}");
+    // The configured tree's repository holds the commit now (the build
+    // checks it out from there), under a ref of mmci's own.
+    let mirror = tree.path.clone();
+    let held = git(
+        &mirror,
+        &[
+            "for-each-ref",
+            "--format=%(objectname)",
+            "refs/mmci/cascade/",
+        ],
+    );
+    assert_eq!(held, mainline_commit);
+    // A URL that cannot be fetched is named.
+    let out = Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .arg("--work-dir")
+        .arg(work.root())
+        .args(["series", "show", "--tree", &url, "--ref", "mm-stable"])
+        .args(["--base-cascade", "file:///nonexistent/linux.git#master"])
+        .arg(&mbox)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("file:///nonexistent/linux.git#master"),
+        "{err}"
+    );
+    // ... but only when it is needed: a series that applies on the
+    // configured ref never fetches the trees after it.
+    let first = tmp.path().join("9.mbox");
+    std::fs::write(
+        &first,
+        format!(
+            "From x Mon Sep 17 00:00:00 2001\n{}",
+            patch_mail(
+                "9@example.org",
+                VMSCAN,
+                &VMSCAN.replace("int d;", "int d9;"),
+                None
+            )
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .arg("--work-dir")
+        .arg(work.root())
+        .args(["series", "show", "--tree", &url, "--ref", "mm-stable"])
+        .args(["--base-cascade", "file:///nonexistent/linux.git#master"])
+        .arg(&first)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("base:      mm-stable {stable}")),
+        "{text}"
+    );
 
     // Applied on its base with `git am`: the commit links to the mail on lore.
     let s = series_of(&patch_mail(

@@ -61,9 +61,10 @@ pub struct KernelArgs {
     /// Revision N of the series instead of the newest complete one.
     #[arg(long, value_name = "N")]
     pub revision: Option<u32>,
-    /// Further refs of --tree to try, in order, when the series has no
-    /// base-commit: in the tree and does not apply on --ref (repeatable).
-    #[arg(long = "base-cascade", value_name = "REF")]
+    /// Further bases to try, in order, when the series has no base-commit:
+    /// in the tree and does not apply on --ref (repeatable): a ref of the
+    /// tree, or another tree as URL#REF (e.g. a mainline mirror).
+    #[arg(long = "base-cascade", value_name = "REF|URL#REF")]
     pub base_cascade: Vec<String>,
 }
 
@@ -179,12 +180,13 @@ pub struct SeriesShowArgs {
     #[arg(long, value_name = "N")]
     pub revision: Option<u32>,
     /// Choose the base in this tree (a git URL, mirrored in the work dir):
-    /// base-commit when it has it, else --ref, then each --base-cascade ref.
+    /// base-commit when it has it, else --ref, then each --base-cascade
+    /// entry (a ref of the tree, or another tree as URL#REF).
     #[arg(long, value_name = "URL")]
     pub tree: Option<String>,
     #[arg(long = "ref", value_name = "REF", requires = "tree")]
     pub git_ref: Option<String>,
-    #[arg(long = "base-cascade", value_name = "REF", requires = "tree")]
+    #[arg(long = "base-cascade", value_name = "REF|URL#REF", requires = "tree")]
     pub base_cascade: Vec<String>,
     /// JSON for tools.
     #[arg(long)]

@@ -85,8 +85,9 @@ pub struct KernelSource {
     pub series: Option<SeriesSource>,
     /// `--revision N`: this revision of the series instead of the newest.
     pub series_revision: Option<u32>,
-    /// Further refs of the tree to try, in order, when the series has no
-    /// usable `base-commit:` and does not apply on the configured ref.
+    /// Further bases to try, in order, when the series has no usable
+    /// `base-commit:` and does not apply on the configured ref: refs of the
+    /// tree, or other trees as `URL#REF` ([`tree::CascadeEntry`]).
     pub base_cascade: Vec<String>,
     /// The base already chosen for this kernel (a base variant follows the
     /// base its series variant was applied on).
@@ -234,47 +235,61 @@ pub async fn read_series(
     Ok(Some(LoadedSeries { series, origin }))
 }
 
-/// The configured ref of `source`'s tree, then its `base_cascade` refs.
-async fn candidates(
-    source: &KernelSource,
-    tree: &tree::SourceTree,
-) -> Result<Vec<series::base::Candidate>, KernelError> {
-    let mut out = vec![series::base::Candidate {
-        name: source
-            .tree
-            .as_ref()
-            .map_or_else(|| "bundled tree".to_string(), |t| t.git_ref.clone()),
-        commit: tree.commit.clone(),
-    }];
-    for r in &source.base_cascade {
-        let commit =
-            tree::resolve_ref(&tree.path, r)
-                .await
-                .ok_or_else(|| KernelError::BaseRef {
-                    git_ref: r.clone(),
-                    tree: tree.name.clone(),
-                })?;
-        out.push(series::base::Candidate {
-            name: r.clone(),
-            commit,
-        });
-    }
-    Ok(out)
-}
-
-/// The base of `series` in `tree` (see [`series::base`]).
+/// The base of `series` in `tree` (see [`series::base`]): the configured
+/// ref, then each `base_cascade` entry. Refs of the tree are resolved up
+/// front (a mistyped one is an error before anything is tried); another
+/// tree is fetched only when every base before it failed, since fetching
+/// a mainline ref into the tree can cost gigabytes.
 async fn choose_base(
     source: &KernelSource,
     tree: &tree::SourceTree,
     series: &series::Series,
     work: &WorkDir,
 ) -> Result<series::base::BaseChoice, KernelError> {
-    let cands = candidates(source, tree).await?;
     let scratch = work
         .root()
         .join("series")
         .join(format!("base-check-{}", std::process::id()));
-    Ok(series::base::choose(&tree.path, series, &cands, &scratch).await?)
+    let mut cands = vec![series::base::Candidate {
+        name: source
+            .tree
+            .as_ref()
+            .map_or_else(|| "bundled tree".to_string(), |t| t.git_ref.clone()),
+        commit: tree.commit.clone(),
+    }];
+    let mut entries = Vec::new();
+    for e in &source.base_cascade {
+        let parsed = tree::CascadeEntry::parse(e);
+        let commit = match &parsed {
+            tree::CascadeEntry::Ref(r) => {
+                Some(tree::resolve_ref(&tree.path, r).await.ok_or_else(|| {
+                    KernelError::BaseRef {
+                        git_ref: r.clone(),
+                        tree: tree.name.clone(),
+                    }
+                })?)
+            }
+            tree::CascadeEntry::Tree(_) => None,
+        };
+        entries.push((e.clone(), parsed, commit));
+    }
+    let mut entries = entries.into_iter().peekable();
+    loop {
+        // Every entry up to the next other tree costs nothing to try.
+        while let Some((name, _, Some(commit))) = entries.next_if(|(_, _, c)| c.is_some()) {
+            cands.push(series::base::Candidate { name, commit });
+        }
+        match series::base::choose(&tree.path, series, &cands, &scratch).await {
+            Err(series::base::BaseError::NoBase { .. }) if entries.peek().is_some() => {
+                let Some((name, tree::CascadeEntry::Tree(spec), _)) = entries.next() else {
+                    unreachable!("refs were taken above")
+                };
+                let commit = tree::fetch_into(tree, &spec, work).await?;
+                cands.push(series::base::Candidate { name, commit });
+            }
+            chosen => return Ok(chosen?),
+        }
+    }
 }
 
 /// Chooses the base of every series variant before any build, and pins the

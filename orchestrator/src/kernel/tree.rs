@@ -339,6 +339,81 @@ pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, T
     })
 }
 
+/// One `--base-cascade` entry: a ref of the configured tree (`mm-unstable`),
+/// or another tree by URL (`URL#REF`; REF is HEAD when left out), e.g. a
+/// mainline mirror after mm.git's branches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CascadeEntry {
+    Ref(String),
+    Tree(TreeSpec),
+}
+
+impl CascadeEntry {
+    /// A URL has a scheme (`https://`, `file://`) or is an absolute path;
+    /// anything else is a ref. The ref of a URL follows its last `#`, which
+    /// git URLs do not otherwise contain.
+    pub fn parse(entry: &str) -> CascadeEntry {
+        if !entry.contains("://") && !entry.starts_with('/') {
+            return CascadeEntry::Ref(entry.to_string());
+        }
+        match entry.rsplit_once('#') {
+            Some((url, r)) if !r.is_empty() => CascadeEntry::Tree(TreeSpec::parse(url, Some(r))),
+            Some((url, _)) => CascadeEntry::Tree(TreeSpec::parse(url, None)),
+            None => CascadeEntry::Tree(TreeSpec::parse(entry, None)),
+        }
+    }
+}
+
+/// Fetches `spec`'s ref into `tree`'s own repository (under
+/// `refs/mmci/cascade/`), so that the base check, the checkout and the
+/// build of a series placed on another tree's commit all happen in one
+/// repository; returns the commit. Only that ref's history is fetched.
+pub async fn fetch_into(
+    tree: &SourceTree,
+    spec: &TreeSpec,
+    work: &WorkDir,
+) -> Result<String, TreeError> {
+    let _lock = process::lock_file(&work.locks(), &format!("tree-{}", tree.name))
+        .await
+        .map_err(io_err(&work.locks()))?;
+    let local = format!(
+        "refs/mmci/cascade/{}/{}",
+        spec.mirror_name(),
+        spec.git_ref
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            })
+            .collect::<String>()
+    );
+    let log = work.trees().join(format!("{}.fetch.log", tree.name));
+    process::run_logged_with(
+        git(&tree.path).args([
+            "fetch",
+            "--no-tags",
+            "--force",
+            &spec.url,
+            &format!("+{}:{local}", spec.git_ref),
+        ]),
+        &log,
+        "git fetch (base cascade)",
+        Limits::NETWORK,
+    )
+    .await
+    .map_err(|source| TreeError::Fetch {
+        url: format!("{}#{}", spec.url, spec.git_ref),
+        source,
+    })?;
+    resolve_ref(&tree.path, &local)
+        .await
+        .ok_or_else(|| TreeError::UnknownRef {
+            url: spec.url.clone(),
+            git_ref: spec.git_ref.clone(),
+        })
+}
+
 /// A reusable checkout of `tree` for builds, reset to `tree.commit`:
 /// created once as a git worktree, later switched with `git checkout`, which
 /// rewrites only the files that differ (make then rebuilds only those).
@@ -455,6 +530,44 @@ pub async fn head(checkout: &Path) -> Result<String, TreeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cascade_entries_are_refs_or_other_trees() {
+        let tree = |url: &str, r: &str| {
+            CascadeEntry::Tree(TreeSpec {
+                url: url.into(),
+                git_ref: r.into(),
+            })
+        };
+        for (entry, want) in [
+            ("mm-unstable", CascadeEntry::Ref("mm-unstable".into())),
+            ("v6.12", CascadeEntry::Ref("v6.12".into())),
+            ("a1b2c3d4", CascadeEntry::Ref("a1b2c3d4".into())),
+            // A ref with a # is still a ref: only URLs carry one.
+            ("topic#1", CascadeEntry::Ref("topic#1".into())),
+            (
+                "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git#master",
+                tree(
+                    "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git",
+                    "master",
+                ),
+            ),
+            (
+                "file:///srv/linux.git",
+                tree("file:///srv/linux.git", "HEAD"),
+            ),
+            (
+                "file:///srv/linux.git#",
+                tree("file:///srv/linux.git", "HEAD"),
+            ),
+            (
+                "/srv/next.git#next-20261201",
+                tree("/srv/next.git", "next-20261201"),
+            ),
+        ] {
+            assert_eq!(CascadeEntry::parse(entry), want, "{entry}");
+        }
+    }
 
     #[test]
     fn names_and_versions() {
