@@ -558,6 +558,66 @@ async fn a_series_is_read_from_patchwork_with_its_patch_ids() {
     );
     assert!(store.path().join("patchwork-7.mbox").is_file());
 
+    // `mmci series show` says what would be applied, from the same API.
+    let o = mmci(
+        &[
+            "series",
+            "show",
+            "--patchwork",
+            &server.uri(),
+            "--pw-series",
+            "7",
+        ],
+        &[],
+        store.path(),
+    )
+    .await;
+    let (so, err) = out(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        so.starts_with(&format!(
+            "patchwork series 7 ({}): v1, 2 patches\n",
+            server.uri()
+        )),
+        "{so}"
+    );
+    assert!(
+        so.contains("cover:     [PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation\n"),
+        "{so}"
+    );
+    assert!(
+        so.contains("base:      2a7be210a22a8655e73e347054808314e73be671 (base-commit: trailer"),
+        "{so}"
+    );
+    let o = mmci(
+        &[
+            "series",
+            "show",
+            "--json",
+            "--patchwork",
+            &server.uri(),
+            "--pw-series",
+            "7",
+        ],
+        &[],
+        store.path(),
+    )
+    .await;
+    let json: Value = serde_json::from_str(&out(&o).0).unwrap();
+    let ids: Vec<&str> = json["patches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["message_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            origin.patches[0].msgid.as_str(),
+            origin.patches[1].msgid.as_str()
+        ]
+    );
+
     // An unknown series: the fetch exit code and patchwork's words.
     let o = mmci(
         &[

@@ -163,10 +163,10 @@ pub enum SeriesCommand {
 #[derive(clap::Args)]
 pub struct SeriesShowArgs {
     /// An mbox file or a directory of format-patch files.
-    #[arg(conflicts_with_all = ["lore", "github_pr"], required_unless_present_any = ["lore", "github_pr"])]
+    #[arg(conflicts_with_all = ["lore", "github_pr", "pw_series"], required_unless_present_any = ["lore", "github_pr", "pw_series"])]
     pub source: Option<PathBuf>,
     /// A lore thread: a message-id (or lore URL) of any mail in it.
-    #[arg(long, value_name = "MESSAGE-ID", conflicts_with = "github_pr")]
+    #[arg(long, value_name = "MESSAGE-ID", conflicts_with_all = ["github_pr", "pw_series"])]
     pub lore: Option<String>,
     /// public-inbox server for --lore.
     #[arg(long, default_value = crate::kernel::series::fetch::LORE_URL)]
@@ -176,6 +176,17 @@ pub struct SeriesShowArgs {
     pub github_pr: Option<String>,
     #[arg(long, default_value = crate::kernel::series::fetch::GITHUB_API)]
     pub github_api: String,
+    /// Patchwork instance of --pw-series (e.g. https://patchwork.kernel.org).
+    #[arg(long, value_name = "URL", requires = "pw_series")]
+    pub patchwork: Option<String>,
+    /// A series on patchwork: its id (REST API 1.3 series and mbox).
+    #[arg(
+        long,
+        value_name = "ID",
+        requires = "patchwork",
+        conflicts_with = "github_pr"
+    )]
+    pub pw_series: Option<u64>,
     /// Revision N instead of the newest complete one.
     #[arg(long, value_name = "N")]
     pub revision: Option<u32>,
@@ -214,14 +225,14 @@ async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError
         lore_url: a.lore_url.clone(),
         github_pr: a.github_pr.clone(),
         github_api: a.github_api.clone(),
-        patchwork: None,
-        pw_series: None,
+        patchwork: a.patchwork.clone(),
+        pw_series: a.pw_series,
         revision: a.revision,
         base_cascade: a.base_cascade.clone(),
     };
     let Some(source) = k.series()? else {
         return Err(AppError::BadOption(
-            "series show: give an mbox, a format-patch directory, --lore or --github-pr".into(),
+            "series show: give an mbox, a format-patch directory, --lore, --github-pr or --patchwork URL --pw-series ID".into(),
         ));
     };
     let mut series = crate::kernel::series::load_with(
