@@ -248,6 +248,7 @@ mod tests {
             title: None,
             places: vec![],
             detail: String::new(),
+            missing_prerequisites: vec![],
         }
     }
 
@@ -469,7 +470,13 @@ mod tests {
             ),
             (
                 "no base",
-                kernel(BaseError::NoBase { tried: vec![] }.into()),
+                kernel(
+                    BaseError::NoBase {
+                        tried: vec![],
+                        missing_prerequisites: vec![],
+                    }
+                    .into(),
+                ),
                 exit::DOES_NOT_APPLY,
             ),
             (

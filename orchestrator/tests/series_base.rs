@@ -355,3 +355,196 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
         "{msg}"
     );
 }
+
+/// `git format-patch --base` on a series made on top of a patch that is not
+/// in the base: its `prerequisite-patch-id:` names that patch, which is
+/// found in the thread or in a given mbox and applied first, or named as
+/// missing.
+#[tokio::test]
+async fn prerequisites_are_found_by_patch_id_and_applied_first() {
+    let tmp = tempfile::tempdir().unwrap();
+    let up = tmp.path().join("upstream");
+    std::fs::create_dir_all(&up).unwrap();
+    let (stable, _) = upstream(&up);
+    // The author's own branch: the prerequisite, then the series on it.
+    let dev = tmp.path().join("dev");
+    git(
+        tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "-b",
+            "mm-stable",
+            up.to_str().unwrap(),
+            dev.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(
+        dev.join("mm/vmscan.c"),
+        VMSCAN.replace("int a;", "int a_pre;"),
+    )
+    .unwrap();
+    git(&dev, &["commit", "-qam", "mm/vmscan: the prerequisite"]);
+    let pre = git(&dev, &["rev-parse", "HEAD"]);
+    std::fs::write(
+        dev.join("mm/vmscan.c"),
+        VMSCAN.replace("int a;", "int a_series;"),
+    )
+    .unwrap();
+    git(&dev, &["commit", "-qam", "mm/vmscan: the series"]);
+    let out = tmp.path().join("out");
+    git(
+        &dev,
+        &[
+            "format-patch",
+            "-q",
+            "--cover-letter",
+            "--thread",
+            "--base",
+            &stable,
+            "-o",
+            out.to_str().unwrap(),
+            &format!("{pre}..HEAD"),
+        ],
+    );
+    git(
+        &dev,
+        &[
+            "format-patch",
+            "-q",
+            "-1",
+            &pre,
+            "-o",
+            tmp.path().join("pre").to_str().unwrap(),
+        ],
+    );
+    let pre_mbox = std::fs::read_dir(tmp.path().join("pre"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let work = tmp.path().join("work");
+    let show = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+            .arg("--work-dir")
+            .arg(&work)
+            .args(["series", "show"])
+            .args(extra)
+            .arg(&out)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(o.status.success(), "{text}");
+        text
+    };
+    // Without the prerequisite at hand: named as missing, with the option.
+    let text = show(&[]);
+    let missing_line = text
+        .lines()
+        .find(|l| l.starts_with("prerequisite: "))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        missing_line.ends_with("not found in the thread (give it with --prerequisites MBOX)"),
+        "{text}"
+    );
+    // Given: applied first.
+    let text = show(&["--prerequisites", pre_mbox.to_str().unwrap()]);
+    assert!(
+        text.contains("prerequisite: applied first: [PATCH] mm/vmscan: the prerequisite\n"),
+        "{text}"
+    );
+    // The same in one mbox with the series (as when both are in a thread).
+    let together = tmp.path().join("together.mbox");
+    let mut bytes = std::fs::read(&pre_mbox).unwrap();
+    for f in std::fs::read_dir(&out).unwrap() {
+        bytes.extend(std::fs::read(f.unwrap().path()).unwrap());
+    }
+    std::fs::write(&together, &bytes).unwrap();
+    let s = series::load_with(
+        &series::SeriesSource::Mbox(together.clone()),
+        &Default::default(),
+        &Default::default(),
+        &tmp.path().join("store"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(s.patches.len(), 1, "{s:?}");
+    assert_eq!(s.prerequisites.len(), 1, "{s:?}");
+    assert!(s.missing_prerequisites.is_empty());
+    assert!(!s
+        .left_out
+        .iter()
+        .any(|l| l.subject.contains("the prerequisite")));
+
+    // Applied on the base with git am: the prerequisite, then the series.
+    let checkout = tmp.path().join("checkout");
+    git(
+        &up,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            checkout.to_str().unwrap(),
+            &stable,
+        ],
+    );
+    series::apply::apply(
+        &checkout,
+        &s,
+        &tmp.path().join("am"),
+        &tmp.path().join("am.log"),
+    )
+    .await
+    .unwrap();
+    let log = git(
+        &checkout,
+        &["log", "--format=%s", &format!("{stable}..HEAD")],
+    );
+    assert_eq!(log, "mm/vmscan: the series\nmm/vmscan: the prerequisite");
+    // Without it, the series does not apply on the base, and the refusal
+    // names the missing prerequisite.
+    let alone = series::load_with(
+        &series::SeriesSource::PatchDir(out.clone()),
+        &Default::default(),
+        &Default::default(),
+        &tmp.path().join("store"),
+    )
+    .await
+    .unwrap();
+    let checkout2 = tmp.path().join("checkout2");
+    git(
+        &up,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            checkout2.to_str().unwrap(),
+            &stable,
+        ],
+    );
+    let e = series::apply::apply(
+        &checkout2,
+        &alone,
+        &tmp.path().join("am2"),
+        &tmp.path().join("am2.log"),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("patch 1/1 (mm/vmscan: the series) does not apply"),
+        "{e}"
+    );
+    assert!(
+        e.contains("not found in the thread: give the patch(es) with --prerequisites MBOX"),
+        "{e}"
+    );
+}

@@ -66,6 +66,11 @@ pub struct KernelArgs {
     /// tree, or another tree as URL#REF (e.g. a mainline mirror).
     #[arg(long = "base-cascade", value_name = "REF|URL#REF")]
     pub base_cascade: Vec<String>,
+    /// An mbox that may hold the patches the series' prerequisite-patch-id:
+    /// trailers name, when its thread does not (repeatable); found ones are
+    /// applied before the series.
+    #[arg(long = "prerequisites", value_name = "MBOX")]
+    pub prerequisites: Vec<PathBuf>,
 }
 
 impl KernelArgs {
@@ -136,6 +141,7 @@ impl KernelArgs {
         s.series = self.series()?;
         s.series_revision = self.revision;
         s.base_cascade = self.base_cascade.clone();
+        s.prerequisites = self.prerequisites.clone();
         if let Some(j) = self.jobs {
             s.jobs = j;
         }
@@ -199,6 +205,9 @@ pub struct SeriesShowArgs {
     pub git_ref: Option<String>,
     #[arg(long = "base-cascade", value_name = "REF|URL#REF", requires = "tree")]
     pub base_cascade: Vec<String>,
+    /// An mbox that may hold the series' prerequisites (repeatable).
+    #[arg(long = "prerequisites", value_name = "MBOX")]
+    pub prerequisites: Vec<PathBuf>,
     /// JSON for tools.
     #[arg(long)]
     pub json: bool,
@@ -229,6 +238,7 @@ async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError
         pw_series: a.pw_series,
         revision: a.revision,
         base_cascade: a.base_cascade.clone(),
+        prerequisites: a.prerequisites.clone(),
     };
     let Some(source) = k.series()? else {
         return Err(AppError::BadOption(
@@ -237,7 +247,10 @@ async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError
     };
     let mut series = crate::kernel::series::load_with(
         &source,
-        a.revision,
+        &crate::kernel::series::LoadOptions {
+            revision: a.revision,
+            prerequisites: a.prerequisites.clone(),
+        },
         &fetch::Fetcher::default(),
         &work.root().join("series"),
     )

@@ -458,11 +458,35 @@ pub async fn run_logged_with(
 /// collected), in its own process group within `limits`. A non-zero exit is
 /// not an error here: the caller reads `status`.
 pub async fn output(cmd: &mut Command, what: &str, limits: Limits) -> Result<Output, CommandError> {
+    output_reading(cmd, Stdio::null(), what, limits).await
+}
+
+/// [`output`] with `input` (a file, read to its end) as stdin, for
+/// commands that read their data there (`git patch-id`).
+pub async fn output_from_file(
+    cmd: &mut Command,
+    input: &Path,
+    what: &str,
+    limits: Limits,
+) -> Result<Output, CommandError> {
+    let file = std::fs::File::open(input).map_err(|source| CommandError::Spawn {
+        what: format!("{what} (reading {})", input.display()),
+        source,
+    })?;
+    output_reading(cmd, Stdio::from(file), what, limits).await
+}
+
+async fn output_reading(
+    cmd: &mut Command,
+    stdin: Stdio,
+    what: &str,
+    limits: Limits,
+) -> Result<Output, CommandError> {
     let spawn_err = |source| CommandError::Spawn {
         what: what.to_string(),
         source,
     };
-    cmd.stdin(Stdio::null())
+    cmd.stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = GroupChild::spawn(cmd).map_err(spawn_err)?;

@@ -85,6 +85,9 @@ pub struct KernelSource {
     pub series: Option<SeriesSource>,
     /// `--revision N`: this revision of the series instead of the newest.
     pub series_revision: Option<u32>,
+    /// `--prerequisites MBOX`: where the patches the series'
+    /// `prerequisite-patch-id:` trailers name may be, besides its thread.
+    pub prerequisites: Vec<PathBuf>,
     /// Further bases to try, in order, when the series has no usable
     /// `base-commit:` and does not apply on the configured ref: refs of the
     /// tree, or other trees as `URL#REF` ([`tree::CascadeEntry`]).
@@ -116,6 +119,7 @@ impl KernelSource {
             fragments: vec![],
             series: None,
             series_revision: None,
+            prerequisites: vec![],
             base_cascade: vec![],
             pinned_base: None,
             loaded_series: None,
@@ -227,7 +231,10 @@ pub async fn read_series(
     };
     let (series, origin) = series::load_source_with(
         s,
-        source.series_revision,
+        &series::LoadOptions {
+            revision: source.series_revision,
+            prerequisites: source.prerequisites.clone(),
+        },
         &series::fetch::Fetcher::default(),
         &work.root().join("series"),
     )

@@ -19,6 +19,10 @@ pub struct ApplyFailure {
     pub places: Vec<String>,
     /// git am's own words, for the log and the report.
     pub detail: String,
+    /// The series' prerequisite-patch-ids that were found nowhere: the
+    /// likeliest reason when it does not apply.
+    #[serde(default)]
+    pub missing_prerequisites: Vec<String>,
 }
 
 impl std::fmt::Display for ApplyFailure {
@@ -26,10 +30,19 @@ impl std::fmt::Display for ApplyFailure {
         match (&self.patch, &self.title) {
             (Some(n), Some(t)) => write!(f, "patch {n}/{} ({t}) does not apply", self.total)?,
             (Some(n), None) => write!(f, "patch {n}/{} does not apply", self.total)?,
+            // A prerequisite applied before the series.
+            (None, Some(t)) => write!(f, "{t} does not apply")?,
             _ => write!(f, "the series does not apply")?,
         }
         if !self.places.is_empty() {
             write!(f, " at {}", self.places.join(", "))?;
+        }
+        if !self.missing_prerequisites.is_empty() {
+            write!(
+                f,
+                " ({})",
+                super::prerequisite::missing_hint(&self.missing_prerequisites)
+            )?;
         }
         Ok(())
     }
@@ -46,8 +59,10 @@ pub enum ApplyError {
 }
 
 /// Reads git am's output: the failed patch number and the files and hunks.
+/// git am numbers what it was given, the prerequisites first: a number
+/// within them names that prerequisite, the rest are the series' own.
 pub fn parse_am_failure(output: &str, series: &Series) -> ApplyFailure {
-    let mut patch = None;
+    let mut patch: Option<u32> = None;
     let mut places: Vec<String> = Vec::new();
     for line in output.lines() {
         let line = line.trim();
@@ -75,8 +90,25 @@ pub fn parse_am_failure(output: &str, series: &Series) -> ApplyFailure {
         }
     }
     places.dedup();
-    let title =
-        patch.and_then(|n: u32| series.patches.get(n as usize - 1).map(|p| p.title.clone()));
+    let before = series.prerequisites.len() as u32;
+    let (patch, title) = match patch {
+        Some(n) if n >= 1 && n <= before => (
+            None,
+            Some(format!(
+                "prerequisite {} ({})",
+                series.prerequisites[n as usize - 1].title,
+                series.prerequisites[n as usize - 1].message_id
+            )),
+        ),
+        Some(n) if n > before => {
+            let n = n - before;
+            (
+                Some(n),
+                series.patches.get(n as usize - 1).map(|p| p.title.clone()),
+            )
+        }
+        _ => (None, None),
+    };
     let detail = output
         .lines()
         .filter(|l| {
@@ -93,15 +125,25 @@ pub fn parse_am_failure(output: &str, series: &Series) -> ApplyFailure {
         title,
         places,
         detail,
+        missing_prerequisites: series.missing_prerequisites.clone(),
     }
 }
 
-/// One mbox file per patch, in order, for `git am`.
+/// One mbox file per patch, in order, for `git am`: the prerequisites
+/// first (`pre-NNNN.patch`), then the series.
 pub fn write_patch_files(series: &Series, dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
     let mut files = Vec::new();
-    for p in &series.patches {
-        let path = dir.join(format!("{:04}.patch", p.index));
+    let prerequisites = series
+        .prerequisites
+        .iter()
+        .map(|p| (format!("pre-{:04}", p.index), p));
+    let own = series
+        .patches
+        .iter()
+        .map(|p| (format!("{:04}", p.index), p));
+    for (name, p) in prerequisites.chain(own) {
+        let path = dir.join(format!("{name}.patch"));
         let mut bytes = b"From mmci Mon Sep 17 00:00:00 2001\n".to_vec();
         bytes.extend_from_slice(&p.raw);
         std::fs::write(&path, bytes)?;
@@ -238,6 +280,8 @@ mod tests {
                 .collect(),
             base_commit: None,
             prerequisite_patch_ids: vec![],
+            prerequisites: vec![],
+            missing_prerequisites: vec![],
             versions_seen: vec![1],
             hash: "0".repeat(64),
             chosen: String::new(),

@@ -9,6 +9,9 @@
 //!    first one on which every patch applies (checked with
 //!    `git apply --cached` into a scratch index, no checkout needed).
 //!
+//! A series' prerequisites (found by [`super::prerequisite`]) are applied
+//! first in every check, as they will be in the build.
+//!
 //! The choice and the reason are kept with the series, so reports and the
 //! manifest say which base was used and why.
 
@@ -39,8 +42,11 @@ pub struct BaseChoice {
 
 #[derive(Debug, thiserror::Error)]
 pub enum BaseError {
-    #[error("the series applies on none of the bases tried: {}", .tried.join("; "))]
-    NoBase { tried: Vec<String> },
+    #[error("the series applies on none of the bases tried: {}{}", .tried.join("; "), if .missing_prerequisites.is_empty() { String::new() } else { format!(" ({})", super::prerequisite::missing_hint(.missing_prerequisites)) })]
+    NoBase {
+        tried: Vec<String>,
+        missing_prerequisites: Vec<String>,
+    },
     #[error("git in {repo}: {source}")]
     Command {
         repo: String,
@@ -128,11 +134,17 @@ async fn applies(
     if !ok {
         return Ok(Err(format!("read-tree: {}", e.trim())));
     }
-    for p in &series.patches {
+    let before = series.prerequisites.len();
+    for (i, p) in series
+        .prerequisites
+        .iter()
+        .chain(&series.patches)
+        .enumerate()
+    {
         let body = super::parse_mail(&p.raw)
             .map(|m| m.body)
             .unwrap_or_default();
-        let file = scratch.join(format!("{:04}.diff", p.index));
+        let file = scratch.join(format!("{i:04}.diff"));
         std::fs::write(&file, body).map_err(|source| BaseError::Git {
             repo: scratch.display().to_string(),
             source,
@@ -141,7 +153,11 @@ async fn applies(
         let (ok, e) = git(repo, &["apply", "--cached", &f], Some(&index)).await?;
         if !ok {
             let why = e.lines().next().unwrap_or("does not apply").to_string();
-            return Ok(Err(format!("patch {}/{} ({why})", p.index, series.total)));
+            return Ok(Err(if i < before {
+                format!("prerequisite {} ({why})", p.title)
+            } else {
+                format!("patch {}/{} ({why})", p.index, series.total)
+            }));
         }
     }
     Ok(Ok(()))
@@ -199,5 +215,8 @@ pub async fn choose(
         }
     }
     let _ = std::fs::remove_dir_all(scratch);
-    Err(BaseError::NoBase { tried })
+    Err(BaseError::NoBase {
+        tried,
+        missing_prerequisites: series.missing_prerequisites.clone(),
+    })
 }

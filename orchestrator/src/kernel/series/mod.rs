@@ -10,6 +10,7 @@ pub mod base;
 pub mod fetch;
 pub mod mail;
 pub mod patchwork;
+pub mod prerequisite;
 pub mod revision;
 pub mod show;
 pub mod subject;
@@ -41,6 +42,8 @@ pub enum SeriesError {
     },
     #[error(transparent)]
     Patchwork(#[from] patchwork::PatchworkError),
+    #[error(transparent)]
+    Prerequisite(#[from] prerequisite::PrerequisiteError),
     #[error("{source_name}: no patches in it (no mail whose subject starts with [PATCH ...] or [RFC ...] and that carries a diff)")]
     NoPatches { source_name: String },
     #[error("{source_name}: v{version} is incomplete: patch(es) {} of {total} missing from the thread; {}", list(.missing), match .newest_complete { Some(v) => format!("the newest complete revision is v{v}: select it with --revision {v}"), None => "there is no complete older revision in it".to_string() })]
@@ -117,6 +120,13 @@ pub struct Series {
     pub base_commit: Option<String>,
     /// `prerequisite-patch-id:` trailers.
     pub prerequisite_patch_ids: Vec<String>,
+    /// The patches those trailers name, found among the source's other
+    /// mails or the given ones: applied first, in trailer order.
+    #[serde(default)]
+    pub prerequisites: Vec<Patch>,
+    /// The trailers' patch-ids that were found nowhere.
+    #[serde(default)]
+    pub missing_prerequisites: Vec<String>,
     /// Versions seen in the thread, oldest first.
     pub versions_seen: Vec<u32>,
     /// Stable identity of the patches' content (titles and bodies, in order).
@@ -140,7 +150,7 @@ impl Series {
     /// (and reads back equal) for posting.
     pub fn metadata(&self) -> Series {
         let mut s = self.clone();
-        for p in &mut s.patches {
+        for p in s.patches.iter_mut().chain(&mut s.prerequisites) {
             p.raw = Vec::new();
         }
         s
@@ -291,6 +301,8 @@ pub fn assemble_with(
         patches,
         base_commit,
         prerequisite_patch_ids,
+        prerequisites: vec![],
+        missing_prerequisites: vec![],
         versions_seen,
         hash,
         assembly: revision::assembly(&t, r),
@@ -363,6 +375,16 @@ impl SeriesSource {
     }
 }
 
+/// What to take out of a source besides its newest complete revision.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoadOptions {
+    /// `--revision N`.
+    pub revision: Option<u32>,
+    /// `--prerequisites MBOX`: mails that may hold the patches the series'
+    /// `prerequisite-patch-id:` trailers name (besides the source's own).
+    pub prerequisites: Vec<PathBuf>,
+}
+
 /// Reads and assembles a series (the newest complete revision). Fetched
 /// threads are kept as `<store>/<name>.mbox` (written only once complete)
 /// for the record.
@@ -371,18 +393,18 @@ pub async fn load(
     fetcher: &fetch::Fetcher,
     store: &Path,
 ) -> Result<Series, SeriesError> {
-    load_with(source, None, fetcher, store).await
+    load_with(source, &LoadOptions::default(), fetcher, store).await
 }
 
-/// [`load`], with `--revision N`. A lore thread's series is the one its
-/// requested message-id belongs to.
+/// [`load`], with `--revision N` and `--prerequisites`. A lore thread's
+/// series is the one its requested message-id belongs to.
 pub async fn load_with(
     source: &SeriesSource,
-    revision: Option<u32>,
+    options: &LoadOptions,
     fetcher: &fetch::Fetcher,
     store: &Path,
 ) -> Result<Series, SeriesError> {
-    Ok(load_source_with(source, revision, fetcher, store).await?.0)
+    Ok(load_source_with(source, options, fetcher, store).await?.0)
 }
 
 /// [`load`], with where the series came from on patchwork (its patch ids)
@@ -392,17 +414,18 @@ pub async fn load_source(
     fetcher: &fetch::Fetcher,
     store: &Path,
 ) -> Result<(Series, Option<patchwork::Origin>), SeriesError> {
-    load_source_with(source, None, fetcher, store).await
+    load_source_with(source, &LoadOptions::default(), fetcher, store).await
 }
 
-/// [`load_with`] and [`load_source`] in one: `--revision N`, and the
-/// patchwork origin when that was the source.
+/// [`load_with`] and [`load_source`] in one: `--revision N`,
+/// `--prerequisites`, and the patchwork origin when that was the source.
 pub async fn load_source_with(
     source: &SeriesSource,
-    revision: Option<u32>,
+    options: &LoadOptions,
     fetcher: &fetch::Fetcher,
     store: &Path,
 ) -> Result<(Series, Option<patchwork::Origin>), SeriesError> {
+    let revision = options.revision;
     let mut origin = None;
     let name = source.name();
     let sel = Selection {
@@ -485,7 +508,30 @@ pub async fn load_source_with(
             mails_from_mbox(&mbox)
         }
     };
-    Ok((assemble_with(&mails, &name, &sel)?, origin))
+    let mut series = assemble_with(&mails, &name, &sel)?;
+    if !series.prerequisite_patch_ids.is_empty() {
+        let mut pool = mails;
+        for p in &options.prerequisites {
+            pool.extend(mails_from_mbox(&read_mbox_file(p).map_err(
+                |e| match e {
+                    MboxReadError::Io(e) => SeriesError::Io {
+                        source_name: format!("--prerequisites {}", p.display()),
+                        source: e,
+                    },
+                    MboxReadError::TooLarge { path, size } => SeriesError::TooLarge {
+                        path,
+                        size,
+                        limit: fetch::MAX_MBOX_BYTES,
+                    },
+                },
+            )?));
+        }
+        let scratch = store.join(format!("patch-ids-{}", std::process::id()));
+        let found = prerequisite::resolve(&mut series, &pool, &scratch).await;
+        let _ = std::fs::remove_dir_all(&scratch);
+        found?;
+    }
+    Ok((series, origin))
 }
 
 #[cfg(test)]

@@ -33,6 +33,9 @@ pub struct ShowJson<'a> {
     pub cover: Option<&'a super::Cover>,
     pub patches: Vec<PatchJson<'a>>,
     pub prerequisite_patch_ids: &'a [String],
+    /// The prerequisites found, applied first in this order.
+    pub prerequisites: Vec<PrerequisiteJson<'a>>,
+    pub missing_prerequisites: &'a [String],
     pub versions_seen: &'a [u32],
     pub hash: &'a str,
     pub left_out: &'a [super::LeftOut],
@@ -45,6 +48,12 @@ pub struct BaseJson<'a> {
     pub name: Option<&'a str>,
     pub commit: Option<&'a str>,
     pub how: String,
+}
+
+#[derive(serde::Serialize)]
+pub struct PrerequisiteJson<'a> {
+    pub subject: &'a str,
+    pub message_id: &'a str,
 }
 
 #[derive(serde::Serialize)]
@@ -89,6 +98,15 @@ pub fn json(source: &str, s: &Series) -> String {
             })
             .collect(),
         prerequisite_patch_ids: &s.prerequisite_patch_ids,
+        prerequisites: s
+            .prerequisites
+            .iter()
+            .map(|p| PrerequisiteJson {
+                subject: &p.subject,
+                message_id: &p.message_id,
+            })
+            .collect(),
+        missing_prerequisites: &s.missing_prerequisites,
         versions_seen: &s.versions_seen,
         hash: &s.hash,
         left_out: &s.left_out,
@@ -110,8 +128,24 @@ pub fn text(source: &str, s: &Series) -> String {
     let _ = writeln!(o, "revision:  {}", s.chosen);
     let _ = writeln!(o, "assembly:  {}", s.assembly);
     let _ = writeln!(o, "base:      {}", base_text(s));
-    for id in &s.prerequisite_patch_ids {
-        let _ = writeln!(o, "prerequisite-patch-id: {id}");
+    for p in &s.prerequisites {
+        let _ = writeln!(
+            o,
+            "prerequisite: applied first: {}\n              <{}>",
+            p.subject, p.message_id
+        );
+    }
+    for id in &s.missing_prerequisites {
+        let _ = writeln!(
+            o,
+            "prerequisite: {id} not found in the thread (give it with --prerequisites MBOX)"
+        );
+    }
+    // Trailers read before any lookup (a series assembled without one).
+    if s.prerequisites.is_empty() && s.missing_prerequisites.is_empty() {
+        for id in &s.prerequisite_patch_ids {
+            let _ = writeln!(o, "prerequisite-patch-id: {id}");
+        }
     }
     match &s.cover {
         Some(c) => {
