@@ -6,7 +6,7 @@
 //! | error | code |
 //! | --- | --- |
 //! | `BadOption`, `BadParam`, `ResultsDir`, `Analysis`, `Matrix` | 2 usage |
-//! | `MissingQemu`, `MissingGuestInit` | 3 environment |
+//! | `Missing` (QEMU or guest-init) | 3 environment |
 //! | `Kernel`: see [`kernel_exit_code`] | 2, 3, 4, 6 or 7 |
 //! | `Kernel`: missing image, fragment, unknown ref, bad series, `--base-cascade` ref | 2 usage |
 //! | `Kernel`: missing tarball or build tool | 3 environment |
@@ -24,7 +24,6 @@
 //! `mmci analyse` with [`verdict_exit_code`] (0, 1 or 8), and an interrupted
 //! command with 130.
 
-use crate::arch::Arch;
 use crate::kernel::KernelError;
 use crate::matrix::MatrixError;
 use crate::run::executor::{MatrixOutcome, MatrixRunError};
@@ -69,10 +68,8 @@ pub enum AppError {
         #[source]
         source: mmci_record::ParamError,
     },
-    #[error("{0} not found on PATH: install QEMU with ./mmci-setup")]
-    MissingQemu(String),
-    #[error("this mmci was built without guest-init for {arch}: run `rustup target add {triple}` and rebuild")]
-    MissingGuestInit { arch: Arch, triple: &'static str },
+    #[error(transparent)]
+    Missing(#[from] crate::guest::Missing),
     #[error(transparent)]
     Kernel(#[from] KernelError),
     #[error(transparent)]
@@ -102,19 +99,15 @@ impl AppError {
             | AppError::ResultsDir(_)
             | AppError::Analysis(_)
             | AppError::Matrix(_) => exit::USAGE,
-            AppError::MissingQemu(_) | AppError::MissingGuestInit { .. } => exit::ENVIRONMENT,
+            AppError::Missing(_) => exit::ENVIRONMENT,
             AppError::Kernel(e) => kernel_exit_code(e),
-            AppError::Run(RunError::Vm(crate::guest::vm::VmError::MissingQemu(_))) => {
-                exit::ENVIRONMENT
-            }
+            AppError::Run(RunError::Vm(crate::guest::vm::VmError::Missing(_))) => exit::ENVIRONMENT,
             AppError::Run(_) => exit::INFRA,
             AppError::MatrixRun(MatrixRunError::ResultsDir(ResultsDirError::Io { .. })) => {
                 exit::USAGE
             }
             AppError::MatrixRun(MatrixRunError::ResultsDir(_)) => exit::USAGE,
-            AppError::MatrixRun(
-                MatrixRunError::MissingQemu(_) | MatrixRunError::MissingGuestInit { .. },
-            ) => exit::ENVIRONMENT,
+            AppError::MatrixRun(MatrixRunError::Missing(_)) => exit::ENVIRONMENT,
             // The results or work dir could not be written (full, read-only):
             // this machine's, not QEMU's.
             AppError::MatrixRun(MatrixRunError::Run {
@@ -201,6 +194,8 @@ pub fn matrix_exit_code(o: &MatrixOutcome) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::arch::Arch;
+    use crate::guest::Missing;
     use std::path::PathBuf;
 
     fn io() -> std::io::Error {
@@ -350,15 +345,15 @@ mod tests {
             ),
             (
                 "missing qemu",
-                AppError::MissingQemu("qemu-system-x86_64".into()),
+                AppError::Missing(Missing::Qemu("qemu-system-x86_64".into())),
                 exit::ENVIRONMENT,
             ),
             (
                 "missing guest-init",
-                AppError::MissingGuestInit {
+                AppError::Missing(Missing::GuestInit {
                     arch: Arch::Arm64,
                     triple: "aarch64-unknown-linux-musl",
-                },
+                }),
                 exit::ENVIRONMENT,
             ),
             (
@@ -492,7 +487,9 @@ mod tests {
             ),
             (
                 "run without qemu",
-                AppError::Run(RunError::Vm(VmError::MissingQemu("qemu".into()))),
+                AppError::Run(RunError::Vm(VmError::Missing(Missing::Qemu(
+                    "qemu".into(),
+                )))),
                 exit::ENVIRONMENT,
             ),
             (
@@ -508,15 +505,15 @@ mod tests {
             ),
             (
                 "matrix without qemu",
-                AppError::MatrixRun(MatrixRunError::MissingQemu("qemu".into())),
+                AppError::MatrixRun(MatrixRunError::Missing(Missing::Qemu("qemu".into()))),
                 exit::ENVIRONMENT,
             ),
             (
                 "matrix without guest-init",
-                AppError::MatrixRun(MatrixRunError::MissingGuestInit {
+                AppError::MatrixRun(MatrixRunError::Missing(Missing::GuestInit {
                     arch: Arch::Arm64,
                     triple: "t",
-                }),
+                })),
                 exit::ENVIRONMENT,
             ),
             (
@@ -631,8 +628,7 @@ mod tests {
             .map(|(_, e, _)| match e {
                 AppError::BadOption(_) => "BadOption",
                 AppError::BadParam { .. } => "BadParam",
-                AppError::MissingQemu(_) => "MissingQemu",
-                AppError::MissingGuestInit { .. } => "MissingGuestInit",
+                AppError::Missing(_) => "Missing",
                 AppError::Kernel(_) => "Kernel",
                 AppError::Run(_) => "Run",
                 AppError::Matrix(_) => "Matrix",
@@ -644,7 +640,7 @@ mod tests {
                 AppError::Image(_) => "Image",
             })
             .collect();
-        assert_eq!(seen.len(), 13, "{seen:?}");
+        assert_eq!(seen.len(), 12, "{seen:?}");
     }
 
     #[test]

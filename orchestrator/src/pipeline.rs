@@ -4,18 +4,10 @@
 
 use crate::arch::Arch;
 use crate::error::AppError;
-use crate::guest::bin as guest_bin;
 
 pub use crate::run::request::{variant_sources, Endpoints};
 
 /// QEMU and guest-init for `arch`, before any work.
 pub fn guest_prerequisites(arch: Arch) -> Result<&'static [u8], AppError> {
-    let qemu = arch.qemu_binary();
-    if crate::host::tools::on_path(qemu).is_none() {
-        return Err(AppError::MissingQemu(qemu.to_string()));
-    }
-    guest_bin::guest_init(arch).ok_or(AppError::MissingGuestInit {
-        arch,
-        triple: guest_bin::guest_triple(arch),
-    })
+    Ok(crate::guest::check(arch)?)
 }

@@ -177,8 +177,8 @@ pub struct VmRun {
 
 #[derive(Debug, thiserror::Error)]
 pub enum VmError {
-    #[error("{0} not found: install QEMU with ./mmci-setup (Debian: qemu-system-x86 / qemu-system-arm from bookworm-backports)")]
-    MissingQemu(String),
+    #[error(transparent)]
+    Missing(#[from] super::Missing),
     #[error("kernel image {0} not found: build one with `mmci kernel build`, or pass the path of an existing image")]
     MissingKernel(PathBuf),
     #[error("{path}")]
@@ -223,7 +223,7 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
     let deadline = tokio::time::Instant::now() + timeout;
     let mut child = GroupChild::spawn(&mut cmd).map_err(|e| {
         if e.kind() == std::io::ErrorKind::NotFound {
-            VmError::MissingQemu(qemu.to_string())
+            VmError::Missing(super::Missing::Qemu(qemu.to_string()))
         } else {
             VmError::Io {
                 path: PathBuf::from(qemu),

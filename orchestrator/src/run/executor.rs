@@ -52,10 +52,8 @@ pub struct MatrixOptions {
 pub enum MatrixRunError {
     #[error(transparent)]
     ResultsDir(#[from] ResultsDirError),
-    #[error("{0} not found on PATH: install QEMU with ./mmci-setup")]
-    MissingQemu(String),
-    #[error("this mmci was built without guest-init for {arch}: run `rustup target add {triple}` and rebuild")]
-    MissingGuestInit { arch: Arch, triple: &'static str },
+    #[error(transparent)]
+    Missing(#[from] crate::guest::Missing),
     #[error("image for script `{script}`: {source}")]
     Image {
         script: String,
@@ -113,16 +111,7 @@ pub fn preflight(opts: &MatrixOptions) -> Result<Manifest, MatrixRunError> {
     arches.sort();
     arches.dedup();
     for arch in &arches {
-        let qemu = arch.qemu_binary();
-        if crate::host::tools::on_path(qemu).is_none() {
-            return Err(MatrixRunError::MissingQemu(qemu.to_string()));
-        }
-        if guest_bin::guest_init(*arch).is_none() {
-            return Err(MatrixRunError::MissingGuestInit {
-                arch: *arch,
-                triple: guest_bin::guest_triple(*arch),
-            });
-        }
+        crate::guest::check(*arch)?;
     }
     crate::host::fs::prepare_dir(&opts.results).map_err(|source| ResultsDirError::Io {
         path: opts.results.clone(),
