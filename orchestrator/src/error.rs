@@ -92,7 +92,6 @@ pub enum AppError {
 
 impl AppError {
     pub fn exit_code(&self) -> i32 {
-        use crate::results::dir::ResultsDirError;
         match self {
             AppError::BadOption(_)
             | AppError::BadParam { .. }
@@ -103,9 +102,6 @@ impl AppError {
             AppError::Kernel(e) => kernel_exit_code(e),
             AppError::Run(RunError::Vm(crate::guest::vm::VmError::Missing(_))) => exit::ENVIRONMENT,
             AppError::Run(_) => exit::INFRA,
-            AppError::MatrixRun(MatrixRunError::ResultsDir(ResultsDirError::Io { .. })) => {
-                exit::USAGE
-            }
             AppError::MatrixRun(MatrixRunError::ResultsDir(_)) => exit::USAGE,
             AppError::MatrixRun(MatrixRunError::Missing(_)) => exit::ENVIRONMENT,
             // The results or work dir could not be written (full, read-only):
@@ -256,8 +252,9 @@ mod tests {
     }
 
     fn results_dir() -> crate::results::dir::ResultsDirError {
-        crate::results::dir::ResultsDirError::Io {
+        crate::results::dir::ResultsDirError::Write {
             path: "r".into(),
+            option: "--results",
             source: io(),
         }
     }
@@ -487,9 +484,7 @@ mod tests {
             ),
             (
                 "run without qemu",
-                AppError::Run(RunError::Vm(VmError::Missing(Missing::Qemu(
-                    "qemu".into(),
-                )))),
+                AppError::Run(RunError::Vm(VmError::Missing(Missing::Qemu("qemu".into())))),
                 exit::ENVIRONMENT,
             ),
             (

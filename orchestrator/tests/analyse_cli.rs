@@ -133,3 +133,50 @@ fn the_table_fits_columns_unless_wide() {
     assert!(table(&wide).iter().any(|l| l.chars().count() > 100));
     assert!(!wide.contains("--wide for every column"));
 }
+
+/// Results dirs that cannot be read or written are named with the option
+/// of the command at hand: `merge` writes its --into (not --results), and
+/// reading a dir has nothing to choose.
+#[test]
+fn unreadable_and_unwritable_dirs_name_the_option_of_the_command() {
+    let tmp = tempfile::tempdir().unwrap();
+    let shard = tmp.path().join("shard");
+    results_dir(&shard);
+    // Root may write anywhere: a path below a regular file is unwritable.
+    let file = tmp.path().join("file");
+    std::fs::write(&file, b"").unwrap();
+    let into = file.join("merged");
+    let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .args([
+            "merge",
+            "--into",
+            into.to_str().unwrap(),
+            shard.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(exit::USAGE), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "results dir {} is not writable: choose another with --into",
+            into.join(results_dir::RUNS).display()
+        )),
+        "{}",
+        text(&o)
+    );
+    // A manifest that is a directory cannot be read: said without a hint
+    // to choose another --results, which analyse does not have.
+    let odd = tmp.path().join("odd");
+    std::fs::create_dir_all(odd.join(results_dir::MANIFEST)).unwrap();
+    let o = analyse(&[odd.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(exit::USAGE), "{}", text(&o));
+    let t = text(&o);
+    assert!(
+        t.contains(&format!(
+            "cannot read {}",
+            odd.join(results_dir::MANIFEST).display()
+        )),
+        "{t}"
+    );
+    assert!(!t.contains("--results"), "{t}");
+}

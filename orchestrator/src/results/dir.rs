@@ -76,8 +76,18 @@ pub struct Manifest {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsDirError {
-    #[error("results dir {path} is not writable: choose another with --results")]
-    Io {
+    /// Writing: `mmci run` writes its `--results`, `mmci merge` its
+    /// `--into`; `option` names the one to change.
+    #[error("results dir {path} is not writable: choose another with {option}")]
+    Write {
+        path: PathBuf,
+        option: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Reading a results dir someone gave (analyse, report, merge, resume).
+    #[error("cannot read {path}")]
+    Read {
         path: PathBuf,
         #[source]
         source: std::io::Error,
@@ -92,8 +102,29 @@ pub enum ResultsDirError {
     Mismatch { path: PathBuf, what: String },
 }
 
-fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ResultsDirError + '_ {
-    move |source| ResultsDirError::Io {
+/// A write error of `mmci run`'s results dir ([`merge`] renames the option).
+fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> ResultsDirError + '_ {
+    move |source| ResultsDirError::Write {
+        path: path.to_path_buf(),
+        option: "--results",
+        source,
+    }
+}
+
+/// The error of `mmci merge`: its results dir is `--into`.
+fn as_merge(e: ResultsDirError) -> ResultsDirError {
+    match e {
+        ResultsDirError::Write { path, source, .. } => ResultsDirError::Write {
+            path,
+            option: "--into",
+            source,
+        },
+        other => other,
+    }
+}
+
+fn read_err(path: &Path) -> impl FnOnce(std::io::Error) -> ResultsDirError + '_ {
+    move |source| ResultsDirError::Read {
         path: path.to_path_buf(),
         source,
     }
@@ -110,14 +141,14 @@ pub fn read_manifest(root: &Path) -> Result<Option<Manifest>, ResultsDirError> {
             .map(Some)
             .map_err(|source| ResultsDirError::BadManifest { path, source }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io(&path)(e)),
+        Err(e) => Err(read_err(&path)(e)),
     }
 }
 
 pub fn write_manifest(root: &Path, m: &Manifest) -> Result<(), ResultsDirError> {
     let path = root.join(MANIFEST);
     let text = serde_json::to_vec_pretty(m).expect("serializable");
-    crate::host::fs::write_atomic(&path, &text).map_err(io(&path))
+    crate::host::fs::write_atomic(&path, &text).map_err(write_err(&path))
 }
 
 /// Checks that `existing` is a manifest of the same plan and shard, so that
@@ -295,20 +326,20 @@ pub fn merge(dirs: &[PathBuf], into: &Path) -> Result<Manifest, ResultsDirError>
         what: "nothing to merge: give at least one results dir".into(),
     })?;
     let runs = into.join(RUNS);
-    std::fs::create_dir_all(&runs).map_err(io(&runs))?;
+    std::fs::create_dir_all(&runs).map_err(|e| as_merge(write_err(&runs)(e)))?;
     for (id, from) in &sources {
-        copy_dir(&from.join(RUNS).join(id), &runs.join(id))?;
+        copy_dir(&from.join(RUNS).join(id), &runs.join(id)).map_err(as_merge)?;
     }
-    write_manifest(into, &merged)?;
+    write_manifest(into, &merged).map_err(as_merge)?;
     Ok(merged)
 }
 
 fn copy_dir(from: &Path, to: &Path) -> Result<(), ResultsDirError> {
-    std::fs::create_dir_all(to).map_err(io(to))?;
-    for e in std::fs::read_dir(from).map_err(io(from))? {
-        let e = e.map_err(io(from))?;
+    std::fs::create_dir_all(to).map_err(write_err(to))?;
+    for e in std::fs::read_dir(from).map_err(read_err(from))? {
+        let e = e.map_err(read_err(from))?;
         let target = to.join(e.file_name());
-        std::fs::copy(e.path(), &target).map_err(io(&target))?;
+        std::fs::copy(e.path(), &target).map_err(write_err(&target))?;
     }
     Ok(())
 }

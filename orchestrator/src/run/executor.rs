@@ -113,8 +113,9 @@ pub fn preflight(opts: &MatrixOptions) -> Result<Manifest, MatrixRunError> {
     for arch in &arches {
         crate::guest::check(*arch)?;
     }
-    crate::host::fs::prepare_dir(&opts.results).map_err(|source| ResultsDirError::Io {
+    crate::host::fs::prepare_dir(&opts.results).map_err(|source| ResultsDirError::Write {
         path: opts.results.clone(),
+        option: "--results",
         source,
     })?;
     let fresh = Manifest {
