@@ -157,6 +157,40 @@ pub(crate) fn nonempty(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.trim().is_empty())
 }
 
+/// How a command reaches GitHub (`post github`, `watch --dispatch`): the
+/// API and where the token is.
+#[derive(clap::Args, Clone, Debug)]
+pub struct GitHubAccess {
+    /// GitHub API base URL [default: $GITHUB_API_URL, else https://api.github.com].
+    #[arg(long)]
+    pub api: Option<String>,
+    /// Environment variable holding the token.
+    #[arg(long, default_value = "GITHUB_TOKEN")]
+    pub token_env: String,
+    /// File holding the token (instead of the environment).
+    #[arg(long)]
+    pub token_file: Option<PathBuf>,
+}
+
+impl GitHubAccess {
+    /// The checked API base URL (see [`github_api`]).
+    pub(crate) fn api(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<String, crate::post::github::GitHubError> {
+        github_api(self.api.as_deref(), env)
+    }
+
+    /// Token authentication (a GitHub App's options are `post github`'s).
+    pub(crate) fn auth(&self) -> crate::post::github::AuthOptions {
+        crate::post::github::AuthOptions {
+            token_env: self.token_env.clone(),
+            token_file: self.token_file.clone(),
+            ..Default::default()
+        }
+    }
+}
+
 /// The GitHub API base URL: `--api`, else $GITHUB_API_URL (set in Actions),
 /// else api.github.com; checked before any request.
 pub(crate) fn github_api(

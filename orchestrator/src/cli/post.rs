@@ -11,7 +11,7 @@ use std::time::Duration;
 use clap::Subcommand;
 
 use super::results::AnalysisArgs;
-use super::{env_var, github_api, nonempty, rate_limits};
+use super::{env_var, nonempty, rate_limits};
 use crate::error::{exit, AppError};
 use crate::kernel::series::{fetch, SeriesSource};
 
@@ -116,15 +116,8 @@ pub struct GithubArgs {
     /// Link shown on the check run (e.g. the workflow run).
     #[arg(long)]
     pub details_url: Option<String>,
-    /// GitHub API base URL [default: $GITHUB_API_URL, else https://api.github.com].
-    #[arg(long)]
-    pub api: Option<String>,
-    /// Environment variable holding the token.
-    #[arg(long, default_value = "GITHUB_TOKEN")]
-    pub token_env: String,
-    /// File holding the token (instead of the environment).
-    #[arg(long)]
-    pub token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub github: super::GitHubAccess,
     /// Authenticate as this GitHub App (with --app-key).
     #[arg(long)]
     pub app_id: Option<u64>,
@@ -201,7 +194,7 @@ pub fn github_post(
 ) -> Result<crate::post::GitHubPost, AppError> {
     use crate::post::{self, github, GitHubPhase, PostError};
     let gh = |e: github::GitHubError| AppError::Post(PostError::GitHub(e));
-    let api = github_api(a.api.as_deref(), env).map_err(gh)?;
+    let api = a.github.api(env).map_err(gh)?;
     let repo: github::Repo = a
         .repo
         .clone()
@@ -248,11 +241,10 @@ pub fn github_post(
     } else {
         Some(
             github::AuthOptions {
-                token_env: a.token_env.clone(),
-                token_file: a.token_file.clone(),
                 app_id: a.app_id,
                 app_key: a.app_key.clone(),
                 installation_id: a.installation_id,
+                ..a.github.auth()
             }
             .resolve_with(env)
             .map_err(gh)?,

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{env_var, github_api, rate_limits};
+use super::{env_var, rate_limits};
 use crate::error::{exit, AppError};
 use crate::host::paths::WorkDir;
 use crate::kernel::series::fetch;
@@ -66,14 +66,9 @@ pub struct WatchArgs {
     /// Extra argument for --run's `mmci run` (repeatable), e.g. --run-arg=--matrix=matrix/smoke.yaml.
     #[arg(long = "run-arg", allow_hyphen_values = true)]
     pub run_args: Vec<String>,
-    /// GitHub API base URL for --dispatch [default: $GITHUB_API_URL, else https://api.github.com].
-    #[arg(long)]
-    pub api: Option<String>,
-    /// Environment variable holding the token for --dispatch.
-    #[arg(long, default_value = "GITHUB_TOKEN")]
-    pub token_env: String,
-    #[arg(long)]
-    pub token_file: Option<PathBuf>,
+    /// GitHub, for --dispatch.
+    #[command(flatten)]
+    pub github: super::GitHubAccess,
     /// Poll every this many seconds [default: one pass, then exit].
     #[arg(long)]
     pub interval: Option<u64>,
@@ -129,19 +124,11 @@ pub fn watch_job(
     let gh = |e: github::GitHubError| AppError::Watch(e.into());
     let action = match &a.dispatch {
         Some(repo) => {
-            let api = github_api(a.api.as_deref(), env).map_err(gh)?;
+            let api = a.github.api(env).map_err(gh)?;
             let auth = if a.dry_run {
                 None
             } else {
-                Some(
-                    github::AuthOptions {
-                        token_env: a.token_env.clone(),
-                        token_file: a.token_file.clone(),
-                        ..Default::default()
-                    }
-                    .resolve_with(env)
-                    .map_err(gh)?,
-                )
+                Some(a.github.auth().resolve_with(env).map_err(gh)?)
             };
             Action::Dispatch {
                 api,
