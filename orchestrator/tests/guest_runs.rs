@@ -40,18 +40,14 @@ async fn run(cfg: &RunConfig, dir: &Path) -> RunResult {
 /// repeated once, and the repeat is reported on the terminal (not captured
 /// by the test harness), never silent.
 async fn run_without_premature_oom(cfg: &RunConfig, dir: &Path) -> RunResult {
-    let first = run(cfg, dir).await;
-    let Some(m) = first.metrics.as_ref().filter(|m| m.workload_oom_killed) else {
-        return first;
-    };
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stderr(),
-        "guest_runs: {}: workload OOM-killed after {} touches (premature memcg OOM under a busy host); running it once more",
-        cfg.id,
-        m.touches
-    );
-    run(cfg, dir).await
+    run_repeating_once(cfg, dir, |r| {
+        let m = r.metrics.as_ref().filter(|m| m.workload_oom_killed)?;
+        Some(format!(
+            "workload OOM-killed after {} touches (premature memcg OOM under a busy host)",
+            m.touches
+        ))
+    })
+    .await
 }
 
 /// [`run`] for scenario B. Its anon hog fills the guest, then writes pages
@@ -63,23 +59,36 @@ async fn run_without_premature_oom(cfg: &RunConfig, dir: &Path) -> RunResult {
 /// repeated once, reported on the terminal, never silent; a kernel or
 /// scenario that cannot reach the corner still fails on the repeat.
 async fn run_with_the_hog_in_place(cfg: &RunConfig, dir: &Path) -> RunResult {
+    run_repeating_once(cfg, dir, |r| {
+        let gone = r.classification.outcome == Outcome::NotReproduced
+            && r.noio_metrics.as_ref().is_some_and(|m| {
+                m.preconditions.at_start.inactive_anon == 0
+                    || m.not_reproduced
+                        .iter()
+                        .any(|why| why.starts_with(mmci_record::HOG_GONE))
+            });
+        gone.then(|| format!("the hog was gone ({})", r.classification.reason))
+    })
+    .await
+}
+
+/// [`run`], and once more when `why_again` finds a reason in the first
+/// result: the host's doing, not the kernel's. The reason is printed on the
+/// terminal, and the repeat's result is the test's, whatever it is.
+async fn run_repeating_once(
+    cfg: &RunConfig,
+    dir: &Path,
+    why_again: impl Fn(&RunResult) -> Option<String>,
+) -> RunResult {
     let first = run(cfg, dir).await;
-    let hog_gone = first.classification.outcome == Outcome::NotReproduced
-        && first.noio_metrics.as_ref().is_some_and(|m| {
-            m.preconditions.at_start.inactive_anon == 0
-                || m.not_reproduced
-                    .iter()
-                    .any(|r| r.starts_with(mmci_record::HOG_GONE))
-        });
-    if !hog_gone {
+    let Some(why) = why_again(&first) else {
         return first;
-    }
+    };
     use std::io::Write;
     let _ = writeln!(
         std::io::stderr(),
-        "guest_runs: {}: the hog was gone ({}); running it once more",
-        cfg.id,
-        first.classification.reason
+        "guest_runs: {}: {why}; running it once more",
+        cfg.id
     );
     run(cfg, dir).await
 }
