@@ -188,29 +188,19 @@ async fn smoke_matrix_interrupted_then_resumed() {
 async fn unused_function_series(dir: &Path) -> PathBuf {
     let work = mmci::host::paths::WorkDir::resolve(None);
     let (context, start) = common::bundled_tail("mm/vmscan.c", &work).await;
-    let mbox = format!(
-        "From 1111111111111111111111111111111111111111 Mon Sep 17 00:00:00 2001\n\
-From: Test Author <author@example.org>\n\
-Date: Mon, 30 Nov 2026 10:00:00 +0000\n\
-Subject: [PATCH] mm/vmscan: add a helper nobody calls\n\
-Message-ID: <unused-helper@example.org>\n\
-\n\
-It only exists to make the compiler warn.\n\
-\n\
-Signed-off-by: Test Author <author@example.org>\n\
----\n\
- mm/vmscan.c | 2 ++\n\
- 1 file changed, 2 insertions(+)\n\
-\n\
-diff --git a/mm/vmscan.c b/mm/vmscan.c\n\
---- a/mm/vmscan.c\n\
-+++ b/mm/vmscan.c\n\
-@@ -{start},3 +{start},5 @@\n\
-{context}+\n\
-+static int mmci_unused_helper(void) {{ return 0; }}\n\
--- \n\
-2.39.5\n\n"
+    let hunk = format!(
+        "@@ -{start},3 +{start},5 @@\n{context}+\n+static int mmci_unused_helper(void) {{ return 0; }}\n"
     );
+    let mbox = common::mbox::OnePatch {
+        author: "Test Author <author@example.org>",
+        date: "Mon, 30 Nov 2026 10:00:00 +0000",
+        title: "mm/vmscan: add a helper nobody calls",
+        message_id: "unused-helper@example.org",
+        message: "It only exists to make the compiler warn.",
+        file: "mm/vmscan.c",
+        hunk: &hunk,
+    }
+    .mbox();
     let path = dir.join("unused.mbox");
     std::fs::write(&path, mbox).unwrap();
     path

@@ -241,29 +241,19 @@ async fn ctrl_c_removes_the_scratch_dir() {
 /// every later kernel built from that dir) and says so in the build log.
 async fn tampering_series(dir: &Path, work: &WorkDir) -> PathBuf {
     let (context, start) = common::bundled_tail("mm/Makefile", work).await;
-    let mbox = format!(
-        "From 2222222222222222222222222222222222222222 Mon Sep 17 00:00:00 2001\n\
-From: Mallory <mallory@example.org>\n\
-Date: Mon, 30 Nov 2026 10:00:00 +0000\n\
-Subject: [PATCH] mm: build tweak\n\
-Message-ID: <tamper@example.org>\n\
-\n\
-Rewrites the object dir's configuration from inside the build.\n\
-\n\
-Signed-off-by: Mallory <mallory@example.org>\n\
----\n\
- mm/Makefile | 2 ++\n\
- 1 file changed, 2 insertions(+)\n\
-\n\
-diff --git a/mm/Makefile b/mm/Makefile\n\
---- a/mm/Makefile\n\
-+++ b/mm/Makefile\n\
-@@ -{start},3 +{start},5 @@\n\
-{context}+$(shell echo 'CONFIG_LOCALVERSION=\"-tampered\"' >> $(objtree)/.config)\n\
-+$(info mmci-tamper: appended LOCALVERSION to $(objtree)/.config)\n\
--- \n\
-2.39.5\n\n"
+    let hunk = format!(
+        "@@ -{start},3 +{start},5 @@\n{context}+$(shell echo 'CONFIG_LOCALVERSION=\"-tampered\"' >> $(objtree)/.config)\n+$(info mmci-tamper: appended LOCALVERSION to $(objtree)/.config)\n"
     );
+    let mbox = common::mbox::OnePatch {
+        author: "Mallory <mallory@example.org>",
+        date: "Mon, 30 Nov 2026 10:00:00 +0000",
+        title: "mm: build tweak",
+        message_id: "tamper@example.org",
+        message: "Rewrites the object dir's configuration from inside the build.",
+        file: "mm/Makefile",
+        hunk: &hunk,
+    }
+    .mbox();
     let path = dir.join("tamper.mbox");
     std::fs::write(&path, mbox).unwrap();
     path
@@ -678,29 +668,19 @@ async fn unique_series(dir: &Path, work: &WorkDir, tag: &str) -> PathBuf {
     // change too, or git anchors it at the end of the file.
     let lines: Vec<String> = text.lines().take(3).map(|l| format!(" {l}\n")).collect();
     let (first, rest) = (&lines[0], lines[1..].concat());
-    let mbox = format!(
-        "From 3333333333333333333333333333333333333333 Mon Sep 17 00:00:00 2001\n\
-From: Tester <tester@example.org>\n\
-Date: Tue, 1 Dec 2026 10:00:00 +0000\n\
-Subject: [PATCH] mm: vmscan: note {tag}\n\
-Message-ID: <{tag}@example.org>\n\
-\n\
-A comment only, unique to one test run.\n\
-\n\
-Signed-off-by: Tester <tester@example.org>\n\
----\n\
- mm/vmscan.c | 1 +\n\
- 1 file changed, 1 insertion(+)\n\
-\n\
-diff --git a/mm/vmscan.c b/mm/vmscan.c\n\
---- a/mm/vmscan.c\n\
-+++ b/mm/vmscan.c\n\
-@@ -1,3 +1,4 @@\n\
-{first}+/* {tag} */\n\
-{rest}\
--- \n\
-2.39.5\n\n"
-    );
+    let hunk = format!("@@ -1,3 +1,4 @@\n{first}+/* {tag} */\n{rest}");
+    let message_id = format!("{tag}@example.org");
+    let title = format!("mm: vmscan: note {tag}");
+    let mbox = common::mbox::OnePatch {
+        author: "Tester <tester@example.org>",
+        date: "Tue, 1 Dec 2026 10:00:00 +0000",
+        title: &title,
+        message_id: &message_id,
+        message: "A comment only, unique to one test run.",
+        file: "mm/vmscan.c",
+        hunk: &hunk,
+    }
+    .mbox();
     let path = dir.join("note.mbox");
     std::fs::write(&path, mbox).unwrap();
     path

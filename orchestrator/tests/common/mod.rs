@@ -4,6 +4,7 @@
 
 pub mod guest;
 pub mod http;
+pub mod mbox;
 
 use std::path::PathBuf;
 
