@@ -201,8 +201,11 @@ pub struct SeriesShowArgs {
     /// entry (a ref of the tree, or another tree as URL#REF).
     #[arg(long, value_name = "URL")]
     pub tree: Option<String>,
+    /// The ref of --tree to try first [default: its HEAD].
     #[arg(long = "ref", value_name = "REF", requires = "tree")]
     pub git_ref: Option<String>,
+    /// A further base to try, in order (repeatable): a ref of --tree, or
+    /// another tree as URL#REF, fetched only when needed.
     #[arg(long = "base-cascade", value_name = "REF|URL#REF", requires = "tree")]
     pub base_cascade: Vec<String>,
     /// An mbox that may hold the series' prerequisites (repeatable).
