@@ -1,7 +1,8 @@
-//! Scenario script in real guests: the bundled kernel, the tools image
-//! (images/tools, built once with mmdebstrap and cached in the work dir),
-//! real QEMU and guest-init. A script that prints metrics and fails, one
-//! that is OOM-killed, one that outlives its timeout.
+//! Scenario script in real guests: the bundled kernel, the tools and
+//! kbuild images (images/, each built once with mmdebstrap and cached in
+//! the work dir), real QEMU and guest-init. A script that prints metrics
+//! and fails, one that is OOM-killed, one that outlives its timeout, and
+//! the batch workload's compile reporting its own figures.
 
 use std::path::{Path, PathBuf};
 
@@ -16,27 +17,32 @@ use tokio::sync::{Mutex, OnceCell};
 mod common;
 use common::guest::{self, records};
 
-static IMAGE: OnceCell<AttachedImage> = OnceCell::const_new();
+static TOOLS: OnceCell<AttachedImage> = OnceCell::const_new();
+static KBUILD: OnceCell<AttachedImage> = OnceCell::const_new();
 static ONE_GUEST_AT_A_TIME: Mutex<()> = Mutex::const_new(());
 
-fn tools_recipe() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../images/tools")
+fn recipe(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../images")
+        .join(name)
 }
 
-/// The tools image, built once and cached in the work dir.
-async fn tools_image() -> &'static AttachedImage {
-    IMAGE
-        .get_or_init(|| async {
-            let work = WorkDir::resolve(None);
-            let built = images::ensure(&tools_recipe(), &work, &BuildOptions::default())
-                .await
-                .expect("the tools image builds (as root, with mmdebstrap and erofs-utils from ./mmci-setup)");
-            AttachedImage {
-                path: built.path,
-                manifest: built.manifest,
-            }
-        })
-        .await
+/// Image `name` of images/, built once and cached in the work dir.
+async fn image(cell: &'static OnceCell<AttachedImage>, name: &str) -> AttachedImage {
+    cell.get_or_init(|| async {
+        let work = WorkDir::resolve(None);
+        let built = images::ensure(&recipe(name), &work, &BuildOptions::default())
+            .await
+            .unwrap_or_else(|e| {
+                panic!("image {name} builds (as root, with mmdebstrap and erofs-utils from ./mmci-setup): {e}")
+            });
+        AttachedImage {
+            path: built.path,
+            manifest: built.manifest,
+        }
+    })
+    .await
+    .clone()
 }
 
 fn script_job(
@@ -68,9 +74,15 @@ fn script_job(
 /// Runs `job` in a guest with the tools image attached, and checks that
 /// the guest completed, whatever its script did.
 async fn run(id: &str, job: GuestJob, dir: &Path) -> RunResult {
+    let tools = image(&TOOLS, "tools").await;
+    run_in(id, job, tools, dir).await
+}
+
+/// Runs `job` in a guest with `image` attached; the guest must complete.
+async fn run_in(id: &str, job: GuestJob, image: AttachedImage, dir: &Path) -> RunResult {
     let timeout = run::default_timeout(&job);
     let cfg = RunConfig {
-        image: Some(tools_image().await.clone()),
+        image: Some(image),
         ..guest::config(id, job, timeout).await
     };
     let _one = ONE_GUEST_AT_A_TIME.lock().await;
@@ -197,4 +209,45 @@ async fn script_outliving_its_timeout_is_killed() {
         s.elapsed_ms
     );
     assert!(done_ok(&records(&tmp.path().join("timeout"))));
+}
+
+#[tokio::test]
+async fn batch_compile_reports_its_figures() {
+    let tmp = tempfile::tempdir().unwrap();
+    // images/kbuild's compile (matrix/real-workloads.yaml's batch job) on
+    // one small object of the prepared kernel tree: make, gcc and the
+    // tree's generated headers all work chrooted in the image, and the
+    // script's own figures arrive as metrics.
+    let job = GuestJob {
+        scenario: Scenario::Script,
+        duration_s: 60,
+        memcg_max_mb: 96,
+        swap: SwapBackend::DmDelay,
+        swap_delay_ms: 2,
+        script: Some(ScriptJob {
+            name: "kbuild".into(),
+            image: "kbuild".into(),
+            command: vec!["/usr/local/bin/kbuild-load".into()],
+            env: [
+                ("KBUILD_TARGETS".to_string(), "lib/ctype.o".to_string()),
+                ("KBUILD_JOBS".to_string(), "2".to_string()),
+            ]
+            .into(),
+            timeout_s: 240,
+            ..ScriptJob::default()
+        }),
+        ..GuestJob::default()
+    };
+    let kbuild = image(&KBUILD, "kbuild").await;
+    let r = run_in("kbuild", job, kbuild, tmp.path()).await;
+    let s = r.script.as_ref().expect("script results");
+    let out = std::fs::read_to_string(tmp.path().join("kbuild/script-output.log")).unwrap();
+    assert_eq!((s.code, s.timed_out), (Some(0), false), "{s:?}\n{out}");
+    assert!(out.contains("CC      lib/ctype.o"), "{out}");
+    assert_eq!(s.metrics["files"], 1.0, "{s:?}");
+    assert!(s.metrics["compile_s"] > 0.0, "{s:?}");
+    assert!(s.metrics["files_per_min"] > 0.0, "{s:?}");
+    assert!(s.bad_metric_lines.is_empty(), "{s:?}");
+    let image = r.image.as_ref().expect("image manifest");
+    assert!(image.packages.iter().any(|p| p.name == "linux-source-6.1"));
 }
