@@ -458,11 +458,21 @@ pub async fn run_logged_with(
 /// collected), in its own process group within `limits`. A non-zero exit is
 /// not an error here: the caller reads `status`.
 pub async fn output(cmd: &mut Command, what: &str, limits: Limits) -> Result<Output, CommandError> {
+    output_from(cmd, Stdio::null(), what, limits).await
+}
+
+/// [`output`] with `stdin` as the child's standard input (a file to filter).
+pub async fn output_from(
+    cmd: &mut Command,
+    stdin: Stdio,
+    what: &str,
+    limits: Limits,
+) -> Result<Output, CommandError> {
     let spawn_err = |source| CommandError::Spawn {
         what: what.to_string(),
         source,
     };
-    cmd.stdin(Stdio::null())
+    cmd.stdin(stdin)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = GroupChild::spawn(cmd).map_err(spawn_err)?;
@@ -499,7 +509,17 @@ pub async fn output_ok(
     what: &str,
     limits: Limits,
 ) -> Result<Output, CommandError> {
-    let out = output(cmd, what, limits).await?;
+    output_ok_from(cmd, Stdio::null(), what, limits).await
+}
+
+/// [`output_ok`] with `stdin` as the child's standard input.
+pub async fn output_ok_from(
+    cmd: &mut Command,
+    stdin: Stdio,
+    what: &str,
+    limits: Limits,
+) -> Result<Output, CommandError> {
+    let out = output_from(cmd, stdin, what, limits).await?;
     if !out.status.success() {
         let last = String::from_utf8_lossy(&out.stderr)
             .lines()

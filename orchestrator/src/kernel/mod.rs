@@ -2,6 +2,7 @@
 //! the bundled (or given) config fragments.
 
 pub mod build;
+pub mod decode;
 pub mod flavour;
 pub mod kconfig;
 pub mod mtime;
