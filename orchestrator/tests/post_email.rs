@@ -180,6 +180,7 @@ fn results_dir(root: &Path) -> PathBuf {
         kernels: vec![VariantKernel {
             variant: "patched".into(),
             arch: mmci::arch::Arch::X86_64,
+            flavour: Default::default(),
             description: "patched".into(),
             kernel: KernelInfo {
                 image: PathBuf::from("/cache/vmlinux"),
@@ -193,6 +194,7 @@ fn results_dir(root: &Path) -> PathBuf {
                 build_warnings: vec![],
                 series: Some(series),
                 patchwork: None,
+                flavour: mmci::kernel::Flavour::Default,
             },
             new_warnings: vec![],
         }],

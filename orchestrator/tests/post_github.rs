@@ -203,6 +203,7 @@ fn results_dir(root: &Path) -> PathBuf {
     let kernel = |variant: &str, series: Option<mmci::kernel::series::Series>| VariantKernel {
         variant: variant.into(),
         arch: mmci::arch::Arch::X86_64,
+        flavour: Default::default(),
         description: variant.into(),
         kernel: KernelInfo {
             image: PathBuf::from("/cache/vmlinux"),
@@ -216,6 +217,7 @@ fn results_dir(root: &Path) -> PathBuf {
             build_warnings: vec![],
             series,
             patchwork: None,
+            flavour: mmci::kernel::Flavour::Default,
         },
         new_warnings: vec![],
     };

@@ -171,7 +171,13 @@ fn variant_runs(m: &Manifest, runs: &BTreeMap<String, RunResult>) -> Vec<Variant
                     .failed_kernels
                     .iter()
                     .find(|f| f.variant == v.name)
-                    .map(|f| format!("{} ({})", f.error, f.arch)),
+                    .map(|f| {
+                        format!(
+                            "{} ({})",
+                            f.error,
+                            crate::results::dir::target_text(f.arch, f.flavour)
+                        )
+                    }),
             };
             for repeat in 1..=plan.repeats {
                 for cell in &plan.cells {
@@ -270,6 +276,7 @@ pub fn compare(
             cell: cell.id.clone(),
             label: cell.label.clone(),
             arch: cell.arch,
+            flavour: cell.flavour,
             scenario: cell.job.scenario.to_string(),
             candidates: cands,
         });

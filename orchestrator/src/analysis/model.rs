@@ -114,6 +114,9 @@ pub struct CellComparison {
     /// What tells this cell apart (`threads=64`); empty in a one-cell matrix.
     pub label: String,
     pub arch: Arch,
+    /// The kernel flavour of the cell's runs (absent: default).
+    #[serde(default, skip_serializing_if = "crate::kernel::Flavour::is_default")]
+    pub flavour: crate::kernel::Flavour,
     pub scenario: String,
     pub candidates: Vec<CandidateComparison>,
 }

@@ -66,6 +66,14 @@ pub fn synthetic(runs: usize) -> (Manifest, BTreeMap<String, RunResult>, Vec<Run
     .into_iter()
     .map(|(k, e)| (k.to_string(), Expectation::Kind(e)))
     .collect();
+    synthetic_for(p)
+}
+
+/// Synthetic runs of every slot of `p`, in a results dir of `p` without
+/// kernels (a test adds the ones it renders).
+pub fn synthetic_for(
+    p: crate::matrix::Plan,
+) -> (Manifest, BTreeMap<String, RunResult>, Vec<RunSeries>) {
     let manifest = Manifest {
         format: MANIFEST_FORMAT,
         mmci_version: env!("CARGO_PKG_VERSION").into(),
@@ -167,6 +175,7 @@ fn synthetic_run(id: &str, metrics: MglruMetrics) -> RunResult {
             build_warnings: vec![],
             series: None,
             patchwork: None,
+            flavour: crate::kernel::Flavour::Default,
         },
         job: Default::default(),
         attempts: 1,

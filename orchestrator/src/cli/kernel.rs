@@ -11,7 +11,7 @@ use crate::arch::Arch;
 use crate::error::{exit, AppError};
 use crate::host::paths::WorkDir;
 use crate::kernel::series::{fetch, SeriesSource};
-use crate::kernel::{self, KernelSource};
+use crate::kernel::{self, Flavour, KernelSource};
 
 #[derive(clap::Args, Clone)]
 pub struct KernelArgs {
@@ -155,6 +155,11 @@ pub enum KernelCommand {
     Build {
         #[command(flatten)]
         kernel: KernelArgs,
+        /// Kernel flavour: its fragments are merged after the kernel's own
+        /// (`debug`: kernels/debug.config and kernels/debug-info.config), as
+        /// a matrix's `config:` does.
+        #[arg(long, value_name = "default|debug", default_value = "default")]
+        flavour: Flavour,
     },
 }
 
@@ -281,8 +286,10 @@ pub async fn series(command: SeriesCommand, work: &WorkDir) -> Result<i32, AppEr
 /// `mmci kernel ...`.
 pub async fn kernel(command: KernelCommand, work: &WorkDir) -> Result<i32, AppError> {
     match command {
-        KernelCommand::Build { kernel: k } => {
-            let info = kernel::prepare(&k.source()?, k.arch.unwrap_or_default(), work).await?;
+        KernelCommand::Build { kernel: k, flavour } => {
+            let mut source = k.source()?;
+            source.flavour = flavour;
+            let info = kernel::prepare(&source, k.arch.unwrap_or_default(), work).await?;
             if let Some(b) = info.series.as_ref().and_then(|s| s.base.as_ref()) {
                 eprintln!("mmci: series applied on {} {}: {}", b.name, b.commit, b.how);
             }
@@ -304,7 +311,7 @@ mod tests {
         let argv = ["mmci", "kernel", "build"].iter().chain(args);
         match Cli::try_parse_from(argv).unwrap().command {
             Command::Kernel {
-                command: KernelCommand::Build { kernel },
+                command: KernelCommand::Build { kernel, .. },
             } => kernel,
             _ => unreachable!(),
         }

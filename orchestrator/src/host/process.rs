@@ -458,7 +458,7 @@ pub async fn run_logged_with(
 /// collected), in its own process group within `limits`. A non-zero exit is
 /// not an error here: the caller reads `status`.
 pub async fn output(cmd: &mut Command, what: &str, limits: Limits) -> Result<Output, CommandError> {
-    output_reading(cmd, Stdio::null(), what, limits).await
+    output_from(cmd, Stdio::null(), what, limits).await
 }
 
 /// [`output`] with `input` (a file, read to its end) as stdin, for
@@ -473,10 +473,11 @@ pub async fn output_from_file(
         what: format!("{what} (reading {})", input.display()),
         source,
     })?;
-    output_reading(cmd, Stdio::from(file), what, limits).await
+    output_from(cmd, Stdio::from(file), what, limits).await
 }
 
-async fn output_reading(
+/// [`output`] with `stdin` as the child's standard input (a file to filter).
+pub async fn output_from(
     cmd: &mut Command,
     stdin: Stdio,
     what: &str,
@@ -523,7 +524,17 @@ pub async fn output_ok(
     what: &str,
     limits: Limits,
 ) -> Result<Output, CommandError> {
-    let out = output(cmd, what, limits).await?;
+    output_ok_from(cmd, Stdio::null(), what, limits).await
+}
+
+/// [`output_ok`] with `stdin` as the child's standard input.
+pub async fn output_ok_from(
+    cmd: &mut Command,
+    stdin: Stdio,
+    what: &str,
+    limits: Limits,
+) -> Result<Output, CommandError> {
+    let out = output_from(cmd, stdin, what, limits).await?;
     if !out.status.success() {
         let last = String::from_utf8_lossy(&out.stderr)
             .lines()

@@ -79,6 +79,8 @@ pub enum BuildError {
     ApplyIo(String),
     #[error(transparent)]
     Tree(#[from] TreeError),
+    #[error("keeping the decoding scripts")]
+    Decode(#[from] super::decode::DecodeError),
     #[error("the final .config lacks {} requested option(s):\n  {}", .0.len(), .0.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("\n  "))]
     Config(Vec<Mismatch>),
 }
@@ -485,12 +487,23 @@ pub async fn build_kernel(
 
     // Keep the artifacts, not the objects.
     let image_name = Path::new(image_rel).file_name().expect("image has a name");
-    for (from, to) in [
+    let mut keep = vec![
         (objs.join(image_rel), dir.join(image_name)),
         (objs.join(".config"), dir.join("config")),
         (objs.join("System.map"), dir.join("System.map")),
-    ] {
+    ];
+    // With debug info, what file:line in call traces needs (see
+    // crate::kernel::decode): the vmlinux (arm64 boots Image) and the
+    // tree's decoding scripts.
+    let debug_info = super::decode::has_debug_info(&config);
+    if debug_info && image_name != super::decode::VMLINUX {
+        keep.push((objs.join("vmlinux"), dir.join(super::decode::VMLINUX)));
+    }
+    for (from, to) in keep {
         std::fs::copy(&from, &to).map_err(io_err(&from))?;
+    }
+    if debug_info {
+        super::decode::keep_scripts(&tree.path, &tree.commit, &dir).await?;
     }
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
     // The object dir's ledger knows the warnings of files this incremental

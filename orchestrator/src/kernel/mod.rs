@@ -2,6 +2,8 @@
 //! the bundled (or given) config fragments.
 
 pub mod build;
+pub mod decode;
+pub mod flavour;
 pub mod kconfig;
 pub mod mtime;
 pub mod series;
@@ -13,6 +15,7 @@ use std::path::PathBuf;
 use crate::arch::Arch;
 use crate::host::paths::WorkDir;
 use build::{BuildError, BuildRequest, Fragment};
+pub use flavour::Flavour;
 use serde::{Deserialize, Serialize};
 use series::{SeriesError, SeriesSource};
 use tree::TreeError;
@@ -46,6 +49,10 @@ pub struct KernelInfo {
     /// it was read from patchwork: where `mmci post patchwork` puts checks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patchwork: Option<series::patchwork::Origin>,
+    /// The flavour's fragments were merged over the kernel's own (absent:
+    /// default, as every kernel before flavours).
+    #[serde(default, skip_serializing_if = "Flavour::is_default")]
+    pub flavour: Flavour,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -81,6 +88,8 @@ pub struct KernelSource {
     pub tree: Option<tree::TreeSpec>,
     /// Config fragments replacing the bundled ones.
     pub fragments: Vec<PathBuf>,
+    /// Fragments merged after those (the bundled or the given ones).
+    pub flavour: Flavour,
     /// A patch series to apply on the tree before building.
     pub series: Option<SeriesSource>,
     /// `--revision N`: this revision of the series instead of the newest.
@@ -117,6 +126,7 @@ impl KernelSource {
             tarball: PathBuf::from(tree::BUNDLED_TARBALL),
             tree: None,
             fragments: vec![],
+            flavour: Flavour::Default,
             series: None,
             series_revision: None,
             prerequisites: vec![],
@@ -150,9 +160,10 @@ pub async fn prepare(
             build_warnings: vec![],
             series: None,
             patchwork: None,
+            flavour: Flavour::Default,
         });
     }
-    let fragments = if source.fragments.is_empty() {
+    let mut fragments = if source.fragments.is_empty() {
         build::default_fragments(arch)
     } else {
         source
@@ -166,6 +177,10 @@ pub async fn prepare(
             })
             .collect::<Result<_, _>>()?
     };
+    // After the kernel's own: a flavour's options win where both set one.
+    // Nothing for the default flavour, whose cache key stays the one of a
+    // kernel without flavours.
+    fragments.extend(source.flavour.fragments());
     // Read the series first: a bad series should fail before any build.
     let (mut series, patchwork) = match read_series(source, work).await? {
         Some(l) => (Some(l.series), l.origin),
@@ -214,6 +229,7 @@ pub async fn prepare(
         build_warnings: built.warnings,
         series: series.as_ref().map(series::Series::metadata),
         patchwork,
+        flavour: source.flavour,
     })
 }
 

@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 use super::expand::{self, Combo, Placed};
 use super::file::{self, Expectation, KernelEntry, MatrixFile, Pos, Scalar, ScriptEntry};
 use crate::arch::Arch;
+use crate::kernel::Flavour;
 use crate::scenario::script::MetricDecl;
 
 /// Keys the host interprets; every other key is a guest job parameter.
@@ -65,6 +66,10 @@ pub struct Cell {
     pub vcpus: u32,
     pub memory_mb: u64,
     pub swap_mb: u64,
+    /// The kernel flavour its runs boot (`config:`); a default one is left
+    /// out, so plans without flavours serialize as they always did.
+    #[serde(default, skip_serializing_if = "Flavour::is_default")]
+    pub flavour: Flavour,
     pub job: GuestJob,
 }
 
@@ -211,15 +216,21 @@ fn to_combo(entry: &BTreeMap<String, serde_saphyr::Spanned<Scalar>>) -> Combo {
 
 /// The key that selects one of the matrix's `scripts:`.
 pub const SCRIPT_KEY: &str = "script";
+/// The key that selects the kernel flavour (`config: [default, debug]`).
+pub const FLAVOUR_KEY: &str = "config";
 
 fn known_key(k: &str) -> bool {
-    MACHINE_KEYS.contains(&k) || GuestJob::PARAM_KEYS.contains(&k) || k == SCRIPT_KEY
+    MACHINE_KEYS.contains(&k)
+        || GuestJob::PARAM_KEYS.contains(&k)
+        || k == SCRIPT_KEY
+        || k == FLAVOUR_KEY
 }
 
 fn known_keys_hint() -> String {
     let mut all: Vec<&str> = MACHINE_KEYS.to_vec();
     all.extend(GuestJob::PARAM_KEYS);
     all.push(SCRIPT_KEY);
+    all.push(FLAVOUR_KEY);
     all.join(", ")
 }
 
@@ -246,6 +257,7 @@ fn apply(
             cell.job.script = Some(def.job.clone());
             cell.job.scenario = Scenario::Script;
         }
+        FLAVOUR_KEY => cell.flavour = text.parse().map_err(|e| format!("{key}: {e}"))?,
         "arch" => cell.arch = text.parse().map_err(|_| bad("an arch (x86_64, arm64)"))?,
         "vcpus" => {
             cell.vcpus = text
@@ -291,6 +303,7 @@ fn cell_of(
         vcpus: DEFAULT_VCPUS,
         memory_mb: DEFAULT_MEMORY_MB,
         swap_mb: DEFAULT_SWAP_MB,
+        flavour: Flavour::Default,
         job: GuestJob::default(),
     };
     for (key, v) in combo {
@@ -332,19 +345,26 @@ fn cell_of(
     Ok(cell)
 }
 
-/// `<arch>-<scenario>-<10 hex>`: readable, and a hash of everything that
-/// defines the cell.
+/// `<arch>-<scenario>-<10 hex>` (`<arch>-<scenario>-<flavour>-<10 hex>`
+/// for a flavour other than the default): readable, and a hash of
+/// everything that defines the cell. The default flavour is left out of
+/// the hash, so cells without one keep the ids they had.
 pub fn cell_id(cell: &Cell) -> String {
-    let canonical = serde_json::json!({
+    let mut canonical = serde_json::json!({
         "arch": cell.arch,
         "vcpus": cell.vcpus,
         "memory_mb": cell.memory_mb,
         "swap_mb": cell.swap_mb,
         "job": cell.job,
     });
+    let mut flavour = String::new();
+    if !cell.flavour.is_default() {
+        canonical["flavour"] = serde_json::json!(cell.flavour);
+        flavour = format!("{}-", cell.flavour);
+    }
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     format!(
-        "{}-{}-{}",
+        "{}-{}-{flavour}{}",
         cell.arch,
         cell.job.scenario,
         &hex::encode(digest)[..10]
@@ -597,17 +617,24 @@ pub fn plan(
     let mut seen = BTreeSet::new();
     for c in &combos {
         let mut cell = cell_of(c, &over.sets, file, &scripts)?;
-        if varying.is_empty() {
-            // A one-cell matrix: nothing to tell apart.
-            cell.label = String::new();
-        } else {
-            cell.label = c
-                .iter()
-                .filter(|(k, _)| varying.contains(k))
-                .map(|(k, v)| format!("{k}={}", v.value))
-                .collect::<Vec<_>>()
-                .join(" ");
+        // What tells cells apart (nothing in a one-cell matrix), and a
+        // flavour other than the default always: a debug kernel's numbers
+        // are not the ones of the kernel as shipped, whatever else varies.
+        let mut pairs: Vec<(String, String)> = c
+            .iter()
+            .filter(|(k, _)| varying.contains(k))
+            .map(|(k, v)| (k.clone(), v.value.to_string()))
+            .collect();
+        if !cell.flavour.is_default() {
+            pairs.retain(|(k, _)| k != FLAVOUR_KEY);
+            pairs.push((FLAVOUR_KEY.to_string(), cell.flavour.to_string()));
+            pairs.sort();
         }
+        cell.label = pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
         // Two combinations that resolve to the same guest are one cell.
         if seen.insert(cell.id.clone()) {
             cells.push(cell);
@@ -1035,6 +1062,161 @@ repeats: 3
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("m.yaml: line 3"), "{e}");
+    }
+
+    /// matrix/default.yaml's cell ids as `mmci matrix show` printed them
+    /// before flavours existed: a matrix without `config` (or with
+    /// `config: [default]`) keeps them.
+    #[test]
+    fn flavour_axis_ids_and_labels() {
+        let default_yaml = include_str!("../../../matrix/default.yaml");
+        let matrix_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrix");
+        let recorded_ids = [
+            "x86_64-mglru_isolation-f7609106d9".to_string(),
+            "x86_64-mglru_isolation-644f8eae0d".to_string(),
+        ];
+        let with_axis = |values: &str| {
+            default_yaml.replace(
+                "  arch: [x86_64]\n",
+                &format!("  arch: [x86_64]\n  config: {values}\n"),
+            )
+        };
+        let set = |s: &str| Overrides {
+            sets: vec![s.to_string()],
+            ..Overrides::default()
+        };
+        type Case<'a> = (
+            &'a str,
+            String,
+            Overrides,
+            &'a [(&'a str, Flavour, &'a str)],
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "no config key",
+                default_yaml.to_string(),
+                Overrides::default(),
+                &[
+                    ("", Flavour::Default, "threads=64"),
+                    ("", Flavour::Default, "threads=192"),
+                ],
+            ),
+            (
+                "config: [default]",
+                with_axis("[default]"),
+                Overrides::default(),
+                &[
+                    ("", Flavour::Default, "threads=64"),
+                    ("", Flavour::Default, "threads=192"),
+                ],
+            ),
+            (
+                "config: [debug]: the flavour is in every label",
+                with_axis("[debug]"),
+                Overrides::default(),
+                &[
+                    ("-debug-", Flavour::Debug, "config=debug threads=64"),
+                    ("-debug-", Flavour::Debug, "config=debug threads=192"),
+                ],
+            ),
+            (
+                "config: [default, debug]",
+                with_axis("[default, debug]"),
+                Overrides::default(),
+                &[
+                    ("", Flavour::Default, "config=default threads=64"),
+                    ("", Flavour::Default, "config=default threads=192"),
+                    ("-debug-", Flavour::Debug, "config=debug threads=64"),
+                    ("-debug-", Flavour::Debug, "config=debug threads=192"),
+                ],
+            ),
+            (
+                "--set config=debug",
+                default_yaml.to_string(),
+                set("config=debug"),
+                &[
+                    ("-debug-", Flavour::Debug, "config=debug threads=64"),
+                    ("-debug-", Flavour::Debug, "config=debug threads=192"),
+                ],
+            ),
+        ];
+        for (what, text, over, want) in cases {
+            let p = from_text(&text, "m.yaml", &matrix_dir, &over).unwrap();
+            let got: Vec<(Flavour, &str)> = p
+                .cells
+                .iter()
+                .map(|c| (c.flavour, c.label.as_str()))
+                .collect();
+            let expected: Vec<(Flavour, &str)> = want.iter().map(|(_, f, l)| (*f, *l)).collect();
+            assert_eq!(got, expected, "{what}");
+            for (cell, (infix, flavour, _)) in p.cells.iter().zip(want) {
+                if flavour.is_default() {
+                    // The id the cell had before flavours existed.
+                    assert!(recorded_ids.contains(&cell.id), "{what}: {}", cell.id);
+                } else {
+                    assert!(
+                        cell.id.starts_with("x86_64-mglru_isolation") && cell.id.contains(infix),
+                        "{what}: {}",
+                        cell.id
+                    );
+                    assert!(!recorded_ids.contains(&cell.id), "{what}: {}", cell.id);
+                }
+            }
+        }
+        // A debug cell is another cell than its default twin, and the plan
+        // another plan.
+        let both = from_text(
+            &with_axis("[default, debug]"),
+            "m.yaml",
+            &matrix_dir,
+            &Overrides::default(),
+        )
+        .unwrap();
+        let ids: BTreeSet<&String> = both.cells.iter().map(|c| &c.id).collect();
+        assert_eq!(ids.len(), 4);
+        let fingerprint = |text: &str| {
+            from_text(text, "m.yaml", &matrix_dir, &Overrides::default())
+                .unwrap()
+                .fingerprint()
+        };
+        assert_eq!(
+            fingerprint(default_yaml),
+            fingerprint(&with_axis("[default]"))
+        );
+        assert_ne!(
+            fingerprint(default_yaml),
+            fingerprint(&with_axis("[debug]"))
+        );
+    }
+
+    #[test]
+    fn unknown_flavours_name_the_line_and_the_known_ones() {
+        for (text, over, want) in [
+            (
+                "axes:\n  threads: [1]\n  config: [default, kasan]\n",
+                vec![],
+                "m.yaml: line 3 column 21: config: `kasan` is not a kernel flavour (known flavours: default, debug)",
+            ),
+            (
+                "axes:\n  threads: [1]\ninclude:\n  - {threads: 2, config: Debug}\n",
+                vec![],
+                "m.yaml: line 4 column 26: config: `Debug` is not a kernel flavour (known flavours: default, debug)",
+            ),
+            (
+                "axes:\n  threads: [1]\n",
+                vec!["config=fast".to_string()],
+                "command line: --set config=fast: config: `fast` is not a kernel flavour (known flavours: default, debug)",
+            ),
+        ] {
+            let over = Overrides {
+                sets: over,
+                ..Overrides::default()
+            };
+            let e = from_text(text, "m.yaml", Path::new("."), &over)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(e, want);
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub fn render_kernels(m: &Manifest) -> String {
         out.push_str(&format!(
             "kernel {} ({}): {} | {} | head {}{}{}\n",
             k.variant,
-            k.arch,
+            k.target(),
             k.description,
             k.kernel.release,
             short(k.kernel.head_commit.as_deref()),
@@ -49,7 +49,9 @@ pub fn render_kernels(m: &Manifest) -> String {
     for f in &m.failed_kernels {
         out.push_str(&format!(
             "kernel {} ({}): FAILED: {}\n",
-            f.variant, f.arch, f.error
+            f.variant,
+            crate::results::dir::target_text(f.arch, f.flavour),
+            f.error
         ));
     }
     for (arch, accel) in &m.accel {

@@ -431,11 +431,16 @@ pub fn build(input: &ReportInput) -> View {
                 cell.label.clone()
             },
             machine: format!(
-                "{}, {} vCPU, {} MiB RAM, {} MiB swap",
+                "{}, {} vCPU, {} MiB RAM, {} MiB swap{}",
                 cell.arch.name(),
                 cell.vcpus,
                 cell.memory_mb,
-                cell.swap_mb
+                cell.swap_mb,
+                if cell.flavour.is_default() {
+                    String::new()
+                } else {
+                    format!(", {} kernels ({})", cell.flavour, cell.flavour.describe())
+                }
             ),
             job: job_values(cell)
                 .into_iter()
@@ -450,7 +455,7 @@ pub fn build(input: &ReportInput) -> View {
         .iter()
         .map(|k| KernelView {
             variant: k.variant.clone(),
-            arch: k.arch.name().into(),
+            arch: k.target(),
             description: k.description.clone(),
             release: k.kernel.release.clone(),
             tree: k.kernel.tree.clone().unwrap_or_else(|| "-".into()),

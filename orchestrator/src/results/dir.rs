@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::kernel::Flavour;
 use crate::matrix::{Plan, Shard, Slot};
 use crate::results::outcome::Outcome;
 use crate::results::{self, KernelInfo, RunResult};
@@ -23,10 +24,36 @@ pub const RUNS: &str = "runs";
 pub struct VariantKernel {
     pub variant: String,
     pub arch: crate::arch::Arch,
+    /// Each variant is built once per arch and flavour its cells use; a
+    /// default flavour is left out of the manifest, which therefore reads
+    /// as it did before flavours.
+    #[serde(default, skip_serializing_if = "Flavour::is_default")]
+    pub flavour: Flavour,
     pub description: String,
     pub kernel: KernelInfo,
     /// Compiler warnings this variant's build has and the baseline's lacks.
     pub new_warnings: Vec<String>,
+}
+
+impl VariantKernel {
+    /// Is this the build of `variant` for `arch` in `flavour`?
+    pub fn is(&self, variant: &str, arch: crate::arch::Arch, flavour: Flavour) -> bool {
+        self.variant == variant && self.arch == arch && self.flavour == flavour
+    }
+
+    /// `x86_64`, or `x86_64, debug` for a flavour other than the default.
+    pub fn target(&self) -> String {
+        target_text(self.arch, self.flavour)
+    }
+}
+
+/// `x86_64`, or `x86_64, debug`: where a kernel build is for, in reports.
+pub fn target_text(arch: crate::arch::Arch, flavour: Flavour) -> String {
+    if flavour.is_default() {
+        arch.to_string()
+    } else {
+        format!("{arch}, {flavour}")
+    }
 }
 
 /// A variant that could not be built: its runs are not attempted.
@@ -34,6 +61,8 @@ pub struct VariantKernel {
 pub struct VariantFailure {
     pub variant: String,
     pub arch: crate::arch::Arch,
+    #[serde(default, skip_serializing_if = "Flavour::is_default")]
+    pub flavour: Flavour,
     pub error: String,
 }
 
@@ -188,7 +217,7 @@ pub fn check_same_kernels(
     for old in existing {
         if let Some(new) = now
             .iter()
-            .find(|n| n.variant == old.variant && n.arch == old.arch)
+            .find(|n| n.is(&old.variant, old.arch, old.flavour))
         {
             let id = |k: &KernelInfo| {
                 (
@@ -203,7 +232,7 @@ pub fn check_same_kernels(
                     what: format!(
                         "runs of kernel `{}` ({}) built from {}, but it now builds from {}",
                         old.variant,
-                        old.arch,
+                        old.target(),
                         old.kernel.head_commit.as_deref().unwrap_or("?"),
                         new.kernel.head_commit.as_deref().unwrap_or("?")
                     ),
@@ -275,7 +304,7 @@ pub fn merge(dirs: &[PathBuf], into: &Path) -> Result<Manifest, ResultsDirError>
                     if !acc
                         .kernels
                         .iter()
-                        .any(|a| a.variant == k.variant && a.arch == k.arch)
+                        .any(|a| a.is(&k.variant, k.arch, k.flavour))
                     {
                         acc.kernels.push(k.clone());
                     }
@@ -423,9 +452,10 @@ mod tests {
     #[test]
     fn changed_kernels_refuse_resume() {
         let r = recorded_run();
-        let k = |head: &str| VariantKernel {
+        let kf = |head: &str, flavour: Flavour| VariantKernel {
             variant: "base".into(),
             arch: crate::arch::Arch::X86_64,
+            flavour,
             description: "base tree".into(),
             kernel: KernelInfo {
                 head_commit: Some(head.into()),
@@ -433,6 +463,7 @@ mod tests {
             },
             new_warnings: vec![],
         };
+        let k = |head: &str| kf(head, Flavour::Default);
         check_same_kernels(Path::new("/r"), &[k("aaa")], &[k("aaa")]).unwrap();
         let e = check_same_kernels(Path::new("/r"), &[k("aaa")], &[k("bbb")]).unwrap_err();
         assert!(
@@ -440,6 +471,31 @@ mod tests {
                 .contains("built from aaa, but it now builds from bbb"),
             "{e}"
         );
+        // The debug build of a variant is another kernel than its default
+        // one: each is compared with its own.
+        check_same_kernels(
+            Path::new("/r"),
+            &[k("aaa"), kf("ddd", Flavour::Debug)],
+            &[kf("ddd", Flavour::Debug), k("aaa")],
+        )
+        .unwrap();
+        let e = check_same_kernels(
+            Path::new("/r"),
+            &[kf("ddd", Flavour::Debug)],
+            &[k("ddd"), kf("eee", Flavour::Debug)],
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains(
+                "runs of kernel `base` (x86_64, debug) built from ddd, but it now builds from eee"
+            ),
+            "{e}"
+        );
+        // A default flavour is not written: manifests read as before.
+        let json = serde_json::to_value(k("aaa")).unwrap();
+        assert!(json.get("flavour").is_none(), "{json}");
+        let json = serde_json::to_value(kf("aaa", Flavour::Debug)).unwrap();
+        assert_eq!(json["flavour"], "debug");
     }
 
     #[test]

@@ -201,22 +201,7 @@ const SLEEP_FRAMES: [&str; 12] = [
 /// The first frame, from line `from` on, of the call trace (after `Call
 /// Trace:`), that is reliable and not skipped by `skip`.
 fn first_frame(lines: &[&str], from: usize, skip: &dyn Fn(&str) -> bool) -> Option<String> {
-    let start =
-        (from..lines.len().min(from + TRACE_LOOKAHEAD * 2)).find(|&i| is_trace_start(lines[i]))?;
-    for l in &lines[start + 1..] {
-        if let Some(c) = FRAME.captures(l) {
-            if c.get(1).is_some() {
-                continue;
-            }
-            let f = c.get(2).unwrap().as_str();
-            if !skip(f) {
-                return Some(clean(f));
-            }
-        } else if !is_trace_line(l) {
-            break;
-        }
-    }
-    None
+    trace_frames(lines, from).into_iter().find(|f| !skip(f))
 }
 
 /// The faulting function (RIP/pc), from line `from` on.
@@ -448,17 +433,86 @@ fn rcu_stall_title(lines: &[&str], i: usize) -> String {
     in_func("INFO: rcu detected stall", func)
 }
 
+/// Reliable frames of the call trace from line `from` on, in order.
+fn trace_frames(lines: &[&str], from: usize) -> Vec<String> {
+    let Some(start) =
+        (from..lines.len().min(from + TRACE_LOOKAHEAD * 2)).find(|&i| is_trace_start(lines[i]))
+    else {
+        return vec![];
+    };
+    let mut out = vec![];
+    for l in &lines[start + 1..] {
+        if let Some(c) = FRAME.captures(l) {
+            if c.get(1).is_none() {
+                out.push(clean(c.get(2).unwrap().as_str()));
+            }
+        } else if !is_trace_line(l) {
+            break;
+        }
+    }
+    out
+}
+
+/// Where syzbot groups hung tasks: a task stuck in rtnl_lock() or waiting
+/// for an RCU grace period is a victim of whoever holds it up, so all of
+/// them are one report ("INFO: task hung in synchronize_rcu").
+const HUNG_ANCHORS: [(&str, &str); 5] = [
+    ("rtnl_lock", "rtnl_lock"),
+    ("synchronize_rcu", "synchronize_rcu"),
+    ("synchronize_srcu", "synchronize_rcu"),
+    ("synchronize_net", "synchronize_rcu"),
+    ("synchronize_sched", "synchronize_rcu"),
+];
+
+/// Parts of the names of the frames a blocked task sleeps in (syzbot names
+/// a hung task by the first frame without one): where it waits, not what
+/// it waits for.
+const HUNG_SLEEP: [&str; 13] = [
+    "sched",
+    "_lock",
+    "_slowlock",
+    "down",
+    "rwsem",
+    "completion",
+    "kthread",
+    "wait",
+    "synchronize",
+    "context_switch",
+    "__switch_to",
+    "cancel_delayed_work",
+    "rcu_barrier",
+];
+
+/// Page cache helpers syzbot never names a report by: their caller is what
+/// went wrong (a task hung in truncate_inode_pages_range() under
+/// truncate_inode_pages() is "INFO: task hung in truncate_inode_pages").
+const PAGE_CACHE_HELPERS: [&str; 8] = [
+    "__filemap_get_folio",
+    "filemap_alloc_folio",
+    "find_lock_entries",
+    "truncate_inode_pages_range",
+    "pagecache_get_page",
+    "find_or_create_page",
+    "do_read_cache_folio",
+    "grab_cache_page_write_begin",
+];
+
 fn hung_task_title(lines: &[&str], i: usize) -> String {
-    in_func(
-        "INFO: task hung",
-        first_frame(lines, i, &|f| {
-            skipped(f)
-                || SLEEP_FRAMES.iter().any(|s| f.starts_with(s))
-                || ["lock", "wait", "sleep", "completion", "filemap_get"]
-                    .iter()
-                    .any(|s| f.contains(s))
-        }),
-    )
+    let frames = trace_frames(lines, i);
+    let anchored = frames.iter().find_map(|f| {
+        HUNG_ANCHORS
+            .iter()
+            .find(|(a, _)| f.contains(a))
+            .map(|(_, name)| name.to_string())
+    });
+    let func = anchored.or_else(|| {
+        frames.into_iter().find(|f| {
+            !skipped(f)
+                && !HUNG_SLEEP.iter().any(|s| f.contains(s))
+                && !PAGE_CACHE_HELPERS.contains(&f.as_str())
+        })
+    });
+    in_func("INFO: task hung", func)
 }
 
 fn page_dump_title(lines: &[&str], i: usize) -> String {

@@ -16,7 +16,7 @@ use crate::arch::Arch;
 use crate::guest::bin as guest_bin;
 use crate::host::error_chain;
 use crate::host::paths::WorkDir;
-use crate::kernel::{self, KernelError, KernelSource};
+use crate::kernel::{self, Flavour, KernelError, KernelSource};
 use crate::matrix::schedule::{self, Capacity, Need, Usage};
 use crate::matrix::{Cell, Plan, Shard, Slot};
 use crate::results::dir::{
@@ -72,8 +72,12 @@ pub enum MatrixRunError {
 pub struct KernelFailure {
     pub variant: String,
     pub arch: Arch,
+    pub flavour: Flavour,
     pub error: KernelError,
 }
+
+/// A kernel the runs need: a variant built for an arch in a flavour.
+type KernelNeed = (String, Arch, Flavour);
 
 /// What happened.
 pub struct MatrixOutcome {
@@ -145,14 +149,17 @@ pub fn preflight(opts: &MatrixOptions) -> Result<Manifest, MatrixRunError> {
 /// Builds (or finds cached) every kernel the pending runs need.
 async fn build_kernels(
     opts: &MatrixOptions,
-    needed: &[(String, Arch)],
+    needed: &[KernelNeed],
     progress: &Progress,
 ) -> (Vec<VariantKernel>, Vec<KernelFailure>) {
-    let jobs = needed.iter().map(|(variant, arch)| {
-        let source = opts.sources.get(variant).cloned();
+    let jobs = needed.iter().map(|(variant, arch, flavour)| {
+        let source = opts.sources.get(variant).cloned().map(|mut s| {
+            s.flavour = *flavour;
+            s
+        });
         let work = opts.work.clone();
         async move {
-            let what = format!("{variant} ({arch})");
+            let what = format!("{variant} ({})", rd::target_text(*arch, *flavour));
             progress.build_started(&what);
             let t0 = Instant::now();
             let r = match source {
@@ -174,17 +181,18 @@ async fn build_kernels(
                 Err(e) => format!("kernel {what}: FAILED: {}", error_chain(e)),
             };
             progress.build_finished(&line);
-            (variant.clone(), *arch, r)
+            (variant.clone(), *arch, *flavour, r)
         }
     });
-    let done: Vec<(String, Arch, Result<KernelInfo, KernelError>)> = futures::stream::iter(jobs)
-        .buffered(opts.parallel_builds.max(1))
-        .collect()
-        .await;
+    let done: Vec<(String, Arch, Flavour, Result<KernelInfo, KernelError>)> =
+        futures::stream::iter(jobs)
+            .buffered(opts.parallel_builds.max(1))
+            .collect()
+            .await;
     progress.builds_done();
     let mut kernels: Vec<VariantKernel> = vec![];
     let mut failures = vec![];
-    for (variant, arch, r) in done {
+    for (variant, arch, flavour, r) in done {
         match r {
             Ok(kernel) => kernels.push(VariantKernel {
                 description: opts
@@ -196,28 +204,29 @@ async fn build_kernels(
                     .unwrap_or_default(),
                 variant,
                 arch,
+                flavour,
                 kernel,
                 new_warnings: vec![],
             }),
             Err(error) => failures.push(KernelFailure {
                 variant,
                 arch,
+                flavour,
                 error,
             }),
         }
     }
     // 0-day's "new warnings": what each candidate's build adds to the
-    // baseline's (the first variant) on the same arch.
+    // baseline's (the first variant) on the same arch and flavour.
     let base_name = opts.plan.variants.first().map(|v| v.name.clone());
     let snapshot = kernels.clone();
     for k in &mut kernels {
         if Some(&k.variant) == base_name.as_ref() {
             continue;
         }
-        if let Some(base) = snapshot
-            .iter()
-            .find(|b| Some(&b.variant) == base_name.as_ref() && b.arch == k.arch)
-        {
+        if let Some(base) = snapshot.iter().find(|b| {
+            Some(&b.variant) == base_name.as_ref() && b.arch == k.arch && b.flavour == k.flavour
+        }) {
             k.new_warnings = crate::kernel::warnings::new_warnings(
                 &base.kernel.build_warnings,
                 &k.kernel.build_warnings,
@@ -287,11 +296,12 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
         );
     }
 
-    // Kernels: every (variant, arch) a pending run needs, baseline first.
-    let mut needed: Vec<(String, Arch)> = vec![];
+    // Kernels: every (variant, arch, flavour) a pending run needs, baseline
+    // first: one build per flavour, whatever the number of its cells.
+    let mut needed: Vec<KernelNeed> = vec![];
     for v in &opts.plan.variants {
         for c in &cells {
-            let key = (v.name.clone(), c.arch);
+            let key = (v.name.clone(), c.arch, c.flavour);
             if pending
                 .iter()
                 .any(|s| s.variant == v.name && s.cell == c.id)
@@ -308,7 +318,7 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
         if !manifest
             .kernels
             .iter()
-            .any(|m| m.variant == k.variant && m.arch == k.arch)
+            .any(|m| m.is(&k.variant, k.arch, k.flavour))
         {
             manifest.kernels.push(k.clone());
         }
@@ -316,19 +326,18 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
     for f in &kernel_failures {
         manifest
             .failed_kernels
-            .retain(|m| !(m.variant == f.variant && m.arch == f.arch));
+            .retain(|m| !(m.variant == f.variant && m.arch == f.arch && m.flavour == f.flavour));
         manifest.failed_kernels.push(VariantFailure {
             variant: f.variant.clone(),
             arch: f.arch,
+            flavour: f.flavour,
             error: error_chain(&f.error),
         });
     }
     // A kernel that builds now clears an old failure.
-    manifest.failed_kernels.retain(|f| {
-        !kernels
-            .iter()
-            .any(|k| k.variant == f.variant && k.arch == f.arch)
-    });
+    manifest
+        .failed_kernels
+        .retain(|f| !kernels.iter().any(|k| k.is(&f.variant, f.arch, f.flavour)));
 
     // Images of the script cells with pending runs: built or found in the
     // work dir once per recipe (scripts may share one), before any guest
@@ -400,10 +409,10 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
     let runnable: Vec<&Slot> = pending
         .iter()
         .filter(|s| {
-            let arch = opts.plan.cell(&s.cell).expect("slot of the plan").arch;
+            let cell = opts.plan.cell(&s.cell).expect("slot of the plan");
             kernels
                 .iter()
-                .any(|k| k.variant == s.variant && k.arch == arch)
+                .any(|k| k.is(&s.variant, cell.arch, cell.flavour))
         })
         .collect();
     tracing::info!(
@@ -439,7 +448,7 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
         progress.run_started(&slot.id());
         let kernel = kernels
             .iter()
-            .find(|k| k.variant == slot.variant && k.arch == cell.arch)
+            .find(|k| k.is(&slot.variant, cell.arch, cell.flavour))
             .expect("runnable slots have kernels")
             .kernel
             .clone();

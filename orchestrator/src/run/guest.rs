@@ -106,6 +106,37 @@ fn exit_text(run: &VmRun) -> Option<String> {
     })
 }
 
+/// file:line in the call traces of `splats` and of the crash report, when
+/// the kernel was built with debug info (see [`crate::kernel::decode`]).
+/// A trace that cannot be decoded stays as the console had it: the run's
+/// result does not depend on it.
+async fn decode_traces(
+    cfg: &RunConfig,
+    scratch: &Path,
+    splats: &mut [crate::results::splat::Splat],
+    classification: &mut outcome::Classification,
+) {
+    if splats.is_empty() && classification.crash_report.is_none() {
+        return;
+    }
+    let Some(decoder) = crate::kernel::decode::Decoder::for_image(&cfg.kernel.image, cfg.arch)
+    else {
+        return;
+    };
+    let texts = splats
+        .iter_mut()
+        .map(|s| &mut s.excerpt)
+        .chain(classification.crash_report.as_mut());
+    for text in texts {
+        match decoder.decode(text, scratch).await {
+            Ok(decoded) => *text = decoded,
+            Err(e) => {
+                tracing::warn!(run = %cfg.id, error = %crate::host::error_chain(&e), "call trace not decoded")
+            }
+        }
+    }
+}
+
 /// Runs one guest (retrying infra failures) and writes its results to
 /// `out_dir`: run.json, records.jsonl, console.log, qemu-stderr.log.
 pub async fn run_guest(
@@ -121,7 +152,7 @@ pub async fn run_guest(
     loop {
         attempts += 1;
         let (run, timing) = attempt(cfg, out_dir, scratch).await?;
-        let classification = outcome::classify(&run);
+        let mut classification = outcome::classify(&run);
         if classification.outcome.retryable() && attempts <= cfg.retries {
             tracing::warn!(run = %cfg.id, reason = %classification.reason, "infra failure, retrying");
             continue;
@@ -151,6 +182,8 @@ pub async fn run_guest(
             Scenario::NoioVerity => scenario::noio_metrics(&records),
             _ => None,
         };
+        let mut splats = crate::results::splat::detect(&run.console);
+        decode_traces(cfg, scratch, &mut splats, &mut classification).await;
         let result = RunResult {
             format: results::RESULT_FORMAT,
             mmci_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -173,7 +206,7 @@ pub async fn run_guest(
             noio_metrics,
             script,
             image: cfg.image.as_ref().map(|i| i.manifest.clone()),
-            splats: crate::results::splat::detect(&run.console),
+            splats,
             timing,
         };
         let mut jsonl = String::new();

@@ -242,7 +242,7 @@ const CASES: &[Case] = &[
         &[
             (
                 HungTask,
-                "INFO: task hung in truncate_inode_pages_range",
+                "INFO: task hung in truncate_inode_pages",
                 1,
                 "INFO: task udevd:6124 blocked for more than 143 seconds.",
                 " el0t_64_sync+0x190/0x194 arch/arm64/kernel/entry.S:595",
