@@ -6,8 +6,8 @@
 //! falls back to the cascade too; a cascade entry may be another tree by
 //! URL. Applied commits carry a lore Link: trailer.
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 
 use mmci::host::paths::WorkDir;
 use mmci::kernel::series::{self, base};
@@ -80,12 +80,54 @@ fn patch_mail(id: &str, from: &str, to: &str, base_commit: Option<&str>) -> Stri
     )
 }
 
-fn series_of(mail: &str) -> series::Series {
-    series::assemble(
-        &series::mails_from_mbox(format!("From x Mon Sep 17 00:00:00 2001\n{mail}").as_bytes()),
-        "t",
+/// `mmci --work-dir WORK series show ARGS SOURCE`.
+fn series_show(work: &Path, args: &[&str], source: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .arg("--work-dir")
+        .arg(work)
+        .args(["series", "show"])
+        .args(args)
+        .arg(source)
+        .output()
+        .unwrap()
+}
+
+/// A detached worktree of `repo` at `commit` in `dir`, and `git am` of `s`
+/// there (scratch files beside it).
+async fn apply_at(
+    repo: &Path,
+    commit: &str,
+    s: &series::Series,
+    dir: &Path,
+) -> Result<PathBuf, series::apply::ApplyError> {
+    git(
+        repo,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            dir.to_str().unwrap(),
+            commit,
+        ],
+    );
+    series::apply::apply(
+        dir,
+        s,
+        &dir.with_extension("am"),
+        &dir.with_extension("am.log"),
     )
-    .unwrap()
+    .await?;
+    Ok(dir.to_path_buf())
+}
+
+/// One mail as an mbox.
+fn mbox_of(mail: &str) -> String {
+    format!("From x Mon Sep 17 00:00:00 2001\n{mail}")
+}
+
+fn series_of(mail: &str) -> series::Series {
+    series::assemble(&series::mails_from_mbox(mbox_of(mail).as_bytes()), "t").unwrap()
 }
 
 #[tokio::test]
@@ -197,16 +239,10 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
         let mbox = tmp.path().join(format!("{id}.mbox"));
         std::fs::write(
             &mbox,
-            format!("From x Mon Sep 17 00:00:00 2001\n{}", patch_mail(id, &from, &to, trailer.as_deref())),
+            mbox_of(&patch_mail(id, &from, &to, trailer.as_deref())),
         )
         .unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_mmci"))
-            .arg("--work-dir")
-            .arg(work.root())
-            .args(["series", "show", "--tree", &url, "--ref", "mm-stable", "--base-cascade", "mm-unstable"])
-            .arg(&mbox)
-            .output()
-            .unwrap();
+        let out = series_show(work.root(), &["--tree", &url, "--ref", "mm-stable", "--base-cascade", "mm-unstable"], &mbox);
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
         assert!(text.lines().any(|l| l == want), "{text}");
@@ -228,30 +264,28 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
     let mbox = tmp.path().join("8.mbox");
     std::fs::write(
         &mbox,
-        format!(
-            "From x Mon Sep 17 00:00:00 2001\n{}",
-            patch_mail(
-                "8@example.org",
-                &on_mainline,
-                &on_mainline.replace("int b_mainline;", "int b8;"),
-                None
-            )
-        ),
+        mbox_of(&patch_mail(
+            "8@example.org",
+            &on_mainline,
+            &on_mainline.replace("int b_mainline;", "int b8;"),
+            None,
+        )),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mmci"))
-        .arg("--work-dir")
-        .arg(work.root())
-        .args(["series", "show", "--tree", &url, "--ref", "mm-stable"])
-        .args([
+    let out = series_show(
+        work.root(),
+        &[
+            "--tree",
+            &url,
+            "--ref",
+            "mm-stable",
             "--base-cascade",
             "mm-unstable",
             "--base-cascade",
             &mainline_entry,
-        ])
-        .arg(&mbox)
-        .output()
-        .unwrap();
+        ],
+        &mbox,
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -273,14 +307,18 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
     );
     assert_eq!(held, mainline_commit);
     // A URL that cannot be fetched is named.
-    let out = Command::new(env!("CARGO_BIN_EXE_mmci"))
-        .arg("--work-dir")
-        .arg(work.root())
-        .args(["series", "show", "--tree", &url, "--ref", "mm-stable"])
-        .args(["--base-cascade", "file:///nonexistent/linux.git#master"])
-        .arg(&mbox)
-        .output()
-        .unwrap();
+    let out = series_show(
+        work.root(),
+        &[
+            "--tree",
+            &url,
+            "--ref",
+            "mm-stable",
+            "--base-cascade",
+            "file:///nonexistent/linux.git#master",
+        ],
+        &mbox,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
@@ -292,25 +330,26 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
     let first = tmp.path().join("9.mbox");
     std::fs::write(
         &first,
-        format!(
-            "From x Mon Sep 17 00:00:00 2001\n{}",
-            patch_mail(
-                "9@example.org",
-                VMSCAN,
-                &VMSCAN.replace("int d;", "int d9;"),
-                None
-            )
-        ),
+        mbox_of(&patch_mail(
+            "9@example.org",
+            VMSCAN,
+            &VMSCAN.replace("int d;", "int d9;"),
+            None,
+        )),
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mmci"))
-        .arg("--work-dir")
-        .arg(work.root())
-        .args(["series", "show", "--tree", &url, "--ref", "mm-stable"])
-        .args(["--base-cascade", "file:///nonexistent/linux.git#master"])
-        .arg(&first)
-        .output()
-        .unwrap();
+    let out = series_show(
+        work.root(),
+        &[
+            "--tree",
+            &url,
+            "--ref",
+            "mm-stable",
+            "--base-cascade",
+            "file:///nonexistent/linux.git#master",
+        ],
+        &first,
+    );
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -329,26 +368,9 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
         &on_unstable.replace("int f;", "int f2;"),
         Some(&unstable),
     ));
-    let checkout = tmp.path().join("checkout");
-    git(
-        &up,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            checkout.to_str().unwrap(),
-            &unstable,
-        ],
-    );
-    series::apply::apply(
-        &checkout,
-        &s,
-        &tmp.path().join("am"),
-        &tmp.path().join("am.log"),
-    )
-    .await
-    .unwrap();
+    let checkout = apply_at(&up, &unstable, &s, &tmp.path().join("checkout"))
+        .await
+        .unwrap();
     let msg = git(&checkout, &["log", "-1", "--format=%B"]);
     assert!(
         msg.ends_with("Signed-off-by: A U Thor <a@example.org>\nLink: https://lore.kernel.org/r/5@example.org"),
@@ -426,14 +448,7 @@ async fn prerequisites_are_found_by_patch_id_and_applied_first() {
         .path();
     let work = tmp.path().join("work");
     let show = |extra: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
-            .arg("--work-dir")
-            .arg(&work)
-            .args(["series", "show"])
-            .args(extra)
-            .arg(&out)
-            .output()
-            .unwrap();
+        let o = series_show(&work, extra, &out);
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&o.stdout),
@@ -483,26 +498,9 @@ async fn prerequisites_are_found_by_patch_id_and_applied_first() {
         .any(|l| l.subject.contains("the prerequisite")));
 
     // Applied on the base with git am: the prerequisite, then the series.
-    let checkout = tmp.path().join("checkout");
-    git(
-        &up,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            checkout.to_str().unwrap(),
-            &stable,
-        ],
-    );
-    series::apply::apply(
-        &checkout,
-        &s,
-        &tmp.path().join("am"),
-        &tmp.path().join("am.log"),
-    )
-    .await
-    .unwrap();
+    let checkout = apply_at(&up, &stable, &s, &tmp.path().join("checkout"))
+        .await
+        .unwrap();
     let log = git(
         &checkout,
         &["log", "--format=%s", &format!("{stable}..HEAD")],
@@ -518,27 +516,10 @@ async fn prerequisites_are_found_by_patch_id_and_applied_first() {
     )
     .await
     .unwrap();
-    let checkout2 = tmp.path().join("checkout2");
-    git(
-        &up,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            checkout2.to_str().unwrap(),
-            &stable,
-        ],
-    );
-    let e = series::apply::apply(
-        &checkout2,
-        &alone,
-        &tmp.path().join("am2"),
-        &tmp.path().join("am2.log"),
-    )
-    .await
-    .unwrap_err()
-    .to_string();
+    let e = apply_at(&up, &stable, &alone, &tmp.path().join("checkout2"))
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(
         e.starts_with("patch 1/1 (mm/vmscan: the series) does not apply"),
         "{e}"
