@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use mmci::arch::Arch;
 use mmci::guest::bin as guest_bin;
-use mmci::host::paths::WorkDir;
 use mmci::kernel::{self, KernelSource};
 use mmci::results::RunResult;
 use mmci::run::accel::{self, AccelRequest};
@@ -424,7 +423,7 @@ async fn ctrl_c_leaves_no_qemu_behind() {
 
 #[tokio::test]
 async fn arm64_guest_reports_the_same_records() {
-    let work = WorkDir::resolve(None);
+    let work = common::work_dir();
     let kernel = kernel::prepare(&KernelSource::bundled(), Arch::Arm64, &work)
         .await
         .expect("the bundled tree cross-builds for arm64 (gcc-aarch64-linux-gnu)");

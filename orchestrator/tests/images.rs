@@ -3,6 +3,8 @@
 //! the host's apt, in the work dir's private apt state). Neither builds an
 //! image.
 
+mod common;
+
 use std::process::{Command, Output};
 
 use mmci::error::exit;
@@ -43,9 +45,7 @@ fn recipe_with_an_unknown_key_names_line_and_column() {
 /// The work dir shared with the other integration tests, so that Debian's
 /// index is fetched once per machine.
 fn shared_work() -> std::path::PathBuf {
-    mmci::host::paths::WorkDir::resolve(None)
-        .root()
-        .to_path_buf()
+    common::work_dir().root().to_path_buf()
 }
 
 #[test]

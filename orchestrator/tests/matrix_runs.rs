@@ -30,7 +30,7 @@ fn finished_runs(results: &Path) -> BTreeSet<String> {
 }
 
 fn command(results: &Path) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = common::mmci();
     cmd.args(["run", "--matrix"])
         .arg(repo().join("matrix/smoke.yaml"))
         .arg("--series")
@@ -186,7 +186,7 @@ async fn smoke_matrix_interrupted_then_resumed() {
 /// made against the bundled tree's own file (the hunk's context is its last
 /// three lines).
 async fn unused_function_series(dir: &Path) -> PathBuf {
-    let work = mmci::host::paths::WorkDir::resolve(None);
+    let work = common::work_dir();
     let (context, start) = common::bundled_tail("mm/vmscan.c", &work).await;
     let hunk = format!(
         "@@ -{start},3 +{start},5 @@\n{context}+\n+static int mmci_unused_helper(void) {{ return 0; }}\n"
@@ -227,10 +227,9 @@ async fn new_build_warnings_of_a_series_are_reported_against_the_base() {
         retries: 0,
         ..mmci::run::request::RunRequest::new(tmp.path().join("results"))
     };
-    let opts =
-        mmci::run::request::matrix_options(request, mmci::host::paths::WorkDir::resolve(None))
-            .await
-            .unwrap();
+    let opts = mmci::run::request::matrix_options(request, common::work_dir())
+        .await
+        .unwrap();
     let outcome = mmci::run::executor::run_matrix(&opts).await.unwrap();
     assert!(mmci::run::executor::all_completed(&outcome));
     let warns = outcome

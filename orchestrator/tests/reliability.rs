@@ -55,7 +55,7 @@ fn tagged(tag: &str) -> Vec<(i32, String)> {
 }
 
 fn mmci(tag: &str, stderr: &Path) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = common::mmci();
     cmd.env(TAG_VAR, tag)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -177,7 +177,7 @@ async fn kill_9_mid_build_leaves_no_make_or_bwrap() {
     kill_9_and_check(&tag, &mut child, &running).await;
 
     // Leave no half-configured object or build dir in the shared work dir.
-    let work = WorkDir::resolve(None);
+    let work = common::work_dir();
     let compiler = build::compiler_version("gcc").await.unwrap();
     let frags: Vec<build::Fragment> = fragments
         .iter()
@@ -202,7 +202,7 @@ async fn ctrl_c_removes_the_scratch_dir() {
         .unwrap();
     let pid = child.id().unwrap();
     wait_for(&tag, &["qemu-system"], &mut child, &stderr).await;
-    let scratch = WorkDir::resolve(None).scratch();
+    let scratch = common::work_dir().scratch();
     let ours = || -> Vec<PathBuf> {
         std::fs::read_dir(&scratch)
             .map(|d| {
@@ -269,7 +269,7 @@ fn sha256(path: &Path) -> String {
 #[tokio::test]
 async fn a_series_cannot_tamper_with_the_baseline_objects() {
     let tmp = tempfile::tempdir().unwrap();
-    let work = WorkDir::resolve(None);
+    let work = common::work_dir();
     // A configuration of this test's own (the bundled one plus a comment),
     // so that rebuilding its baseline disturbs no other test. Its object
     // dir starts as a copy of the bundled configuration's (same .config),
@@ -520,6 +520,7 @@ async fn in_own_mount_namespace(script: &str) -> (tempfile::TempDir, PathBuf, Pa
         .arg(&out)
         .arg(env!("CARGO_BIN_EXE_mmci"))
         .arg(repo().join("matrix/smoke.yaml"))
+        .env("MMCI_WORK_DIR", common::work_dir().root())
         .kill_on_drop(true)
         .output()
         .await
@@ -693,7 +694,7 @@ async fn unique_series(dir: &Path, work: &WorkDir, tag: &str) -> PathBuf {
 #[tokio::test]
 async fn two_invocations_share_one_work_dir() {
     let tmp = tempfile::tempdir().unwrap();
-    let work = WorkDir::resolve(None);
+    let work = common::work_dir();
     let tag = unique_tag("shared");
     let series = unique_series(tmp.path(), &work, &tag).await;
     let smoke = std::fs::read_to_string(repo().join("matrix/smoke.yaml")).unwrap();
@@ -754,6 +755,18 @@ async fn two_invocations_share_one_work_dir() {
     };
     assert_eq!(image("a"), image("b"));
     assert!(image("a").is_file());
+    // The series adds a comment to mm/vmscan.c: its build recompiles that
+    // file (and init/version.o), not the tree. It once compiled 1,125
+    // files, when another configuration's build had reset the shared
+    // checkout's headers to a newer time than this one's objects.
+    let log = std::fs::read_to_string(image("a").with_file_name("build.log")).unwrap();
+    let compiled: Vec<&str> = log.lines().filter(|l| l.starts_with("  CC ")).collect();
+    assert!(
+        (1..=10).contains(&compiled.len()),
+        "an incremental build: {} files compiled, the first {:?}",
+        compiled.len(),
+        &compiled[..compiled.len().min(5)]
+    );
     for name in ["a", "b"] {
         let runs = std::fs::read_dir(tmp.path().join(name).join("runs"))
             .unwrap()

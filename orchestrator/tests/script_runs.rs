@@ -7,7 +7,6 @@
 use std::path::{Path, PathBuf};
 
 use mmci::guest::image::{self as images, BuildOptions};
-use mmci::host::paths::WorkDir;
 use mmci::results::RunResult;
 use mmci::run::guest::{self as run, AttachedImage, RunConfig};
 use mmci::run::outcome::Outcome;
@@ -30,7 +29,7 @@ fn recipe(name: &str) -> PathBuf {
 /// Image `name` of images/, built once and cached in the work dir.
 async fn image(cell: &'static OnceCell<AttachedImage>, name: &str) -> AttachedImage {
     cell.get_or_init(|| async {
-        let work = WorkDir::resolve(None);
+        let work = common::work_dir();
         let built = images::ensure(&recipe(name), &work, &BuildOptions::default())
             .await
             .unwrap_or_else(|e| {

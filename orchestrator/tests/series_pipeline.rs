@@ -10,7 +10,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mmci::arch::Arch;
-use mmci::host::paths::WorkDir;
 use mmci::kernel::build::{self, BuildError, BuildRequest};
 use mmci::kernel::series::fetch::{FetchError, Fetcher};
 use mmci::kernel::series::{self, SeriesError, SeriesSource};
@@ -122,7 +121,7 @@ async fn lore_thread_latest_revision_applies_builds_and_caches() {
         "fetched thread kept"
     );
 
-    let work = WorkDir::resolve(None);
+    let work = common::work_dir();
     let tree = tree::import_tarball(Path::new(tree::BUNDLED_TARBALL), &work)
         .await
         .unwrap();
@@ -193,7 +192,7 @@ async fn series_that_does_not_apply_names_patch_and_file() {
     let series = series::load(&SeriesSource::Mbox(mbox), &quick_fetcher(), tmp.path())
         .await
         .unwrap();
-    let work = WorkDir::resolve(None);
+    let work = common::work_dir();
     let tree = tree::import_tarball(Path::new(tree::BUNDLED_TARBALL), &work)
         .await
         .unwrap();
@@ -420,7 +419,7 @@ async fn a_series_is_fetched_once_for_its_base_and_its_build() {
         ("base".to_string(), KernelSource::bundled()),
         ("patched".to_string(), patched),
     ]);
-    let work = WorkDir::resolve(None);
+    let work = common::work_dir();
     kernel::pin_bases(&mut sources, &work).await;
     let pinned = sources["patched"].pinned_base.clone().expect("base pinned");
     assert_eq!(
@@ -447,7 +446,7 @@ async fn run_binary_with(
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("results");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = common::mmci();
     cmd.arg("run")
         .arg("--matrix")
         .arg(repo.join("matrix/smoke.yaml"))

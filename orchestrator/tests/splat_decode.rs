@@ -3,13 +3,14 @@
 //! real functions of its vmlinux piped through the tree's own
 //! scripts/decode_stacktrace.sh, each frame checked against addr2line run
 //! here on the same address. Builds the debug flavour once (cached in the
-//! work dir: `MMCI_WORK_DIR`, else ~/.cache/mmci).
+//! tests' work dir: `MMCI_TEST_WORK_DIR`, else ~/.cache/mmci-test).
+
+mod common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use mmci::arch::Arch;
-use mmci::host::paths::WorkDir;
 use mmci::host::process::{self, Limits};
 use mmci::kernel::decode::Decoder;
 use mmci::kernel::{self, Flavour, KernelSource};
@@ -50,7 +51,7 @@ async fn addr2line(vmlinux: &Path, addr: u64, base: &str) -> String {
 
 #[tokio::test]
 async fn debug_flavour_call_traces_get_file_and_line() {
-    let work = WorkDir::resolve(None);
+    let work = common::work_dir();
     let mut source = KernelSource::bundled();
     source.flavour = Flavour::Debug;
     let info = kernel::prepare(&source, Arch::X86_64, &work)

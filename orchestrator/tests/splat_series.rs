@@ -6,6 +6,8 @@
 //! Both series touch mm/vmscan.c only, so their builds reuse the bundled
 //! tree's objects.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use mmci::analysis::model::SplatStatus;
@@ -39,14 +41,11 @@ async fn run(dir: &Path, matrix_text: &str) -> PathBuf {
     let m = dir.join("m.yaml");
     std::fs::write(&m, matrix_text).unwrap();
     let results = dir.join("results");
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = common::mmci();
     cmd.args(["run", "--matrix"])
         .arg(&m)
         .args(["--accel", "tcg", "--parallel-builds", "1", "--results"])
         .arg(&results);
-    if let Ok(w) = std::env::var("MMCI_TEST_WORK_DIR") {
-        cmd.arg("--work-dir").arg(w);
-    }
     let out = cmd.output().await.unwrap();
     assert!(
         results.join("manifest.json").is_file(),

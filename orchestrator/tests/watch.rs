@@ -77,7 +77,7 @@ fn noise() -> String {
 }
 
 fn mmci(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = common::mmci_blocking();
     cmd.arg("watch").args(args);
     cmd.env_remove("GITHUB_TOKEN").env_remove("GITHUB_API_URL");
     for (k, v) in env {
@@ -88,7 +88,7 @@ fn mmci(args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// `mmci watch` from an async test, without blocking its runtime.
 async fn mmci_async(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = common::mmci();
     cmd.arg("watch").args(args);
     cmd.env_remove("GITHUB_TOKEN").env_remove("GITHUB_API_URL");
     for (k, v) in env {

@@ -41,13 +41,14 @@ impl WorkDir {
         self.root.join("builds")
     }
 
-    /// Checkouts (git worktrees) that builds run in: one per tree and arch,
-    /// reused so that switching variants touches only the files that differ.
+    /// Checkouts (git worktrees) that builds run in: one per object dir
+    /// (tree, arch, configuration), reused so that switching variants
+    /// touches only the files that differ.
     pub fn checkouts(&self) -> PathBuf {
         self.root.join("checkouts")
     }
 
-    /// Object directories (make O=), one per checkout and configuration:
+    /// Object directories (make O=), one per tree, arch and configuration:
     /// base and patched builds share one, so a patched build is incremental.
     pub fn objs(&self) -> PathBuf {
         self.root.join("objs")

@@ -177,10 +177,20 @@ pub fn object_dir(
     fragments: &[Fragment],
 ) -> PathBuf {
     work.objs().join(format!(
-        "{tree_name}-{}-{}",
+        "{tree_name}-{}",
+        configuration_slot(arch, compiler, fragments)
+    ))
+}
+
+/// `{arch}-{config key}`: names a configuration's object dir (after the
+/// tree's name) and the checkout its builds run in, so that the two pair one
+/// to one.
+fn configuration_slot(arch: Arch, compiler: &str, fragments: &[Fragment]) -> String {
+    format!(
+        "{}-{}",
         arch.name(),
         &config_key(arch, compiler, fragments)[..16]
-    ))
+    )
 }
 
 /// First line of `<compiler> --version`.
@@ -352,8 +362,15 @@ pub async fn build_kernel(
         return Ok(cached);
     }
 
-    // One build at a time per checkout: it is shared by every variant.
-    let slot = req.arch.name();
+    // One checkout per baseline object dir (tree, arch, configuration),
+    // shared by every variant built on those objects, one build at a time.
+    // Not one per tree and arch: a reset for one configuration gave the
+    // files it rewrote the time of that configuration's build, which is
+    // newer than another's objects, so that one's next build recompiled
+    // whatever included them (1,125 files for a comment in mm/vmscan.c,
+    // after a debug-flavour build had reset include/linux/mmzone.h).
+    let base_objs = object_dir(work, &tree.name, req.arch, &compiler, &req.fragments);
+    let slot = configuration_slot(req.arch, &compiler, &req.fragments);
     let _slot_lock = process::lock_file(&work.locks(), &format!("checkout-{}-{slot}", tree.name))
         .await
         .map_err(io_err(&work.locks()))?;
@@ -362,8 +379,7 @@ pub async fn build_kernel(
     let log = dir.join("build.log");
     let _ = std::fs::remove_file(&log);
 
-    let base_objs = object_dir(work, &tree.name, req.arch, &compiler, &req.fragments);
-    let checkout = tree::prepare_checkout(tree, slot, work, &log, Some(&base_objs)).await?;
+    let checkout = tree::prepare_checkout(tree, &slot, work, &log, Some(&base_objs)).await?;
     if let Some(series) = series {
         let scratch = dir.join("patches");
         apply::apply(&checkout, series, &scratch, &log)

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use mmci::arch::Arch;
 use mmci::guest::bin as guest_bin;
-use mmci::host::paths::WorkDir;
 use mmci::kernel::{self, KernelSource};
 use mmci::results::KernelInfo;
 use mmci::run::accel::{self, AccelChoice, AccelRequest};
@@ -27,7 +26,7 @@ pub fn guest_init() -> &'static [u8] {
 pub async fn kernel_and_accel() -> &'static (KernelInfo, AccelChoice) {
     KERNEL
         .get_or_init(|| async {
-            let work = WorkDir::resolve(None);
+            let work = crate::common::work_dir();
             let info = kernel::prepare(&KernelSource::bundled(), Arch::X86_64, &work)
                 .await
                 .expect("the bundled kernel builds (run ./mmci-setup first)");

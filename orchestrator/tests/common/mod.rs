@@ -11,6 +11,36 @@ use std::path::PathBuf;
 use mmci::host::paths::WorkDir;
 use mmci::kernel::KernelSource;
 
+/// Names the work dir the integration tests share (see [`work_dir`]).
+pub const WORK_DIR_ENV: &str = "MMCI_TEST_WORK_DIR";
+
+/// The work dir the integration tests share: `MMCI_TEST_WORK_DIR`, else
+/// `mmci-test` in the user's cache dir. The kernels and images the tests
+/// need are built there once per machine, not once per test. Never the
+/// user's own work dir (`MMCI_WORK_DIR`, `~/.cache/mmci`): a test must not
+/// race the user's runs for its locks, or fill it with test kernels.
+pub fn work_dir() -> WorkDir {
+    let root = std::env::var_os(WORK_DIR_ENV)
+        .map(PathBuf::from)
+        .or_else(|| dirs::cache_dir().map(|d| d.join("mmci-test")))
+        .expect("a cache dir (set HOME, or MMCI_TEST_WORK_DIR)");
+    WorkDir::new(root)
+}
+
+/// `mmci` (the binary under test) told to use the tests' [`work_dir`].
+pub fn mmci() -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    cmd.env("MMCI_WORK_DIR", work_dir().root());
+    cmd
+}
+
+/// The same as a blocking command.
+pub fn mmci_blocking() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    cmd.env("MMCI_WORK_DIR", work_dir().root());
+    cmd
+}
+
 /// /proc entries of running QEMU processes whose command line mentions
 /// `needle` (a test's own results or scratch path).
 pub fn qemu_processes_mentioning(needle: &str) -> Vec<PathBuf> {
