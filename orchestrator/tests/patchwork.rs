@@ -559,19 +559,18 @@ async fn a_series_is_read_from_patchwork_with_its_patch_ids() {
     assert!(store.path().join("patchwork-7.mbox").is_file());
 
     // `mmci series show` says what would be applied, from the same API.
-    let o = mmci(
-        &[
-            "series",
-            "show",
-            "--patchwork",
-            &server.uri(),
-            "--pw-series",
-            "7",
-        ],
-        &[],
-        store.path(),
-    )
-    .await;
+    let show = |json: bool| {
+        let uri = server.uri();
+        let work = store.path().to_path_buf();
+        async move {
+            let mut args = vec!["series", "show", "--patchwork", &uri, "--pw-series", "7"];
+            if json {
+                args.push("--json");
+            }
+            mmci(&args, &[], &work).await
+        }
+    };
+    let o = show(false).await;
     let (so, err) = out(&o);
     assert!(o.status.success(), "{err}");
     assert!(
@@ -589,20 +588,7 @@ async fn a_series_is_read_from_patchwork_with_its_patch_ids() {
         so.contains("base:      2a7be210a22a8655e73e347054808314e73be671 (base-commit: trailer"),
         "{so}"
     );
-    let o = mmci(
-        &[
-            "series",
-            "show",
-            "--json",
-            "--patchwork",
-            &server.uri(),
-            "--pw-series",
-            "7",
-        ],
-        &[],
-        store.path(),
-    )
-    .await;
+    let o = show(true).await;
     let json: Value = serde_json::from_str(&out(&o).0).unwrap();
     let ids: Vec<&str> = json["patches"]
         .as_array()

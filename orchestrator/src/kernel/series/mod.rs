@@ -92,6 +92,27 @@ pub struct Patch {
     pub raw: Vec<u8>,
 }
 
+impl Patch {
+    /// Patch `index` of a series, from its mail: `title` is the subject
+    /// without its [PATCH ...] tag, `from_version` the posting it was taken
+    /// from (0 when it belongs to no revision, e.g. a prerequisite).
+    pub fn from_mail(mail: &Mail, index: u32, title: String, from_version: u32) -> Patch {
+        Patch {
+            index,
+            title,
+            subject: mail.subject.clone(),
+            message_id: mail.message_id.clone(),
+            from: mail.from.clone(),
+            author: mail.author().to_string(),
+            from_version,
+            to: mail.to.clone(),
+            cc: mail.cc.clone(),
+            references: mail.references.clone(),
+            raw: mail.raw.clone(),
+        }
+    }
+}
+
 /// The cover letter: kept for the reply on the thread.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Cover {
@@ -240,24 +261,12 @@ pub fn assemble_with(
     let patches: Vec<Patch> = full
         .iter()
         .map(|(&index, (home, slot))| {
-            let mail = &mails[slot.mail];
-            Patch {
-                index,
-                title: t.classes[slot.mail]
-                    .tag
-                    .as_ref()
-                    .map(|tag| tag.title.clone())
-                    .unwrap_or_default(),
-                subject: mail.subject.clone(),
-                message_id: mail.message_id.clone(),
-                from: mail.from.clone(),
-                author: mail.author().to_string(),
-                from_version: t.slot_version(*home, slot),
-                to: mail.to.clone(),
-                cc: mail.cc.clone(),
-                references: mail.references.clone(),
-                raw: mail.raw.clone(),
-            }
+            let title = t.classes[slot.mail]
+                .tag
+                .as_ref()
+                .map(|tag| tag.title.clone())
+                .unwrap_or_default();
+            Patch::from_mail(&mails[slot.mail], index, title, t.slot_version(*home, slot))
         })
         .collect();
     let trailer_sources: Vec<&Mail> = cover_mail.into_iter().chain(patch_mails).collect();

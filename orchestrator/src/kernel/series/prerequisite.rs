@@ -139,21 +139,10 @@ pub async fn resolve(
 
 /// A prerequisite mail as a patch to apply; `index` counts prerequisites.
 fn as_patch(m: &Mail, index: u32) -> Patch {
-    Patch {
-        index,
-        title: super::parse_subject(&m.subject)
-            .map(|t| t.title)
-            .unwrap_or_else(|| m.subject.clone()),
-        subject: m.subject.clone(),
-        message_id: m.message_id.clone(),
-        from: m.from.clone(),
-        author: m.author().to_string(),
-        from_version: 0,
-        to: m.to.clone(),
-        cc: m.cc.clone(),
-        references: m.references.clone(),
-        raw: m.raw.clone(),
-    }
+    let title = super::parse_subject(&m.subject)
+        .map(|t| t.title)
+        .unwrap_or_else(|| m.subject.clone());
+    Patch::from_mail(m, index, title, 0)
 }
 
 /// What to tell the user about prerequisites that were not found.
