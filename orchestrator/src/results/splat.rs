@@ -412,8 +412,16 @@ fn hard_lockup_title(lines: &[&str], i: usize) -> String {
 }
 
 fn rcu_stall_title(lines: &[&str], i: usize) -> String {
-    // The CPU that stalls is the one interrupted: its RIP, else the first
-    // frame past the timer interrupt and RCU's own.
+    // syzbot's way first: the stall loops somewhere below a function that
+    // dispatched the work (a syscall, a workqueue item, a timer), so the
+    // report is named by the frame just above the first such anchor,
+    // which does not change from one loop iteration to the next.
+    if let Some(func) = stall_anchor_caller(lines, i) {
+        return in_func("INFO: rcu detected stall", Some(func));
+    }
+    // No anchor (a truncated trace): syzbot calls that corrupted; the
+    // interrupted function says more. Its RIP, else the first frame past
+    // the timer interrupt and RCU's own.
     let func = pc_frame(lines, i).or_else(|| {
         first_frame(lines, i, &|f| {
             skipped(f)
@@ -431,6 +439,80 @@ fn rcu_stall_title(lines: &[&str], i: usize) -> String {
         })
     });
     in_func("INFO: rcu detected stall", func)
+}
+
+/// Parts of frame names syzbot skips in a stall's stack, beyond [`SKIP`]:
+/// RCU's and the timer interrupt's own, stack saving and unwinding,
+/// allocators, debug objects (a KASAN kernel saves a stack on every
+/// allocation, so these sit on top of most stalls).
+const STALL_SKIP: [&str; 14] = [
+    "rcu",
+    "apic_timer_interrupt",
+    "stack_trace",
+    "arch_stack_walk",
+    "unwind_",
+    "slab_",
+    "kmem_cache",
+    "kmalloc",
+    "alloc_page",
+    "debug_object",
+    "dput",
+    "spin_lock",
+    "mutex_",
+    "_indirect_thunk_",
+];
+
+/// The functions that dispatch work, by which syzbot anchors a stall's
+/// name (syzkaller's linuxStallAnchorFrames, the generic ones and the
+/// file, socket and fault entry points mm reports meet).
+static STALL_ANCHOR: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"process_one_work|do_syscall_|do_fast_syscall_|invoke_syscall|el0_svc_handler|",
+        r"ret_fast_syscall|netif_receive_skb|do_softirq|call_timer_fn|_run_timers|",
+        r"run_timer_softirq|hrtimer_run|run_ksoftirqd|smpboot_thread_fn|^kthread$|",
+        r"start_secondary|cpu_startup_entry|ret_from_fork|vfs_write|vfs_read|",
+        r"vfs_iter_read|vfs_iter_write|do_iter_read|do_iter_write|new_sync_read|",
+        r"new_sync_write|vfs_ioctl|ksys_ioctl|blkdev_ioctl|^call_mmap|mmap_region|do_mmap|",
+        r"do_dentry_open|vfs_open|^sock_sendmsg|^sock_recvmsg|__do_fault|do_page_fault|",
+        r"^page_fault$|__fput|task_work_run|exit_to_usermode|smp_call_function|",
+        r"tasklet_action|tasklet_hi_action"
+    ))
+    .unwrap()
+});
+
+/// The frame above the first anchor in the stalled CPU's stack: its RIP
+/// after the timer interrupt, then the frames after it, without the ones
+/// syzbot skips. `None` without an interrupt line or an anchor.
+fn stall_anchor_caller(lines: &[&str], from: usize) -> Option<String> {
+    let end = lines.len().min(from + TRACE_LOOKAHEAD);
+    let irq = (from..end).find(|&j| {
+        let l = lines[j];
+        l.contains("apic_timer_interrupt")
+            || l.contains("Exception stack")
+            || l.contains("el1h_64_irq")
+    })?;
+    // The RIP of the interrupted code follows the interrupt's frame at once;
+    // one further down belongs to another CPU's dump.
+    let rip = lines[irq + 1..end.min(irq + 4)]
+        .iter()
+        .find_map(|l| PC_FRAME.captures(l))
+        .map(|c| clean(&c[1]));
+    let frames = rip.into_iter().chain(
+        lines[irq + 1..end]
+            .iter()
+            .take_while(|l| is_trace_line(l))
+            .filter_map(|l| FRAME.captures(l))
+            .filter(|c| c.get(1).is_none())
+            .map(|c| clean(c.get(2).unwrap().as_str())),
+    );
+    let kept: Vec<String> = frames
+        .filter(|f| !skipped(f) && !STALL_SKIP.iter().any(|s| f.contains(s)))
+        .collect();
+    let at = kept.iter().position(|f| STALL_ANCHOR.is_match(f))?;
+    if kept[at].contains("smp_call_function") {
+        return Some("smp_call_function".into());
+    }
+    Some(kept[at.saturating_sub(1)].clone())
 }
 
 /// Reliable frames of the call trace from line `from` on, in order.

@@ -299,7 +299,7 @@ const CASES: &[Case] = &[
         fixture!("rcu_stall.txt"),
         &[(
             RcuStall,
-            "INFO: rcu detected stall in __orc_find",
+            "INFO: rcu detected stall in __dentry_kill",
             1,
             "rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:",
             " </TASK>",
@@ -378,4 +378,71 @@ fn printk_prefixes_are_stripped_indentation_kept() {
     );
     assert_eq!(without_prefix("<4>[    8.197437] WARNING: x"), "WARNING: x");
     assert_eq!(without_prefix("plain"), "plain");
+}
+
+/// Stalls are named by the frame above the first function that dispatched
+/// the work (syzbot's anchors), skipping RCU's, the allocator's and the
+/// stack saver's frames; without an anchor, by the interrupted function.
+#[test]
+fn stalls_are_named_by_the_caller_of_their_anchor() {
+    let stall = |frames: &[&str]| {
+        let mut text = String::from(
+            "rcu: INFO: rcu_preempt self-detected stall on CPU\n\
+             Call Trace:\n <IRQ>\n rcu_sched_clock_irq+0x1/0x2\n </IRQ>\n <TASK>\n \
+             asm_sysvec_apic_timer_interrupt+0x1a/0x20\n\
+             RIP: 0010:shrink_folio_list+0x97/0x951\n\
+             RSP: 0018:ffffc90003c2f4b8 EFLAGS: 00000246\n",
+        );
+        for f in frames {
+            text.push_str(&format!(" {f}+0x10/0x20\n"));
+        }
+        text.push_str(" </TASK>\n");
+        detect(&text)
+            .into_iter()
+            .map(|s| s.title)
+            .collect::<Vec<_>>()
+    };
+    let cases: [(&[&str], &str); 4] = [
+        // kswapd's loop: kthread is the anchor.
+        (
+            &[
+                "shrink_inactive_list",
+                "shrink_lruvec",
+                "shrink_node",
+                "balance_pgdat",
+                "kswapd",
+                "kthread",
+                "ret_from_fork",
+            ],
+            "INFO: rcu detected stall in kswapd",
+        ),
+        // A workqueue item: the work function.
+        (
+            &[
+                "_raw_spin_lock",
+                "drain_local_pages_wq",
+                "process_one_work",
+                "worker_thread",
+            ],
+            "INFO: rcu detected stall in drain_local_pages_wq",
+        ),
+        // Direct reclaim in a page fault: the allocator's frames are skipped.
+        (
+            &[
+                "try_to_free_mem_cgroup_pages",
+                "kmem_cache_alloc_noprof",
+                "handle_mm_fault",
+                "do_page_fault",
+            ],
+            "INFO: rcu detected stall in handle_mm_fault",
+        ),
+        // A truncated trace: the interrupted function.
+        (
+            &["shrink_lruvec"],
+            "INFO: rcu detected stall in shrink_folio_list",
+        ),
+    ];
+    for (frames, want) in cases {
+        assert_eq!(stall(frames), [want], "{frames:?}");
+    }
 }
