@@ -220,7 +220,8 @@ async fn series_that_does_not_apply_names_patch_and_file() {
         "{err}"
     );
     // Nothing was cached for it, and the checkout is back at the base.
-    let checkout = work.checkouts().join(format!("{}-x86_64", tree.name));
+    let checkout = build::checkout_dir(&tree, &req, &work).await.unwrap();
+    assert!(checkout.join(".git").exists(), "{}", checkout.display());
     assert_eq!(tree::head(&checkout).await.unwrap(), tree.commit);
     let am_dir = std::process::Command::new("git")
         .arg("-C")

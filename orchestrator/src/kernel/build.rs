@@ -337,6 +337,17 @@ impl Step<'_> {
     }
 }
 
+/// The checkout the builds of `tree` in `req`'s configuration run in.
+pub async fn checkout_dir(
+    tree: &SourceTree,
+    req: &BuildRequest,
+    work: &WorkDir,
+) -> Result<PathBuf, BuildError> {
+    let compiler = compiler_version(&req.arch.compiler()).await?;
+    let slot = configuration_slot(req.arch, &compiler, &req.fragments);
+    Ok(tree::checkout_path(tree, &slot, work))
+}
+
 /// Builds (or finds in the cache) a kernel of `tree` with `series` applied.
 pub async fn build_kernel(
     tree: &SourceTree,

@@ -429,7 +429,7 @@ pub async fn prepare_checkout(
 ) -> Result<PathBuf, TreeError> {
     let dir = work.checkouts();
     std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
-    let path = dir.join(format!("{}-{slot}", tree.name));
+    let path = checkout_path(tree, slot, work);
     let fail = |source| TreeError::Checkout {
         path: path.clone(),
         source,
@@ -496,6 +496,11 @@ pub async fn prepare_checkout(
         }
     }
     Ok(path)
+}
+
+/// Where [`prepare_checkout`] keeps the checkout of `tree` for `slot`.
+pub fn checkout_path(tree: &SourceTree, slot: &str, work: &WorkDir) -> PathBuf {
+    work.checkouts().join(format!("{}-{slot}", tree.name))
 }
 
 /// The commit a branch, tag or commit id names in `repo`.
