@@ -132,6 +132,9 @@ fn on_path(tool: &str) -> bool {
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
 }
 
+/// The time every image is built at (2025-01-01T00:00:00Z).
+const IMAGE_EPOCH: u64 = 1_735_689_600;
+
 /// mmdebstrap's arguments for `recipe` with `packages` pinned, into `target`.
 pub fn mmdebstrap_args(
     recipe: &Recipe,
@@ -188,8 +191,10 @@ pub fn mmdebstrap_args(
         a.push("--customize-hook=unshare --net chroot \"$1\" /bin/sh -e /mmci-build.sh".into());
         a.push("--customize-hook=rm -f \"$1\"/mmci-build.sh".into());
     }
+    // The host's resolv.conf and hostname, which mmdebstrap copies in, differ
+    // between machines (and the guest has no network).
     a.push(
-        "--customize-hook=rm -rf \"$1\"/var/cache/apt/archives/*.deb \"$1\"/var/lib/apt/lists/* \"$1\"/var/log/apt \"$1\"/var/cache/ldconfig/aux-cache"
+        "--customize-hook=rm -rf \"$1\"/var/cache/apt/archives/*.deb \"$1\"/var/lib/apt/lists/* \"$1\"/var/log/apt \"$1\"/var/cache/ldconfig/aux-cache \"$1\"/etc/resolv.conf \"$1\"/etc/hostname"
             .into(),
     );
     a.push(recipe.suite.clone());
@@ -358,6 +363,13 @@ async fn build_into(
         Some(p)
     };
     let mut cmd = tokio::process::Command::new("mmdebstrap");
+    // A fixed time: mmdebstrap's output is then the same bytes for the same
+    // packages (its documented reproducible mode), and so is the image
+    // (mkfs_args fixes the times and the UUID). The image is keyed by its
+    // recipe and package versions, not by when it was built. The recipe's
+    // own commands see it too, and kbuild's timestamp with it.
+    cmd.env("SOURCE_DATE_EPOCH", IMAGE_EPOCH.to_string())
+        .env("KBUILD_BUILD_TIMESTAMP", format!("@{IMAGE_EPOCH}"));
     cmd.args(mmdebstrap_args(
         recipe,
         packages,
