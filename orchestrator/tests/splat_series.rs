@@ -198,3 +198,37 @@ async fn a_splat_on_both_kernels_is_pre_existing() {
         "{md}"
     );
 }
+
+/// On a debug-flavour kernel (it has debug info), the WARNING the guest
+/// printed reaches every report decoded: its frames carry file:line as the
+/// tree's scripts/decode_stacktrace.sh prints them, and its title is still
+/// the one the raw console gives.
+#[tokio::test]
+async fn a_debug_kernel_decodes_the_guests_warning_to_file_and_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = matrix(&format!(
+        "  - name: warn\n    series: {}\n",
+        series("test-warn-after-300-batches.mbox")
+    ))
+    .replace("axes:\n", "axes:\n  config: [debug]\n");
+    let results = run(tmp.path(), &text).await;
+    let c = analyse_dir(&results, &Default::default(), &Options::default()).unwrap();
+    let warn = c
+        .splats
+        .iter()
+        .find(|s| s.title == "WARNING in shrink_folio_list")
+        .unwrap_or_else(|| panic!("{:#?}", c.splats));
+    let decoded = "shrink_folio_list (mm/vmscan.c:";
+    assert!(warn.excerpt.contains(decoded), "{}", warn.excerpt);
+    assert!(
+        warn.excerpt.contains("WARNING: CPU: "),
+        "the header stays as printed: {}",
+        warn.excerpt
+    );
+    for (format, text) in [
+        ("markdown", report(&results, Format::Markdown)),
+        ("email", report(&results, Format::Email)),
+    ] {
+        assert!(text.contains(decoded), "{format}:\n{text}");
+    }
+}
