@@ -156,9 +156,9 @@ pub enum KernelCommand {
         #[command(flatten)]
         kernel: KernelArgs,
         /// Kernel flavour: its fragments are merged after the kernel's own
-        /// (`debug`: kernels/debug.config and kernels/debug-info.config), as
-        /// a matrix's `config:` does.
-        #[arg(long, value_name = "default|debug", default_value = "default")]
+        /// (`debug`: kernels/debug.config and kernels/debug-info.config;
+        /// `kasan`: kernels/kasan.config), as a matrix's `config:` does.
+        #[arg(long, value_name = "default|debug|kasan", default_value = "default")]
         flavour: Flavour,
     },
 }

@@ -4,8 +4,9 @@
 //! always was (same fragments, same build cache key); `debug` adds
 //! `kernels/debug.config` (DEBUG_VM, lockdep, ...) and
 //! `kernels/debug-info.config` (DWARF line tables, for file:line in call
-//! traces). A matrix selects one per cell with the `config` key; `mmci
-//! kernel build --flavour` builds one.
+//! traces); `kasan` adds `kernels/kasan.config` (generic KASAN). A
+//! matrix selects one per cell with the `config` key; `mmci kernel build
+//! --flavour` builds one.
 
 use std::fmt;
 use std::str::FromStr;
@@ -24,6 +25,10 @@ pub const DEBUG_INFO_FRAGMENT: (&str, &str) = (
     "debug-info.config",
     include_str!("../../../kernels/debug-info.config"),
 );
+pub const KASAN_FRAGMENT: (&str, &str) = (
+    "kasan.config",
+    include_str!("../../../kernels/kasan.config"),
+);
 
 /// A kernel flavour.
 #[derive(
@@ -36,15 +41,18 @@ pub enum Flavour {
     Default,
     /// Debug checks and debug info on top.
     Debug,
+    /// Generic KASAN on top (use-after-free, out-of-bounds reports).
+    Kasan,
 }
 
 impl Flavour {
-    pub const ALL: [Flavour; 2] = [Flavour::Default, Flavour::Debug];
+    pub const ALL: [Flavour; 3] = [Flavour::Default, Flavour::Debug, Flavour::Kasan];
 
     pub fn name(self) -> &'static str {
         match self {
             Flavour::Default => "default",
             Flavour::Debug => "debug",
+            Flavour::Kasan => "kasan",
         }
     }
 
@@ -61,6 +69,7 @@ impl Flavour {
             Flavour::Debug => {
                 "DEBUG_VM, PROVE_LOCKING, DEBUG_LIST, DEBUG_ATOMIC_SLEEP, hung task and soft lockup detectors, DWARF debug info"
             }
+            Flavour::Kasan => "generic KASAN (inline), full SLUB",
         }
     }
 
@@ -69,6 +78,7 @@ impl Flavour {
         let embedded: &[(&str, &str)] = match self {
             Flavour::Default => &[],
             Flavour::Debug => &[DEBUG_FRAGMENT, DEBUG_INFO_FRAGMENT],
+            Flavour::Kasan => &[KASAN_FRAGMENT],
         };
         embedded
             .iter()
@@ -79,7 +89,7 @@ impl Flavour {
             .collect()
     }
 
-    /// "default, debug".
+    /// "default, debug, kasan".
     pub fn known() -> String {
         Flavour::ALL
             .iter()
@@ -120,17 +130,18 @@ mod tests {
         for (text, want) in [
             ("default", Ok(Flavour::Default)),
             ("debug", Ok(Flavour::Debug)),
+            ("kasan", Ok(Flavour::Kasan)),
             (
-                "kasan",
-                Err("`kasan` is not a kernel flavour (known flavours: default, debug)"),
+                "kmsan",
+                Err("`kmsan` is not a kernel flavour (known flavours: default, debug, kasan)"),
             ),
             (
                 "Debug",
-                Err("`Debug` is not a kernel flavour (known flavours: default, debug)"),
+                Err("`Debug` is not a kernel flavour (known flavours: default, debug, kasan)"),
             ),
             (
                 "",
-                Err("`` is not a kernel flavour (known flavours: default, debug)"),
+                Err("`` is not a kernel flavour (known flavours: default, debug, kasan)"),
             ),
         ] {
             let got = text.parse::<Flavour>();
@@ -156,6 +167,11 @@ mod tests {
                     "CONFIG_DEBUG_LIST",
                     "CONFIG_DEBUG_INFO_DWARF5",
                 ][..],
+            ),
+            (
+                Flavour::Kasan,
+                &["kernels/kasan.config"][..],
+                &["CONFIG_KASAN", "CONFIG_KASAN_GENERIC", "CONFIG_STACKTRACE"][..],
             ),
         ] {
             let frags = flavour.fragments();

@@ -1193,19 +1193,19 @@ repeats: 3
     fn unknown_flavours_name_the_line_and_the_known_ones() {
         for (text, over, want) in [
             (
-                "axes:\n  threads: [1]\n  config: [default, kasan]\n",
+                "axes:\n  threads: [1]\n  config: [default, kmsan]\n",
                 vec![],
-                "m.yaml: line 3 column 21: config: `kasan` is not a kernel flavour (known flavours: default, debug)",
+                "m.yaml: line 3 column 21: config: `kmsan` is not a kernel flavour (known flavours: default, debug, kasan)",
             ),
             (
                 "axes:\n  threads: [1]\ninclude:\n  - {threads: 2, config: Debug}\n",
                 vec![],
-                "m.yaml: line 4 column 26: config: `Debug` is not a kernel flavour (known flavours: default, debug)",
+                "m.yaml: line 4 column 26: config: `Debug` is not a kernel flavour (known flavours: default, debug, kasan)",
             ),
             (
                 "axes:\n  threads: [1]\n",
                 vec!["config=fast".to_string()],
-                "command line: --set config=fast: config: `fast` is not a kernel flavour (known flavours: default, debug)",
+                "command line: --set config=fast: config: `fast` is not a kernel flavour (known flavours: default, debug, kasan)",
             ),
         ] {
             let over = Overrides {
