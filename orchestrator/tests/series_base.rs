@@ -307,18 +307,15 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
     );
     assert_eq!(held, mainline_commit);
     // A URL that cannot be fetched is named.
-    let out = series_show(
-        work.root(),
-        &[
-            "--tree",
-            &url,
-            "--ref",
-            "mm-stable",
-            "--base-cascade",
-            "file:///nonexistent/linux.git#master",
-        ],
-        &mbox,
-    );
+    let unfetchable = [
+        "--tree",
+        url.as_str(),
+        "--ref",
+        "mm-stable",
+        "--base-cascade",
+        "file:///nonexistent/linux.git#master",
+    ];
+    let out = series_show(work.root(), &unfetchable, &mbox);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(
@@ -338,18 +335,7 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
         )),
     )
     .unwrap();
-    let out = series_show(
-        work.root(),
-        &[
-            "--tree",
-            &url,
-            "--ref",
-            "mm-stable",
-            "--base-cascade",
-            "file:///nonexistent/linux.git#master",
-        ],
-        &first,
-    );
+    let out = series_show(work.root(), &unfetchable, &first);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),

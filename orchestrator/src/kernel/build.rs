@@ -338,14 +338,15 @@ impl Step<'_> {
 }
 
 /// The make target and the image file a guest boots, for `arch` in the
-/// configuration `config` (the final .config's text). An x86_64 KASAN
+/// configuration `config` (the final .config, parsed). An x86_64 KASAN
 /// kernel boots from bzImage: under QEMU its vmlinux (the PVH entry the
 /// others use) reset before printing anything, on 6.12 (measured), while
 /// its bzImage booted and ran scenario A.
-pub fn boot_image(arch: Arch, config: &str) -> (&'static str, &'static str) {
-    let kasan = kconfig::parse_config(config)
-        .get("CONFIG_KASAN")
-        .is_some_and(|v| v == "y");
+pub fn boot_image(
+    arch: Arch,
+    config: &std::collections::BTreeMap<String, String>,
+) -> (&'static str, &'static str) {
+    let kasan = config.get("CONFIG_KASAN").is_some_and(|v| v == "y");
     match arch {
         Arch::X86_64 if kasan => ("bzImage", "arch/x86/boot/bzImage"),
         _ => arch.image_target(),
@@ -494,14 +495,15 @@ pub async fn build_kernel(
     )
     .await?;
     let config = std::fs::read_to_string(&config_path).map_err(io_err(&config_path))?;
-    let mismatches = kconfig::check(&kconfig::parse_config(&config), &requests);
+    let options = kconfig::parse_config(&config);
+    let mismatches = kconfig::check(&options, &requests);
     if !mismatches.is_empty() {
         // Do not keep a config that fails the check for the next build.
         let _ = std::fs::remove_file(&config_path);
         return Err(BuildError::Config(mismatches));
     }
 
-    let (target, image_rel) = boot_image(req.arch, &config);
+    let (target, image_rel) = boot_image(req.arch, &options);
     if series_hash.is_none() {
         // The baseline's objects are (re)made from the base's files now.
         super::mtime::mark_built_from(&objs, &tree.commit).map_err(io_err(&objs))?;
@@ -635,7 +637,8 @@ mod tests {
             (Arch::Arm64, kasan, ("Image", "arch/arm64/boot/Image")),
             (Arch::Arm64, plain, ("Image", "arch/arm64/boot/Image")),
         ] {
-            assert_eq!(boot_image(arch, config), want, "{arch:?} {config:?}");
+            let parsed = kconfig::parse_config(config);
+            assert_eq!(boot_image(arch, &parsed), want, "{arch:?} {config:?}");
         }
     }
 
