@@ -1,7 +1,8 @@
 //! `mmci post github` through the binary, against a loopback server
 //! (wiremock) that speaks the GitHub REST endpoints mmci uses (check runs,
-//! issue comments, App installations and installation tokens) with
-//! GitHub's status codes and JSON. Every request is recorded by wiremock.
+//! issue comments, pull requests by head, the token's user, the App,
+//! App installations and installation tokens) with GitHub's status codes
+//! and JSON. Every request is recorded by wiremock.
 
 mod common;
 
@@ -16,6 +17,11 @@ use wiremock::{MockServer, Request, Respond, ResponseTemplate};
 
 const TOKEN: &str = "ghp_mmciTestToken0123456789secret";
 const INSTALLATION_TOKEN: &str = "ghs_installationToken42secret";
+/// As Actions' $GITHUB_TOKEN: an installation token with no user.
+const ACTIONS_TOKEN: &str = "ghs_actionsGithubToken77secret";
+/// Who each credential posts as.
+const TOKEN_USER: &str = "mmci-bot";
+const APP_SLUG: &str = "mmci-app";
 const APP_ID: u64 = 123_456;
 const INSTALLATION_ID: u64 = 4242;
 
@@ -25,6 +31,8 @@ struct GitHub {
     check_runs: Vec<Value>,
     /// (pull request, comment)
     comments: Vec<(u64, Value)>,
+    /// Open pull requests, as `GET /repos/{o}/{r}/pulls` lists them.
+    pulls: Vec<Value>,
     next_id: u64,
     /// The App's public key: JWTs are verified with it.
     app_public_pem: Option<Vec<u8>>,
@@ -62,7 +70,17 @@ impl GitHub {
     }
 
     fn token_ok(&self, auth: &str) -> bool {
-        auth == format!("Bearer {TOKEN}") || auth == format!("Bearer {INSTALLATION_TOKEN}")
+        self.login(auth).is_some()
+    }
+
+    /// The login a token acts as.
+    fn login(&self, auth: &str) -> Option<String> {
+        match auth.strip_prefix("Bearer ")? {
+            TOKEN => Some(TOKEN_USER.into()),
+            INSTALLATION_TOKEN => Some(format!("{APP_SLUG}[bot]")),
+            ACTIONS_TOKEN => Some("github-actions[bot]".into()),
+            _ => None,
+        }
     }
 
     /// GitHub's answer to one request.
@@ -99,12 +117,42 @@ impl GitHub {
                 }
                 return (200, json!({"id": INSTALLATION_ID, "app_id": APP_ID}));
             }
+            ("GET", ["app"]) => {
+                if !self.jwt_ok(s.auth()) {
+                    return bad_credentials;
+                }
+                return (
+                    200,
+                    json!({"id": APP_ID, "slug": APP_SLUG, "name": "mmci app"}),
+                );
+            }
             _ => {}
         }
         if !self.token_ok(s.auth()) {
             return bad_credentials;
         }
         match (s.method.as_str(), parts.as_slice()) {
+            // Installation tokens have no user.
+            ("GET", ["user"]) => match s.auth().strip_prefix("Bearer ") {
+                Some(TOKEN) => (200, json!({"login": TOKEN_USER, "id": 1, "type": "User"})),
+                _ => (
+                    403,
+                    json!({"message": "Resource not accessible by integration", "documentation_url": "https://docs.github.com/rest/users/users#get-the-authenticated-user"}),
+                ),
+            },
+            ("GET", ["repos", _, _, "pulls"]) => {
+                let head = query
+                    .split('&')
+                    .find_map(|kv| kv.strip_prefix("head="))
+                    .map(percent_decode);
+                let list: Vec<Value> = self
+                    .pulls
+                    .iter()
+                    .filter(|p| head.as_ref().is_none_or(|h| p["head"]["label"] == json!(h)))
+                    .cloned()
+                    .collect();
+                (200, json!(list))
+            }
             ("POST", ["repos", _, _, "check-runs"]) => {
                 let mut run = s.body.clone();
                 run["id"] = json!(self.id());
@@ -149,7 +197,8 @@ impl GitHub {
             }
             ("POST", ["repos", _, _, "issues", pr, "comments"]) => {
                 let pr: u64 = pr.parse().unwrap();
-                let c = json!({"id": self.id(), "body": s.body["body"], "user": {"login": "mmci[bot]"}});
+                let login = self.login(s.auth());
+                let c = json!({"id": self.id(), "body": s.body["body"], "user": {"login": login}});
                 self.comments.push((pr, c.clone()));
                 (201, c)
             }
@@ -166,6 +215,22 @@ impl GitHub {
             _ => (404, json!({"message": "Not Found"})),
         }
     }
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = vec![];
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'%' && i + 2 < b.len() {
+            out.push(u8::from_str_radix(&s[i + 1..i + 3], 16).unwrap());
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).unwrap()
 }
 
 /// Answers as GitHub does, from the shared state.
@@ -388,6 +453,8 @@ async fn check_run_then_one_sticky_comment_updated_in_place() {
             "GET /repos/mm/series/commits/0123abcd/check-runs?check_name=mmci&filter=latest"
                 .to_string(),
             format!("PATCH /repos/mm/series/check-runs/{run_id}"),
+            // Whose comments may be edited: the token's own user's.
+            "GET /user".into(),
             "GET /repos/mm/series/issues/7/comments?per_page=100&page=1".into(),
             "POST /repos/mm/series/issues/7/comments".into(),
         ]
@@ -400,7 +467,7 @@ async fn check_run_then_one_sticky_comment_updated_in_place() {
         patch["output"]["summary"],
         "## mmci\n\n| OOM kills | 0 -> 0 |\n"
     );
-    let comment = seen[4].body["body"].as_str().unwrap().to_string();
+    let comment = seen[5].body["body"].as_str().unwrap().to_string();
     assert_eq!(
         comment,
         "<!-- mmci-sticky: mm/vmscan: account and throttle MGLRU isolation -->\n## mmci\n\n| OOM kills | 0 -> 0 |\n"
@@ -415,7 +482,7 @@ async fn check_run_then_one_sticky_comment_updated_in_place() {
     let o = finish(body2).await;
     assert!(o.status.success(), "{:?}", text(&o));
     let seen = http::seen(&server).await;
-    let calls: Vec<String> = seen[5..].iter().map(Seen::call).collect();
+    let calls: Vec<String> = seen[6..].iter().map(Seen::call).collect();
     let gh = state.lock().unwrap();
     // The first check run was completed: a new, completed one is created.
     assert_eq!(calls[1], "POST /repos/mm/series/check-runs");
@@ -430,7 +497,7 @@ async fn check_run_then_one_sticky_comment_updated_in_place() {
     assert_eq!(mine.len(), 1, "the sticky comment was duplicated");
     let id = mine[0]["id"].as_u64().unwrap();
     assert_eq!(
-        calls[3],
+        calls[4],
         format!("PATCH /repos/mm/series/issues/comments/{id}")
     );
     assert!(mine[0]["body"]
@@ -824,4 +891,380 @@ async fn github_enterprise_api_base_keeps_its_path() {
     let seen = http::seen(&server).await;
     assert_eq!(seen.len(), 1);
     assert_eq!(seen[0].path, "/api/v3/repos/mm/series/check-runs");
+}
+
+/// The sticky marker of the bundled series' comments.
+const MARKER: &str = "<!-- mmci-sticky: mm/vmscan: account and throttle MGLRU isolation -->";
+
+/// `mmci post github` completing a run with a comment on `pr_args`.
+async fn finish(
+    api: &str,
+    results: &Path,
+    body: &Path,
+    pr_args: &[&str],
+    token: &str,
+    sha: &str,
+) -> Output {
+    let mut args = vec![
+        "--conclusion",
+        "success",
+        "--body",
+        body.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    args.extend_from_slice(pr_args);
+    mmci(
+        &args,
+        &[
+            ("GITHUB_TOKEN", token),
+            ("GITHUB_REPOSITORY", "mm/series"),
+            ("GITHUB_SHA", sha),
+            ("GITHUB_API_URL", api),
+        ],
+    )
+    .await
+}
+
+fn comment(state: &Shared, id: u64) -> Value {
+    state
+        .lock()
+        .unwrap()
+        .comments
+        .iter()
+        .find(|(_, c)| c["id"] == json!(id))
+        .map(|(_, c)| c.clone())
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_marker_comment_by_someone_else_is_neither_edited_nor_in_the_way() {
+    // An outsider got there first with the series' marker (and a forged
+    // verdict): that comment is not the bot's.
+    let forged = format!("{MARKER}\n## mmci: PASS (forged)\n");
+    let state: Shared = Arc::default();
+    {
+        let mut gh = state.lock().unwrap();
+        gh.next_id = 1000;
+        gh.comments.push((
+            7,
+            json!({"id": 900, "body": forged, "user": {"login": "mallory"}}),
+        ));
+        // On pull request 8: the outsider's marker comment, then one that
+        // Actions' token wrote in an earlier run.
+        gh.comments.push((
+            8,
+            json!({"id": 940, "body": forged, "user": {"login": "mallory"}}),
+        ));
+        gh.comments.push((
+            8,
+            json!({"id": 950, "body": format!("{MARKER}\nold report\n"), "user": {"login": "github-actions[bot]"}}),
+        ));
+    }
+    let server = serve(state.clone()).await;
+    let api = server.uri();
+    let tmp = tempfile::tempdir().unwrap();
+    let results = results_dir(tmp.path());
+    let body = tmp.path().join("r.md");
+    std::fs::write(&body, "## mmci\n\nreal report\n").unwrap();
+
+    // A personal token: the bot is GET /user's login. The outsider's
+    // comment is skipped, a new one made.
+    let o = finish(&api, &results, &body, &["--pr", "7"], TOKEN, "0123abcd").await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert!(
+        text(&o)
+            .0
+            .contains("comment 1002 created on pull request #7"),
+        "{:?}",
+        text(&o)
+    );
+    let mine = comment(&state, 1002);
+    assert_eq!(mine["user"]["login"], TOKEN_USER);
+    assert_eq!(mine["body"], format!("{MARKER}\n## mmci\n\nreal report\n"));
+    assert_eq!(comment(&state, 900)["body"], json!(forged));
+    // The next run edits the bot's own comment, still not the outsider's.
+    std::fs::write(&body, "## mmci\n\nsecond report\n").unwrap();
+    let o = finish(&api, &results, &body, &["--pr", "7"], TOKEN, "0123abcd").await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert!(
+        text(&o)
+            .0
+            .contains("comment 1002 updated on pull request #7"),
+        "{:?}",
+        text(&o)
+    );
+    assert_eq!(
+        comment(&state, 1002)["body"],
+        format!("{MARKER}\n## mmci\n\nsecond report\n")
+    );
+    assert_eq!(comment(&state, 900)["body"], json!(forged));
+    let patches: Vec<String> = http::calls(&server)
+        .await
+        .into_iter()
+        .filter(|c| c.starts_with("PATCH /repos/mm/series/issues/comments/"))
+        .collect();
+    assert_eq!(patches, ["PATCH /repos/mm/series/issues/comments/1002"]);
+
+    // Actions' $GITHUB_TOKEN: GET /user is refused (an installation has
+    // no user), so the bot is github-actions[bot]: its comment 950 is
+    // edited, the older marker comment 940 by the outsider is not.
+    let o = finish(
+        &api,
+        &results,
+        &body,
+        &["--pr", "8"],
+        ACTIONS_TOKEN,
+        "0123abcd",
+    )
+    .await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_no_secret(&o);
+    assert!(
+        text(&o)
+            .0
+            .contains("comment 950 updated on pull request #8"),
+        "{:?}",
+        text(&o)
+    );
+    assert_eq!(
+        comment(&state, 950)["body"],
+        format!("{MARKER}\n## mmci\n\nsecond report\n")
+    );
+    assert_eq!(comment(&state, 940)["body"], json!(forged));
+    let seen = http::seen(&server).await;
+    let user = seen.iter().rev().find(|s| s.path == "/user").unwrap();
+    assert_eq!(user.auth(), format!("Bearer {ACTIONS_TOKEN}"));
+}
+
+#[tokio::test]
+async fn a_github_app_edits_only_its_own_bot_comment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let key = tmp.path().join("app.pem");
+    let public = tmp.path().join("app.pub.pem");
+    openssl(&[
+        "genrsa",
+        "-traditional",
+        "-out",
+        key.to_str().unwrap(),
+        "2048",
+    ]);
+    openssl(&[
+        "rsa",
+        "-in",
+        key.to_str().unwrap(),
+        "-pubout",
+        "-out",
+        public.to_str().unwrap(),
+    ]);
+    let state: Shared = Arc::default();
+    {
+        let mut gh = state.lock().unwrap();
+        gh.app_public_pem = Some(std::fs::read(&public).unwrap());
+        gh.next_id = 1000;
+        for (id, login) in [
+            (901, "mallory"),
+            (902, "github-actions[bot]"),
+            (903, "mmci-app[bot]"),
+        ] {
+            gh.comments.push((7, json!({"id": id, "body": format!("{MARKER}\nby {login}\n"), "user": {"login": login}})));
+        }
+    }
+    let server = serve(state.clone()).await;
+    let api = server.uri();
+    let results = results_dir(tmp.path());
+    let body = tmp.path().join("r.md");
+    std::fs::write(&body, "app report\n").unwrap();
+    let o = mmci(
+        &[
+            "--api",
+            &api,
+            "--repo",
+            "mm/series",
+            "--sha",
+            "feed",
+            "--app-id",
+            &APP_ID.to_string(),
+            "--app-key",
+            key.to_str().unwrap(),
+            "--installation-id",
+            &INSTALLATION_ID.to_string(),
+            "--conclusion",
+            "neutral",
+            "--body",
+            body.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+            "--pr",
+            "7",
+        ],
+        &[],
+    )
+    .await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert_no_secret(&o);
+    let seen = http::seen(&server).await;
+    let app = seen.iter().find(|s| s.path == "/app").expect("GET /app");
+    assert!(
+        state.lock().unwrap().jwt_ok(app.auth()),
+        "GET /app is signed with the App's JWT"
+    );
+    assert!(!seen.iter().any(|s| s.path == "/user"));
+    assert_eq!(
+        comment(&state, 903)["body"],
+        format!("{MARKER}\napp report\n")
+    );
+    assert_eq!(
+        comment(&state, 901)["body"],
+        format!("{MARKER}\nby mallory\n")
+    );
+    assert_eq!(
+        comment(&state, 902)["body"],
+        format!("{MARKER}\nby github-actions[bot]\n")
+    );
+}
+
+#[tokio::test]
+async fn a_pull_request_given_by_its_head_is_found_or_refused() {
+    let state: Shared = Arc::default();
+    let pull = |number: u64, owner: &str, repo: &str, branch: &str, sha: &str| {
+        json!({"number": number, "state": "open", "head": {
+            "label": format!("{owner}:{branch}"), "ref": branch, "sha": sha,
+            "repo": {"full_name": format!("{owner}/{repo}")}}})
+    };
+    {
+        let mut gh = state.lock().unwrap();
+        gh.next_id = 1000;
+        gh.pulls = vec![
+            pull(12, "fork", "linux", "fix", "0123abcd"),
+            pull(13, "evil", "linux", "fix", "0123abcd"),
+        ];
+        // GitHub answers by label: a pull request whose head repository
+        // is not the one asked for is still refused.
+        let mut other = pull(14, "fork", "linux", "other", "0123abcd");
+        other["head"]["repo"]["full_name"] = json!("evil/linux");
+        gh.pulls.push(other);
+    }
+    let server = serve(state.clone()).await;
+    let api = server.uri();
+    let tmp = tempfile::tempdir().unwrap();
+    let results = results_dir(tmp.path());
+    let body = tmp.path().join("r.md");
+    std::fs::write(&body, "report\n").unwrap();
+
+    let o = finish(
+        &api,
+        &results,
+        &body,
+        &[
+            "--pr-head",
+            "fork/linux:fix",
+            "--sticky-key",
+            "pull-request",
+        ],
+        TOKEN,
+        "0123abcd",
+    )
+    .await;
+    assert!(o.status.success(), "{:?}", text(&o));
+    let calls = http::calls(&server).await;
+    assert_eq!(
+        calls[0],
+        "GET /repos/mm/series/pulls?state=open&head=fork%3Afix&per_page=100"
+    );
+    assert_eq!(
+        calls.last().unwrap(),
+        "POST /repos/mm/series/issues/12/comments"
+    );
+    assert_eq!(
+        state.lock().unwrap().comments[0],
+        (
+            12,
+            json!({"id": 1002, "body": "<!-- mmci-sticky: pull_request -->\nreport\n", "user": {"login": TOKEN_USER}})
+        )
+    );
+
+    // Refused before anything is posted: the branch moved on, a fork with
+    // no pull request, a head repository that is not the one asked for.
+    for (head, sha) in [
+        ("fork/linux:fix", "ffff0000"),
+        ("nobody/linux:fix", "0123abcd"),
+        ("fork/linux:other", "0123abcd"),
+    ] {
+        let before = http::seen(&server).await.len();
+        let o = finish(&api, &results, &body, &["--pr-head", head], TOKEN, sha).await;
+        assert_eq!(
+            o.status.code(),
+            Some(mmci::error::exit::POST),
+            "{head}: {:?}",
+            text(&o)
+        );
+        assert_eq!(
+            error_line(&o),
+            format!("mmci: error: no open pull request of mm/series has the head {head} at {sha}: not commenting (the branch moved on, or the pull request is closed or comes from another repository)")
+        );
+        let calls = http::calls(&server).await;
+        assert_eq!(calls.len(), before + 1, "{head}: {calls:?}");
+        assert!(
+            calls[before].starts_with("GET /repos/mm/series/pulls?"),
+            "{calls:?}"
+        );
+    }
+    let counts = {
+        let gh = state.lock().unwrap();
+        (gh.check_runs.len(), gh.comments.len())
+    };
+    assert_eq!(counts, (1, 1));
+
+    // Bad input: before any request.
+    let before = http::seen(&server).await.len();
+    let o = finish(
+        &api,
+        &results,
+        &body,
+        &["--pr-head", "fork:fix"],
+        TOKEN,
+        "0123abcd",
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        error_line(&o),
+        "mmci: error: --pr-head fork:fix: expected OWNER/REPO:BRANCH (the pull request's head repository and branch)"
+    );
+    let o = finish(
+        &api,
+        &results,
+        &body,
+        &["--pr", "7", "--pr-head", "fork/linux:fix"],
+        TOKEN,
+        "0123abcd",
+    )
+    .await;
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o)
+            .1
+            .contains("'--pr <PR>' cannot be used with '--pr-head <OWNER/REPO:BRANCH>'"),
+        "{:?}",
+        text(&o)
+    );
+    assert_eq!(http::seen(&server).await.len(), before);
+
+    // The dry run says which pull request it would look up.
+    let o = finish(
+        &api,
+        &results,
+        &body,
+        &["--pr-head", "fork/linux:fix", "--dry-run"],
+        TOKEN,
+        "0123abcd",
+    )
+    .await;
+    assert!(o.status.success());
+    assert!(
+        text(&o).0.contains("/repos/mm/series/issues/{number of the open pull request with head fork/linux:fix at 0123abcd}/comments"),
+        "{}",
+        text(&o).0
+    );
 }

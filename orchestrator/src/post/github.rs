@@ -3,6 +3,22 @@
 //! sticky comment per series on the pull request, found again by a hidden
 //! marker and edited in place.
 //!
+//! Only a comment this client's own identity wrote is ever edited: anyone
+//! can post a comment that starts with the marker, and such a comment is
+//! neither edited nor allowed to stop the post (a new one is made). The
+//! identity is the token's user (`GET /user`), an App's bot `<slug>[bot]`
+//! (`GET /app`, with the App's JWT), or, for an App installation token
+//! given as a plain token, which `GET /user` refuses with 403, GitHub
+//! Actions' `github-actions[bot]` (that is what `$GITHUB_TOKEN` is; another
+//! App's installation token then never finds its old comment and makes a
+//! new one, which is safe: give such an App as --app-id/--app-key).
+//!
+//! The pull request is given by number, or found by its head (repository,
+//! branch and commit) when the caller only knows that: a `workflow_run` of
+//! a fork's pull request carries no pull request number, and a number the
+//! pull request's own code wrote cannot be trusted. The lookup is refused
+//! unless an open pull request has exactly that head.
+//!
 //! Requests go through octocrab (token or GitHub App installation auth,
 //! configurable API base for GitHub Enterprise and the tests). Their bodies
 //! are built here by small pure functions, so that `--dry-run` prints
@@ -42,6 +58,16 @@ pub enum GitHubError {
     NoSha,
     #[error("--api {0}: not an http(s) URL")]
     BadApi(String),
+    #[error(
+        "--pr-head {0}: expected OWNER/REPO:BRANCH (the pull request's head repository and branch)"
+    )]
+    BadPrHead(String),
+    #[error("no open pull request of {repo} has the head {head} at {sha}: not commenting (the branch moved on, or the pull request is closed or comes from another repository)")]
+    NoPullRequest {
+        repo: String,
+        head: String,
+        sha: String,
+    },
     #[error("GitHub API {what}: HTTP {status}: {message}{hint}")]
     Api {
         what: String,
@@ -65,7 +91,9 @@ impl GitHubError {
     pub fn is_remote(&self) -> bool {
         matches!(
             self,
-            GitHubError::Api { .. } | GitHubError::Transport { .. }
+            GitHubError::Api { .. }
+                | GitHubError::Transport { .. }
+                | GitHubError::NoPullRequest { .. }
         )
     }
 }
@@ -177,6 +205,82 @@ impl std::fmt::Display for Repo {
         write!(f, "{}/{}", self.owner, self.name)
     }
 }
+
+impl Repo {
+    /// GitHub's names are case-insensitive.
+    fn same(&self, full_name: &str) -> bool {
+        full_name.eq_ignore_ascii_case(&self.to_string())
+    }
+}
+
+/// The pull request that gets the sticky comment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PullRequest {
+    /// By number, which the caller vouches for (e.g. GitHub's own
+    /// `workflow_run.pull_requests`).
+    Number(u64),
+    /// The open pull request whose head is `branch` of `repo` at the
+    /// check run's commit, looked up (`--pr-head OWNER/REPO:BRANCH`).
+    Head { repo: Repo, branch: String },
+}
+
+impl std::str::FromStr for PullRequest {
+    type Err = GitHubError;
+    /// `OWNER/REPO:BRANCH` (a branch name cannot hold `:`).
+    fn from_str(s: &str) -> Result<PullRequest, GitHubError> {
+        let bad = || GitHubError::BadPrHead(s.to_string());
+        let (repo, branch) = s.split_once(':').ok_or_else(bad)?;
+        let repo: Repo = repo.parse().map_err(|_| bad())?;
+        if branch.is_empty() || branch.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            return Err(bad());
+        }
+        Ok(PullRequest::Head {
+            repo,
+            branch: branch.to_string(),
+        })
+    }
+}
+
+/// One pull request of `GET /repos/{repo}/pulls`, as far as it is read.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PullItem {
+    pub number: u64,
+    pub head: PullHead,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct PullHead {
+    pub sha: String,
+    #[serde(rename = "ref")]
+    pub branch: String,
+    /// None when the head repository was deleted.
+    pub repo: Option<PullRepo>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct PullRepo {
+    pub full_name: String,
+}
+
+/// The pull request in `list` whose head is `branch` of `repo` at `sha`
+/// (the newest if several): every part must match, so that a pull request
+/// from another fork, or one whose branch has moved on, is never chosen.
+pub fn pick_pull_request(list: &[PullItem], repo: &Repo, branch: &str, sha: &str) -> Option<u64> {
+    list.iter()
+        .filter(|p| {
+            p.head.sha.eq_ignore_ascii_case(sha)
+                && p.head.branch == branch
+                && p.head
+                    .repo
+                    .as_ref()
+                    .is_some_and(|r| repo.same(&r.full_name))
+        })
+        .map(|p| p.number)
+        .max()
+}
+
+/// The login of the bot Actions' `$GITHUB_TOKEN` posts as.
+pub const ACTIONS_BOT: &str = "github-actions[bot]";
 
 /// The verdict of a completed check run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -309,6 +413,8 @@ pub struct Posted {
 /// An authenticated client for one API base.
 pub struct Client {
     crab: Octocrab,
+    /// A GitHub App's own client (its JWT), which alone may read `GET /app`.
+    app: Option<Octocrab>,
     api: String,
     secrets: Vec<String>,
 }
@@ -334,6 +440,18 @@ struct Comment {
     id: u64,
     #[serde(default)]
     body: Option<String>,
+    #[serde(default)]
+    user: Option<Login>,
+}
+
+#[derive(Deserialize)]
+struct Login {
+    login: String,
+}
+
+#[derive(Deserialize)]
+struct AppInfo {
+    slug: String,
 }
 
 #[derive(Deserialize)]
@@ -372,6 +490,7 @@ impl Client {
                     .map_err(|e| transport("building the client", &e, &[token]))?;
                 Ok(Client {
                     crab,
+                    app: None,
                     api: api.to_string(),
                     secrets: vec![token.clone()],
                 })
@@ -416,6 +535,7 @@ impl Client {
                 let token = token.expose_secret().to_string();
                 Ok(Client {
                     crab,
+                    app: Some(app),
                     api: api.to_string(),
                     secrets: vec![token],
                 })
@@ -499,8 +619,73 @@ impl Client {
             .map(|c| c.id))
     }
 
+    /// Who this client's comments are by (see the module's comment).
+    pub async fn own_login(&self) -> Result<String, GitHubError> {
+        if let Some(app) = &self.app {
+            let what = "reading the App's name (GET /app)";
+            let v: Value = app
+                .get("/app", None::<&()>)
+                .await
+                .map_err(|e| api_error(what, &e, &self.secrets()))?;
+            let info: AppInfo = serde_json::from_value(v).map_err(|e| GitHubError::Transport {
+                what: what.into(),
+                message: format!("unexpected answer: {e}"),
+            })?;
+            return Ok(format!("{}[bot]", info.slug));
+        }
+        let what = "reading the token's user (GET /user)";
+        match self.crab.get::<Value, _, _>("/user", None::<&()>).await {
+            Ok(v) => serde_json::from_value::<Login>(v)
+                .map(|l| l.login)
+                .map_err(|e| GitHubError::Transport {
+                    what: what.into(),
+                    message: format!("unexpected answer: {e}"),
+                }),
+            Err(e) => match api_error(what, &e, &self.secrets()) {
+                // An installation token (as $GITHUB_TOKEN is) has no user.
+                GitHubError::Api { status: 403, .. } => Ok(ACTIONS_BOT.to_string()),
+                other => Err(other),
+            },
+        }
+    }
+
+    /// The number of the pull request `pr` on `repo`; one given by its
+    /// head must be open with that head at `sha`.
+    pub async fn resolve_pull_request(
+        &self,
+        repo: &Repo,
+        pr: &PullRequest,
+        sha: &str,
+    ) -> Result<u64, GitHubError> {
+        let (head_repo, branch) = match pr {
+            PullRequest::Number(n) => return Ok(*n),
+            PullRequest::Head { repo, branch } => (repo, branch),
+        };
+        let what = format!("finding the pull request of {head_repo}:{branch}");
+        let path = format!(
+            "/repos/{repo}/pulls?state=open&head={}&per_page=100",
+            query_escape(&format!("{}:{branch}", head_repo.owner))
+        );
+        let v: Value = self
+            .crab
+            .get(&path, None::<&()>)
+            .await
+            .map_err(|e| api_error(&what, &e, &self.secrets()))?;
+        let list: Vec<PullItem> =
+            serde_json::from_value(v).map_err(|e| GitHubError::Transport {
+                what: what.clone(),
+                message: format!("unexpected answer: {e}"),
+            })?;
+        pick_pull_request(&list, head_repo, branch, sha).ok_or_else(|| GitHubError::NoPullRequest {
+            repo: repo.to_string(),
+            head: format!("{head_repo}:{branch}"),
+            sha: sha.to_string(),
+        })
+    }
+
     /// Creates the series' sticky comment on pull request `pr`, or edits
-    /// the one already there (the oldest carrying the marker).
+    /// the one already there: the oldest carrying the marker that this
+    /// client's identity wrote (anyone else's is left alone).
     pub async fn upsert_comment(
         &self,
         repo: &Repo,
@@ -509,6 +694,7 @@ impl Client {
         markdown: &str,
     ) -> Result<(u64, bool), GitHubError> {
         let marker = sticky_marker(key);
+        let me = self.own_login().await?;
         let what = format!("listing the comments of pull request #{pr}");
         let mut existing = None;
         for page in 1..=50 {
@@ -524,10 +710,11 @@ impl Client {
                     message: format!("unexpected answer: {e}"),
                 })?;
             existing = comments.iter().find_map(|c| {
-                c.body
-                    .as_deref()
-                    .is_some_and(|b| b.starts_with(&marker))
-                    .then_some(c.id)
+                let mine = c
+                    .user
+                    .as_ref()
+                    .is_some_and(|u| u.login.eq_ignore_ascii_case(&me));
+                (mine && c.body.as_deref().is_some_and(|b| b.starts_with(&marker))).then_some(c.id)
             });
             if existing.is_some() || comments.len() < 100 {
                 break;
@@ -591,7 +778,7 @@ pub fn dry_run(
     title: &str,
     conclusion: Conclusion,
     summary: &str,
-    pr: Option<(u64, &str)>,
+    pr: Option<(&PullRequest, &str)>,
 ) -> String {
     let mut out = Request {
         method: "PATCH",
@@ -603,11 +790,18 @@ pub fn dry_run(
     }
     .render(api);
     if let Some((pr, key)) = pr {
+        let pr = match pr {
+            PullRequest::Number(n) => n.to_string(),
+            PullRequest::Head { repo, branch } => format!(
+                "{{number of the open pull request with head {repo}:{branch} at {}}}",
+                t.head_sha
+            ),
+        };
         out.push_str(
             &Request {
                 method: "POST",
                 path: format!(
-                    "/repos/{}/issues/{pr}/comments (PATCH /repos/{}/issues/comments/{{id}} if a comment starts with {})",
+                    "/repos/{}/issues/{pr}/comments (PATCH /repos/{}/issues/comments/{{id}} if a comment by this token's own user starts with {})",
                     t.repo,
                     t.repo,
                     sticky_marker(key)
@@ -788,5 +982,96 @@ mod tests {
         assert!(body.len() <= MAX_TEXT && body.starts_with("<!-- mmci-sticky: k -->\n"));
         assert!("o".parse::<Repo>().is_err());
         assert!("o/r/x".parse::<Repo>().is_err());
+    }
+
+    #[test]
+    fn pr_head_parses_owner_repo_and_branch() {
+        let head = |repo: &str, branch: &str| PullRequest::Head {
+            repo: repo.parse().unwrap(),
+            branch: branch.into(),
+        };
+        for (arg, want) in [
+            ("fork/linux:mm-fix", Some(head("fork/linux", "mm-fix"))),
+            (
+                "fork/linux:feature/a.b",
+                Some(head("fork/linux", "feature/a.b")),
+            ),
+            ("fork/linux:-x", Some(head("fork/linux", "-x"))),
+            ("fork/linux", None),
+            ("fork/linux:", None),
+            ("fork:br", None),
+            ("/linux:br", None),
+            ("fork/linux:a b", None),
+            ("fork/linux:a\nb", None),
+        ] {
+            match (arg.parse::<PullRequest>(), want) {
+                (Ok(got), Some(want)) => assert_eq!(got, want, "{arg:?}"),
+                (Err(e), None) => assert_eq!(
+                    e.to_string(),
+                    format!("--pr-head {arg}: expected OWNER/REPO:BRANCH (the pull request's head repository and branch)")
+                ),
+                (got, want) => panic!("{arg:?}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_pull_request_is_picked_only_on_an_exact_head() {
+        let pr = |number: u64, sha: &str, branch: &str, repo: Option<&str>| PullItem {
+            number,
+            head: PullHead {
+                sha: sha.into(),
+                branch: branch.into(),
+                repo: repo.map(|r| PullRepo {
+                    full_name: r.into(),
+                }),
+            },
+        };
+        let fork: Repo = "fork/linux".parse().unwrap();
+        let cases: &[(&str, Vec<PullItem>, Option<u64>)] = &[
+            (
+                "the head",
+                vec![pr(7, "abc", "fix", Some("fork/linux"))],
+                Some(7),
+            ),
+            (
+                "names are case-insensitive",
+                vec![pr(7, "ABC", "fix", Some("Fork/Linux"))],
+                Some(7),
+            ),
+            (
+                "another fork's branch of the same name",
+                vec![pr(7, "abc", "fix", Some("evil/linux"))],
+                None,
+            ),
+            (
+                "the branch moved on",
+                vec![pr(7, "def", "fix", Some("fork/linux"))],
+                None,
+            ),
+            (
+                "another branch at the same commit",
+                vec![pr(7, "abc", "other", Some("fork/linux"))],
+                None,
+            ),
+            (
+                "the fork was deleted",
+                vec![pr(7, "abc", "fix", None)],
+                None,
+            ),
+            (
+                "of several, the newest that matches",
+                vec![
+                    pr(9, "abc", "fix", Some("evil/linux")),
+                    pr(8, "abc", "fix", Some("fork/linux")),
+                    pr(3, "abc", "fix", Some("fork/linux")),
+                ],
+                Some(8),
+            ),
+            ("none open", vec![], None),
+        ];
+        for (why, list, want) in cases {
+            assert_eq!(pick_pull_request(list, &fork, "fix", "abc"), *want, "{why}");
+        }
     }
 }

@@ -145,7 +145,7 @@ pub enum GitHubPhase {
         conclusion: github::Conclusion,
         markdown: String,
         /// The pull request and the key of its sticky comment.
-        pr: Option<(u64, String)>,
+        pr: Option<(github::PullRequest, String)>,
         check_run_id: Option<u64>,
     },
 }
@@ -196,13 +196,24 @@ pub async fn post_github(p: &GitHubPost) -> Result<String, PostError> {
                 &p.title,
                 *conclusion,
                 markdown,
-                pr.as_ref().map(|(n, k)| (*n, k.as_str()))
+                pr.as_ref().map(|(n, k)| (n, k.as_str()))
             )
         ));
     };
     // Credentials are checked (an App's token minted) before anything is
     // written anywhere.
     let client = github::Client::connect(&p.api, auth, &p.target.repo).await?;
+    // A pull request given by its head is found (or refused) before
+    // anything is posted.
+    let pr = match pr {
+        Some((n, key)) => Some((
+            client
+                .resolve_pull_request(&p.target.repo, n, &p.target.head_sha)
+                .await?,
+            key,
+        )),
+        None => None,
+    };
     if let Some(path) = &p.step_summary {
         github::write_step_summary(path, markdown)?;
     }
@@ -218,7 +229,7 @@ pub async fn post_github(p: &GitHubPost) -> Result<String, PostError> {
     );
     if let Some((n, key)) = pr {
         let (cid, created) = client
-            .upsert_comment(&p.target.repo, *n, key, markdown)
+            .upsert_comment(&p.target.repo, n, key, markdown)
             .await?;
         out.push_str(&format!(
             "comment {cid} {} on pull request #{n}\n",
