@@ -204,6 +204,44 @@ mod tests {
         }
     }
 
+    /// decode_stacktrace.sh (here a stand-in that tries what a hostile one
+    /// could) runs in the build sandbox: it reads its input and its build
+    /// dir, but neither a token file next to it nor writes anywhere.
+    #[tokio::test]
+    async fn the_decoder_runs_in_the_sandbox() {
+        // Not /tmp: the sandbox has a /tmp of its own, so a write there
+        // would succeed without reaching the host and prove nothing.
+        let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+        let dir = tmp.path().join("build");
+        std::fs::create_dir_all(dir.join(SCRIPTS_DIR)).unwrap();
+        std::fs::write(dir.join("config"), "CONFIG_DEBUG_INFO=y\n").unwrap();
+        std::fs::write(dir.join(VMLINUX), "ELF").unwrap();
+        let token = tmp.path().join("token");
+        std::fs::write(&token, "ghp_decoder\n").unwrap();
+        let script = format!(
+            "while IFS= read -r l; do\n\
+             if cat {token} || touch {dir}/planted {token}.new || ! cat {dir}/vmlinux >/dev/null; then echo LEAK; else echo \"$l (sandboxed)\"; fi\n\
+             done\n",
+            token = token.display(),
+            dir = dir.display()
+        );
+        std::fs::write(dir.join(SCRIPTS_DIR).join(SCRIPTS[0]), script).unwrap();
+        let decoder = Decoder::for_image(&dir.join(VMLINUX), Arch::X86_64).unwrap();
+        let out = decoder
+            .decode(
+                " shrink_folio_list+0x1c/0x80\nCode: 0f 0b\n kswapd+0x10/0x20",
+                &tmp.path().join("scratch"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            out,
+            " shrink_folio_list+0x1c/0x80 (sandboxed)\nCode: 0f 0b\n kswapd+0x10/0x20 (sandboxed)"
+        );
+        assert!(!dir.join("planted").exists());
+        assert!(!tmp.path().join("token.new").exists());
+    }
+
     #[test]
     fn no_decoder_without_debug_info_or_files() {
         let dir = tempfile::tempdir().unwrap();

@@ -263,8 +263,9 @@ pub async fn probe() -> Result<Bwrap, Unavailable> {
     let bwrap = Bwrap {
         disable_userns: help.contains("--disable-userns"),
     };
+    // The environment builds get: the same PATH finds the same bwrap.
     let spec = Spec {
-        env: base_env([], false),
+        env: host_env(false),
         ..Spec::default()
     };
     let out = process::output(

@@ -1461,6 +1461,51 @@ repeats: 3
     }
 
     #[test]
+    fn kernel_trees_are_checked_and_their_credentials_masked() {
+        let kernel =
+            |k: &str| format!("axes:\n  threads: [1]\nkernels:\n  - name: base\n  - {k}\n");
+        for (k, want) in [
+            (
+                "{name: p, tree: \"--upload-pack=touch /tmp/x;false\"}",
+                "line 5 column 5: kernel `p`: `tree`: tree URL `--upload-pack=touch /tmp/x;false` starts with `-`",
+            ),
+            (
+                "{name: p, tree: \"https://example.org/x.git\", ref: \"--output=/tmp/x\"}",
+                "kernel `p`: `ref`: ref `--output=/tmp/x` starts with `-`",
+            ),
+            ("{name: p, tree: \"ext::sh -c id\"}", "remote helpers"),
+        ] {
+            let e = plan_of(&kernel(k)).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}\nwanted: {want}");
+        }
+        let p = plan_of(&kernel(
+            "{name: c, tree: \"https://u:ghp_tok@example.org/x.git\", ref: next}",
+        ))
+        .unwrap();
+        let c = &p.variants[1];
+        assert_eq!(
+            c.tree.as_deref(),
+            Some("https://u:ghp_tok@example.org/x.git"),
+            "git needs it"
+        );
+        assert_eq!(c.describe(), "tree https://***@example.org/x.git next");
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(
+            json.contains("https://***@example.org/x.git") && !json.contains("ghp_tok"),
+            "{json}"
+        );
+        let rotated = plan_of(&kernel(
+            "{name: c, tree: \"https://u:ghp_new@example.org/x.git\", ref: next}",
+        ))
+        .unwrap();
+        assert_eq!(
+            p.fingerprint(),
+            rotated.fingerprint(),
+            "a new token resumes the plan"
+        );
+    }
+
+    #[test]
     fn oversized_matrix_file_is_refused() {
         let tmp = tempfile::tempdir().unwrap();
         let path = tmp.path().join("big.yaml");
