@@ -485,8 +485,9 @@ pub async fn build_kernel(
     if ccache {
         std::fs::create_dir_all(&ccache_dir).map_err(io_err(&ccache_dir))?;
     }
-    // Nor may a series write into ccache's cache, which trusted builds read.
-    let ccache_read_only = ccache && series_hash.is_some();
+    // Nor may a series or a fetched tree write into ccache's cache, which
+    // the tarball's trusted builds read.
+    let ccache_read_only = ccache && (series_hash.is_some() || !req.sandbox.trusted_tree);
     // The fragments, written by us where the build cannot write (not in
     // the object dir, where a build could have planted a symlink by then).
     let inputs = dir.join("fragments");
