@@ -78,7 +78,6 @@ pub fn checks() -> Vec<Check> {
         tool("tar", true, "importing the bundled tree"),
         tool("aarch64-linux-gnu-gcc", false, "arm64 kernel builds"),
         tool("ccache", false, "faster rebuilds"),
-        tool("bwrap", false, "sandboxed builds of posted series"),
     ];
     out.push(Check {
         what: "libelf/libssl headers".into(),
@@ -121,6 +120,39 @@ pub fn checks() -> Vec<Check> {
             Err(e) => format!("{e}: guests run under TCG"),
         },
     });
+    out
+}
+
+/// The build sandbox, from [`crate::kernel::sandbox::probe`]: required,
+/// since without it no series builds (unless `--unsandboxed-builds`).
+pub fn sandbox_check(
+    probe: &Result<crate::kernel::sandbox::Bwrap, crate::kernel::sandbox::Unavailable>,
+) -> Check {
+    Check {
+        what: "build sandbox (bwrap)".into(),
+        ok: probe.is_ok(),
+        required: true,
+        detail: match probe {
+            Ok(b) => format!(
+                "runs: own user namespace (uid 65534), no capabilities, no network{}",
+                if b.disable_userns {
+                    ", no nested user namespaces"
+                } else {
+                    ""
+                }
+            ),
+            Err(e) => format!(
+                "{}; fix: {} (without it series and fetched trees do not build unless --unsandboxed-builds)",
+                e.why, e.fix
+            ),
+        },
+    }
+}
+
+/// Every check: [`checks`] and the sandbox's.
+pub async fn all_checks() -> Vec<Check> {
+    let mut out = checks();
+    out.push(sandbox_check(&crate::kernel::sandbox::probe().await));
     out
 }
 
@@ -169,6 +201,28 @@ mod tests {
         let (text, ok) = render(&bad, "tcg");
         assert!(!ok);
         assert!(text.contains("MISSING make"));
+    }
+
+    #[test]
+    fn a_sandbox_that_cannot_run_fails_the_report() {
+        use crate::kernel::sandbox::{Bwrap, Unavailable};
+        let bad = sandbox_check(&Err(Unavailable {
+            why: "bwrap cannot create its sandbox here (bwrap: setting up uid map: Permission denied)".into(),
+            fix: "AppArmor forbids unprivileged user namespaces".into(),
+        }));
+        let (text, ok) = render(&[bad], "tcg");
+        assert!(!ok, "{text}");
+        assert!(
+            text.contains("MISSING build sandbox (bwrap)")
+                && text.contains("uid map: Permission denied")
+                && text.contains("fix: AppArmor"),
+            "{text}"
+        );
+        let good = sandbox_check(&Ok(Bwrap {
+            disable_userns: true,
+        }));
+        let (text, ok) = render(&[good], "tcg");
+        assert!(ok && text.contains("ok      build sandbox"), "{text}");
     }
 
     #[test]

@@ -8,8 +8,8 @@
 //! | `BadOption`, `BadParam`, `ResultsDir`, `Analysis`, `Matrix` | 2 usage |
 //! | `Missing` (QEMU or guest-init) | 3 environment |
 //! | `Kernel`: see [`kernel_exit_code`] | 2, 3, 4, 6 or 7 |
-//! | `Kernel`: missing image, fragment, unknown ref, bad series, `--base-cascade` ref | 2 usage |
-//! | `Kernel`: missing tarball or build tool | 3 environment |
+//! | `Kernel`: missing image, fragment, unknown ref, bad series, `--base-cascade` ref, a tree URL or ref git would misread | 2 usage |
+//! | `Kernel`: missing tarball or build tool, no build sandbox | 3 environment |
 //! | `Kernel`: tree or build failure, base check failure | 4 build |
 //! | `Kernel`: the series applies nowhere (`git am`, or no base takes it) | 6 does not apply |
 //! | `Kernel`: a tree or series fetch, a patchwork request | 7 fetch |
@@ -151,7 +151,8 @@ pub fn kernel_exit_code(e: &KernelError) -> i32 {
     match e {
         KernelError::MissingImage(_) | KernelError::Fragment { .. } => exit::USAGE,
         KernelError::Tree(TreeError::MissingTarball(_)) => exit::ENVIRONMENT,
-        KernelError::Tree(TreeError::UnknownRef { .. }) => exit::USAGE,
+        KernelError::Tree(TreeError::UnknownRef { .. } | TreeError::BadSpec(_)) => exit::USAGE,
+        KernelError::Build(BuildError::NoSandbox { .. }) => exit::ENVIRONMENT,
         KernelError::Tree(TreeError::Fetch { .. }) => exit::FETCH,
         KernelError::Build(BuildError::MissingTool(_)) => exit::ENVIRONMENT,
         KernelError::Series(SeriesError::Fetch(_)) => exit::FETCH,
@@ -408,6 +409,28 @@ mod tests {
                 "build tool",
                 kernel(BuildError::MissingTool("make".into()).into()),
                 exit::ENVIRONMENT,
+            ),
+            (
+                "no build sandbox",
+                kernel(
+                    BuildError::NoSandbox {
+                        what: "series v1-0123abcd".into(),
+                        why: "bwrap (bubblewrap) is not installed".into(),
+                        fix: "install it with ./mmci-setup".into(),
+                    }
+                    .into(),
+                ),
+                exit::ENVIRONMENT,
+            ),
+            (
+                "tree URL that is an option",
+                kernel(
+                    TreeError::BadSpec(crate::kernel::tree::BadSpec::UrlIsOption(
+                        "--upload-pack=x".into(),
+                    ))
+                    .into(),
+                ),
+                exit::USAGE,
             ),
             (
                 "build step",

@@ -521,6 +521,7 @@ pub async fn pass(
                 // killed on Ctrl-C and when this watcher dies.
                 let mut run = tokio::process::Command::new(&cmd[0]);
                 run.args(&cmd[1..]).stdin(std::process::Stdio::null());
+                without_secrets(&mut run);
                 let mut child =
                     crate::host::process::GroupChild::spawn(&mut run).map_err(spawn_err)?;
                 let fin = child
@@ -553,9 +554,99 @@ pub async fn pass(
     Ok(lines)
 }
 
+/// The variables of `env` a watcher's `mmci run` child must not get: the
+/// watcher's credentials (GitHub, patchwork, SMTP, the Actions runner's)
+/// and anything named like one. The run builds a stranger's series; it
+/// reads the series from the mbox the watcher stored and posts nothing.
+pub fn secret_vars<'a>(env: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
+    const NAMED: [&str; 4] = ["GITHUB_TOKEN", "GH_TOKEN", "SSH_AUTH_SOCK", "GIT_ASKPASS"];
+    const LIKE: [&str; 6] = [
+        "TOKEN",
+        "PASSWORD",
+        "SECRET",
+        "CREDENTIAL",
+        "PRIVATE_KEY",
+        "API_KEY",
+    ];
+    env.into_iter()
+        .filter(|k| {
+            let upper = k.to_ascii_uppercase();
+            NAMED.contains(&upper.as_str()) || LIKE.iter().any(|l| upper.contains(l))
+        })
+        .collect()
+}
+
+/// Removes [`secret_vars`] (of this process's environment and of what
+/// `cmd` sets) from `cmd`'s environment.
+pub fn without_secrets(cmd: &mut tokio::process::Command) {
+    let set = cmd.as_std().get_envs().map(|(k, _)| k.to_os_string());
+    let names: Vec<String> = std::env::vars_os()
+        .map(|(k, _)| k)
+        .chain(set.collect::<Vec<_>>())
+        .filter_map(|k| k.into_string().ok())
+        .collect();
+    for k in secret_vars(names.iter().map(String::as_str)) {
+        cmd.env_remove(k);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_run_child_sees_none_of_the_secrets() {
+        let mut cmd = tokio::process::Command::new("env");
+        cmd.env("GITHUB_TOKEN", "ghp_watcher")
+            .env("MMCI_SMTP_PASSWORD", "hunter2")
+            .env("MMCI_LOG", "info");
+        without_secrets(&mut cmd);
+        let out = cmd.output().await.unwrap();
+        let env = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !env.contains("ghp_watcher") && !env.contains("hunter2"),
+            "{env}"
+        );
+        assert!(env.contains("MMCI_LOG=info"), "{env}");
+    }
+
+    #[test]
+    fn a_watcher_keeps_its_secrets_from_its_runs() {
+        let env = [
+            "GITHUB_TOKEN",
+            "MMCI_PATCHWORK_TOKEN",
+            "MMCI_SMTP_PASSWORD",
+            "MY_RELAY_PASSWORD",
+            "ACTIONS_RUNTIME_TOKEN",
+            "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+            "AWS_SECRET_ACCESS_KEY",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+            "SSH_AUTH_SOCK",
+            "gh_token",
+            "PATH",
+            "HOME",
+            "MMCI_WORK_DIR",
+            "MMCI_LOG",
+            "MMCI_CCACHE",
+            "http_proxy",
+            "LANG",
+        ];
+        assert_eq!(
+            secret_vars(env),
+            [
+                "GITHUB_TOKEN",
+                "MMCI_PATCHWORK_TOKEN",
+                "MMCI_SMTP_PASSWORD",
+                "MY_RELAY_PASSWORD",
+                "ACTIONS_RUNTIME_TOKEN",
+                "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+                "AWS_SECRET_ACCESS_KEY",
+                "GOOGLE_APPLICATION_CREDENTIALS",
+                "SSH_AUTH_SOCK",
+                "gh_token",
+            ]
+        );
+    }
 
     const FEED: &str = r#"<?xml version="1.0" encoding="us-ascii"?>
 <feed xmlns="http://www.w3.org/2005/Atom"><title>linux-mm.kvack.org archive mirror</title><link rel="alternate" href="https://lore.kernel.org/linux-mm/"/><link rel="self" href="https://lore.kernel.org/linux-mm/new.atom"/><id>mailto:linux-mm@kvack.org</id><updated>2026-11-30T10:19:14Z</updated><entry><author><name>A U Thor</name><email>a@example.org</email></author><title>[PATCH v2 1/2] mm/vmscan: fix a &amp; b</title><updated>2026-11-30T10:19:14Z</updated><link href="https://lore.kernel.org/linux-mm/20261130.1-2-a%40example.org/"/><id>urn:uuid:0c6d8a9e-1</id><thr:in-reply-to xmlns:thr="http://purl.org/syndication/thread/1.0" ref="urn:uuid:x" href="https://lore.kernel.org/linux-mm/c/"/><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><pre>diff</pre></div></content></entry><entry><title>Re: [PATCH] mm: reply</title><link href="https://lore.kernel.org/linux-mm/reply@x.org/"/><id>urn:uuid:2</id></entry></feed>"#;

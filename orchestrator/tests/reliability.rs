@@ -22,8 +22,10 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Marks every process an mmci started: children inherit the environment,
-/// bwrap's sandboxed tree and the watchdogs included.
+/// Marks the processes an mmci started: children inherit the environment,
+/// the watchdogs included, but not what runs in the build sandbox, which
+/// starts from an allow-listed environment; those are found as mmci's
+/// descendants (see [`ours`]).
 const TAG_VAR: &str = "MMCI_RELIABILITY_TAG";
 
 fn unique_tag(what: &str) -> String {
@@ -54,6 +56,44 @@ fn tagged(tag: &str) -> Vec<(i32, String)> {
         .collect()
 }
 
+/// (pid, comm, parent pid) of every live process.
+fn processes() -> Vec<(i32, String, i32)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (head, rest) = stat.rsplit_once(')')?;
+            let mut fields = rest.split_whitespace();
+            let state = fields.next()?.chars().next()?;
+            let ppid = fields.next()?.parse().ok()?;
+            let comm = head.split_once('(')?.1.to_string();
+            (state != 'Z' && state != 'X').then_some((pid, comm, ppid))
+        })
+        .collect()
+}
+
+/// The tagged processes and every live descendant of `root` (mmci).
+fn ours(tag: &str, root: Option<u32>) -> Vec<(i32, String)> {
+    let mut found = tagged(tag);
+    if let Some(root) = root {
+        let all = processes();
+        let mut family = vec![root as i32];
+        let mut i = 0;
+        while i < family.len() {
+            let parent = family[i];
+            family.extend(all.iter().filter(|p| p.2 == parent).map(|p| p.0));
+            i += 1;
+        }
+        for (pid, comm, _) in all {
+            if family[1..].contains(&pid) && !found.iter().any(|f| f.0 == pid) {
+                found.push((pid, comm));
+            }
+        }
+    }
+    found
+}
+
 fn mmci(tag: &str, stderr: &Path) -> tokio::process::Command {
     let mut cmd = common::mmci();
     cmd.env(TAG_VAR, tag)
@@ -81,8 +121,9 @@ async fn wait_for(
     stderr: &Path,
 ) -> Vec<(i32, String)> {
     let deadline = Instant::now() + Duration::from_secs(40 * 60);
+    let root = child.id();
     loop {
-        let procs = tagged(tag);
+        let procs = ours(tag, root);
         if comm
             .iter()
             .all(|c| procs.iter().any(|(_, name)| name.starts_with(c)))
@@ -106,7 +147,17 @@ async fn kill_9_and_check(tag: &str, child: &mut tokio::process::Child, before: 
     child.start_kill().unwrap();
     child.wait().await.unwrap();
     loop {
-        let left = tagged(tag);
+        // What was ours before the kill (the sandbox's processes carry no
+        // tag) and is still the same process, and anything tagged.
+        let live = processes();
+        let mut left = tagged(tag);
+        let stayed: Vec<(i32, String)> = before
+            .iter()
+            .filter(|(pid, comm)| live.iter().any(|p| p.0 == *pid && &p.1 == comm))
+            .filter(|(pid, _)| !left.iter().any(|l| l.0 == *pid))
+            .cloned()
+            .collect();
+        left.extend(stayed);
         if left.is_empty() {
             eprintln!(
                 "kill -9: {} processes ({}) gone {:.2} s after SIGKILL",

@@ -138,7 +138,7 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
     let (stable, unstable) = upstream(&up);
     let work = WorkDir::new(tmp.path().join("work"));
     let url = format!("file://{}", up.display());
-    let tree = tree::fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")), &work)
+    let tree = tree::fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")).unwrap(), &work)
         .await
         .unwrap();
     assert_eq!(tree.commit, stable);

@@ -130,6 +130,7 @@ async fn lore_thread_latest_revision_applies_builds_and_caches() {
         arch: Arch::X86_64,
         fragments: build::default_fragments(Arch::X86_64),
         jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        sandbox: Default::default(),
     };
     let built = build::build_kernel(&tree, Some(&series), &req, &work)
         .await
@@ -200,6 +201,7 @@ async fn series_that_does_not_apply_names_patch_and_file() {
         arch: Arch::X86_64,
         fragments: build::default_fragments(Arch::X86_64),
         jobs: 2,
+        sandbox: Default::default(),
     };
     let err = build::build_kernel(&tree, Some(&series), &req, &work)
         .await

@@ -71,6 +71,11 @@ pub struct KernelArgs {
     /// applied before the series.
     #[arg(long = "prerequisites", value_name = "MBOX")]
     pub prerequisites: Vec<PathBuf>,
+    /// Build series and fetched trees even where the build sandbox cannot
+    /// run (no bwrap, no user namespaces): their Makefiles then run with
+    /// this user's full access to the machine and the network.
+    #[arg(long)]
+    pub unsandboxed_builds: bool,
 }
 
 impl KernelArgs {
@@ -133,14 +138,24 @@ impl KernelArgs {
         let mut s = KernelSource::bundled();
         s.image = self.kernel.clone();
         s.tarball = self.tarball.clone();
-        s.tree = self
-            .tree
-            .as_deref()
-            .map(|t| crate::kernel::tree::TreeSpec::parse(t, self.git_ref.as_deref()));
+        s.tree = match &self.tree {
+            Some(t) => Some(
+                crate::kernel::tree::TreeSpec::parse(t, self.git_ref.as_deref()).map_err(|e| {
+                    let option = if e.is_ref() { "--ref" } else { "--tree" };
+                    AppError::BadOption(format!("{option}: {e}"))
+                })?,
+            ),
+            None => None,
+        };
         s.fragments = self.config_fragments.clone();
         s.series = self.series()?;
         s.series_revision = self.revision;
+        for e in &self.base_cascade {
+            crate::kernel::tree::CascadeEntry::parse(e)
+                .map_err(|err| AppError::BadOption(format!("--base-cascade: {err}")))?;
+        }
         s.base_cascade = self.base_cascade.clone();
+        s.unsandboxed_builds = self.unsandboxed_builds;
         s.prerequisites = self.prerequisites.clone();
         if let Some(j) = self.jobs {
             s.jobs = j;
@@ -247,11 +262,18 @@ async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError
         revision: a.revision,
         base_cascade: a.base_cascade.clone(),
         prerequisites: a.prerequisites.clone(),
+        unsandboxed_builds: false,
     };
     let Some(source) = k.series()? else {
         return Err(AppError::BadOption(
             "series show: give an mbox, a format-patch directory, --lore, --github-pr or --patchwork URL --pw-series ID".into(),
         ));
+    };
+    // --tree, --ref and --base-cascade are checked before the series is
+    // read: a bad one is a usage error, whatever the series.
+    let tree_source = match a.tree {
+        Some(_) => Some(k.source()?),
+        None => None,
     };
     let mut series = crate::kernel::series::load_with(
         &source,
@@ -264,8 +286,8 @@ async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError
     )
     .await
     .map_err(|e| AppError::Kernel(crate::kernel::KernelError::Series(e)))?;
-    if a.tree.is_some() {
-        series.base = Some(kernel::base_for(&k.source()?, &series, work).await?);
+    if let Some(source) = &tree_source {
+        series.base = Some(kernel::base_for(source, &series, work).await?);
     }
     let name = source.name();
     if a.json {
@@ -400,7 +422,7 @@ mod tests {
         let s = k.source().unwrap();
         assert_eq!(
             s.tree,
-            Some(crate::kernel::tree::TreeSpec::parse("mm-stable", None))
+            Some(crate::kernel::tree::TreeSpec::parse("mm-stable", None).unwrap())
         );
         assert_eq!(s.fragments, [PathBuf::from("a.config")]);
         assert_eq!(

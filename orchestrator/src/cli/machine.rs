@@ -92,7 +92,7 @@ pub async fn image(command: ImageCommand, work: &WorkDir) -> Result<i32, AppErro
 
 /// `mmci doctor`: 0 when the machine has what it needs, else 3.
 pub async fn doctor(probe: bool, work: &WorkDir) -> Result<i32, AppError> {
-    let checks = doctor::checks();
+    let checks = doctor::all_checks().await;
     let accel_line = doctor::accel_line(probe, work).await?;
     let (text, ok) = doctor::render(&checks, &accel_line);
     print!("{text}");

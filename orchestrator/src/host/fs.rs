@@ -10,7 +10,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         "{}.tmp",
         path.extension().and_then(|e| e.to_str()).unwrap_or("")
     ));
-    let written = std::fs::File::create(&tmp)
+    // A fresh file: never through a symlink someone left at the temporary
+    // name (a build, in its object dir); rename replaces a link at `path`.
+    let _ = std::fs::remove_file(&tmp);
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
         .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
         .and_then(|()| std::fs::rename(&tmp, path));
     if written.is_err() {
@@ -44,6 +50,23 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names.len(), 1);
+    }
+
+    #[test]
+    fn atomic_write_never_writes_through_a_planted_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let p = tmp.path().join("mmci-warnings.json");
+        std::os::unix::fs::symlink(&victim, tmp.path().join("mmci-warnings.json.tmp")).unwrap();
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        write_atomic(&p, b"ledger").unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert_eq!(std::fs::read(&p).unwrap(), b"ledger");
+        assert!(!std::fs::symlink_metadata(&p)
+            .unwrap()
+            .file_type()
+            .is_symlink());
     }
 
     #[test]

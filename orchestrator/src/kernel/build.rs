@@ -13,6 +13,7 @@ use crate::arch::Arch;
 use crate::host::paths::WorkDir;
 use crate::host::process::{self, CommandError, Limits};
 use crate::kernel::kconfig::{self, Mismatch};
+use crate::kernel::sandbox;
 use crate::kernel::series::apply;
 use crate::kernel::series::Series;
 use crate::kernel::tree::{self, SourceTree, TreeError};
@@ -83,6 +84,12 @@ pub enum BuildError {
     Decode(#[from] super::decode::DecodeError),
     #[error("the final .config lacks {} requested option(s):\n  {}", .0.len(), .0.iter().map(|m| m.to_string()).collect::<Vec<_>>().join("\n  "))]
     Config(Vec<Mismatch>),
+    #[error("refusing to build {what} without the build sandbox: {why}. Fix: {fix}. Or pass --unsandboxed-builds to build it anyway, with this user's full access to the machine and the network")]
+    NoSandbox {
+        what: String,
+        why: String,
+        fix: String,
+    },
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> BuildError + '_ {
@@ -99,6 +106,27 @@ pub struct BuildRequest {
     pub fragments: Vec<Fragment>,
     /// make -j.
     pub jobs: usize,
+    /// Whether the build may run where the sandbox cannot.
+    pub sandbox: SandboxPolicy,
+}
+
+/// Where the build sandbox cannot run (see [`sandbox::probe`]), which
+/// builds may go on without it. The default refuses every build.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SandboxPolicy {
+    /// The tree is the operator's own tarball (the Debian package
+    /// mmci-setup installs), not a tree fetched by URL: built without a
+    /// series it is the operator's code, as when they build it by hand.
+    pub trusted_tree: bool,
+    /// `--unsandboxed-builds`: series and fetched trees too.
+    pub allow_unsandboxed: bool,
+}
+
+impl SandboxPolicy {
+    /// May a build of this tree (with a series or not) run unsandboxed?
+    pub fn allows_unsandboxed(&self, with_series: bool) -> bool {
+        self.allow_unsandboxed || (self.trusted_tree && !with_series)
+    }
 }
 
 /// A built kernel.
@@ -118,7 +146,7 @@ pub struct KernelBuild {
     /// HEAD after applying the series (reproducible: pinned committer).
     pub head_commit: String,
     pub compiler: String,
-    /// The build ran in bubblewrap (no network, read-only except its dirs).
+    /// The build ran in the sandbox (see [`sandbox`]).
     pub sandboxed: bool,
     /// ccache was used.
     pub ccache: bool,
@@ -234,94 +262,85 @@ pub fn make_args(
     args
 }
 
-/// Bubblewrap around a build step: everything read-only but the checkout,
-/// the object dir and ccache's dir; no network; a private /tmp; dies with us.
-pub fn sandbox_args(writable: &[&Path]) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "--ro-bind",
-        "/",
-        "/",
-        "--dev",
-        "/dev",
-        "--proc",
-        "/proc",
-        "--tmpfs",
-        "/tmp",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    for p in writable {
-        let p = p.display().to_string();
-        a.extend(["--bind".to_string(), p.clone(), p]);
-    }
-    a.extend(
-        [
-            "--unshare-net",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--die-with-parent",
-        ]
-        .map(String::from),
-    );
-    a
-}
-
-/// Can bubblewrap run here? (It needs user namespaces or root.)
+/// Can the build sandbox run here? (See [`sandbox::probe`] for why not.)
 pub async fn sandbox_available() -> bool {
-    process::output(
-        Command::new("bwrap").args(sandbox_args(&[])).arg("true"),
-        "bwrap true",
-        Limits::QUICK,
-    )
-    .await
-    .is_ok_and(|o| o.status.success())
+    sandbox::probe().await.is_ok()
 }
 
 /// What a build step needs besides its arguments.
 struct Step<'a> {
+    /// The source: read-only in the sandbox. An `O=` build writes nothing
+    /// into the source tree, so a series' build cannot leave files there
+    /// for the next build of the shared checkout, nor touch its `.git`.
     checkout: &'a Path,
+    /// The repository the checkout is a worktree of, read-only: kbuild's
+    /// setlocalversion asks git for the release's `+`.
+    git_dir: Option<&'a Path>,
+    /// What the host wrote for the build (the config fragments): read-only.
+    inputs: &'a Path,
     objs: &'a Path,
     ccache_dir: Option<&'a Path>,
     /// ccache may read its cache but not add to it (an untrusted build).
     ccache_read_only: bool,
-    sandbox: bool,
+    /// `None`: no sandbox (allowed by the [`SandboxPolicy`]).
+    sandbox: Option<sandbox::Bwrap>,
     log: &'a Path,
 }
 
 impl Step<'_> {
-    fn command(&self, program: &str, args: Vec<String>) -> Command {
-        let mut cmd = if self.sandbox {
-            let mut writable = vec![self.checkout, self.objs];
-            if !self.ccache_read_only {
-                writable.extend(self.ccache_dir);
-            }
-            let mut c = Command::new("bwrap");
-            c.args(sandbox_args(&writable));
-            // The worktree's `.git` file says where its repository is; a
-            // build that rewrote it would aim the next checkout elsewhere.
-            let dot_git = self.checkout.join(".git");
-            if dot_git.exists() {
-                c.arg("--ro-bind").arg(&dot_git).arg(&dot_git);
-            }
-            c.arg("--").arg(program);
-            c
+    /// The binds and the environment of a step: see [`sandbox`]; the
+    /// environment is the allow-list of [`sandbox::host_env`], pinned
+    /// build identity, `extra_env`, and ccache's settings.
+    fn spec(&self, extra_env: &[(&str, &str)]) -> sandbox::Spec {
+        let mut read_only = vec![self.checkout.to_path_buf(), self.inputs.to_path_buf()];
+        read_only.extend(self.git_dir.map(Path::to_path_buf));
+        let mut writable = vec![self.objs.to_path_buf()];
+        if !self.ccache_read_only {
+            writable.extend(self.ccache_dir.map(Path::to_path_buf));
         } else {
-            Command::new(program)
-        };
-        cmd.current_dir(self.checkout)
-            .args(args)
-            .env("KBUILD_BUILD_TIMESTAMP", "2000-01-01 00:00:00 UTC")
-            .env("KBUILD_BUILD_USER", "mmci")
-            .env("KBUILD_BUILD_HOST", "mmci");
+            read_only.extend(self.ccache_dir.map(Path::to_path_buf));
+        }
+        let mut env = sandbox::host_env(self.ccache_dir.is_some());
+        let mut set = |k: &str, v: &str| env.push((k.to_string(), v.to_string()));
+        set("KBUILD_BUILD_TIMESTAMP", "2000-01-01 00:00:00 UTC");
+        set("KBUILD_BUILD_USER", "mmci");
+        set("KBUILD_BUILD_HOST", "mmci");
+        for (k, v) in extra_env {
+            set(k, v);
+        }
         if let Some(dir) = self.ccache_dir {
-            cmd.env("CCACHE_DIR", dir)
-                .env("CCACHE_BASEDIR", self.checkout);
+            set("CCACHE_DIR", &dir.display().to_string());
+            set("CCACHE_BASEDIR", &self.checkout.display().to_string());
             if self.ccache_read_only {
-                cmd.env("CCACHE_READONLY", "1")
-                    .env("CCACHE_TEMPDIR", self.objs.join(".ccache-tmp"));
+                set("CCACHE_READONLY", "1");
+                set(
+                    "CCACHE_TEMPDIR",
+                    &self.objs.join(".ccache-tmp").display().to_string(),
+                );
             }
         }
+        sandbox::Spec {
+            read_only,
+            writable,
+            env,
+        }
+    }
+
+    /// `program args` in the checkout, in the sandbox.
+    fn command(&self, program: &str, args: Vec<String>) -> Command {
+        self.command_in(self.checkout, program, args, &[])
+    }
+
+    /// The same in `dir` (inside the sandbox's binds), with `extra_env`.
+    fn command_in(
+        &self,
+        dir: &Path,
+        program: &str,
+        args: Vec<String>,
+        extra_env: &[(&str, &str)],
+    ) -> Command {
+        let mut cmd = sandbox::command(self.sandbox, &self.spec(extra_env), program);
+        cmd.current_dir(dir).args(args);
         cmd
     }
 
@@ -388,6 +407,25 @@ pub async fn build_kernel(
         cached.cached = true;
         return Ok(cached);
     }
+    // Before any work: a build that may not run here fails now.
+    let sandbox = match sandbox::probe().await {
+        Ok(b) => Some(b),
+        Err(e) if req.sandbox.allows_unsandboxed(series.is_some()) => {
+            tracing::warn!(tree = %tree.name, reason = %e, "building without the sandbox");
+            None
+        }
+        Err(e) => {
+            let what = match series {
+                Some(s) => format!("series {}", s.short_id()),
+                None => format!("the fetched tree {}", tree.name),
+            };
+            return Err(BuildError::NoSandbox {
+                what,
+                why: e.why,
+                fix: e.fix,
+            });
+        }
+    };
 
     // One checkout per baseline object dir (tree, arch, configuration),
     // shared by every variant built on those objects, one build at a time.
@@ -447,11 +485,21 @@ pub async fn build_kernel(
     if ccache {
         std::fs::create_dir_all(&ccache_dir).map_err(io_err(&ccache_dir))?;
     }
-    // Nor may a series write into ccache's cache, which trusted builds read.
-    let ccache_read_only = ccache && series_hash.is_some();
-    let sandbox = sandbox_available().await;
+    // Nor may a series or a fetched tree write into ccache's cache, which
+    // the tarball's trusted builds read.
+    let ccache_read_only = ccache && (series_hash.is_some() || !req.sandbox.trusted_tree);
+    // The fragments, written by us where the build cannot write (not in
+    // the object dir, where a build could have planted a symlink by then).
+    let inputs = dir.join("fragments");
+    std::fs::create_dir_all(&inputs).map_err(io_err(&inputs))?;
+    let git_dir = match tree.path.join(".git") {
+        d if d.is_dir() => d,
+        _ => tree.path.clone(),
+    };
     let step = Step {
         checkout: &checkout,
+        git_dir: Some(&git_dir),
+        inputs: &inputs,
         objs: &objs,
         ccache_dir: ccache.then_some(ccache_dir.as_path()),
         ccache_read_only,
@@ -469,10 +517,6 @@ pub async fn build_kernel(
         requests.extend(kconfig::parse_fragment(&f.text, &f.name));
     }
     if !config_path.is_file() {
-        step.run("make", make_step(None, &["tinyconfig"]), "make tinyconfig")
-            .await?;
-        let frag_dir = objs.join("fragments");
-        std::fs::create_dir_all(&frag_dir).map_err(io_err(&frag_dir))?;
         let mut args = vec![
             "-m".to_string(),
             "-O".to_string(),
@@ -480,12 +524,21 @@ pub async fn build_kernel(
         ];
         args.push(config_path.display().to_string());
         for (i, f) in req.fragments.iter().enumerate() {
-            let path = frag_dir.join(format!("{i:02}.config"));
+            let path = inputs.join(format!("{i:02}.config"));
             std::fs::write(&path, &f.text).map_err(io_err(&path))?;
             args.push(path.display().to_string());
         }
-        let mut merge = step.command("scripts/kconfig/merge_config.sh", args);
-        merge.env("ARCH", req.arch.kernel_arch());
+        step.run("make", make_step(None, &["tinyconfig"]), "make tinyconfig")
+            .await?;
+        // In the object dir: merge_config.sh makes its temporary files in
+        // its working directory, and the checkout is read-only.
+        let script = checkout.join("scripts/kconfig/merge_config.sh");
+        let mut merge = step.command_in(
+            &objs,
+            &script.display().to_string(),
+            args,
+            &[("ARCH", req.arch.kernel_arch())],
+        );
         process::run_logged(&mut merge, &log, "merge_config.sh").await?;
     }
     step.run(
@@ -494,7 +547,10 @@ pub async fn build_kernel(
         "make olddefconfig",
     )
     .await?;
-    let config = std::fs::read_to_string(&config_path).map_err(io_err(&config_path))?;
+    // Everything read back from the object dir is read without following
+    // a symlink the build may have put there (see sandbox::open_beneath).
+    let config =
+        sandbox::read_beneath(&objs, Path::new(".config")).map_err(io_err(&config_path))?;
     let options = kconfig::parse_config(&config);
     let mismatches = kconfig::check(&options, &requests);
     if !mismatches.is_empty() {
@@ -516,7 +572,7 @@ pub async fn build_kernel(
     .await?;
     // What `make kernelrelease` prints, without another pass through the
     // Makefiles (a few seconds on 2 cores).
-    let release = match std::fs::read_to_string(objs.join("include/config/kernel.release")) {
+    let release = match sandbox::read_beneath(&objs, Path::new("include/config/kernel.release")) {
         Ok(r) => r.trim().to_string(),
         Err(_) => {
             let out = process::output(
@@ -532,29 +588,41 @@ pub async fn build_kernel(
     // Keep the artifacts, not the objects.
     let image_name = Path::new(image_rel).file_name().expect("image has a name");
     let mut keep = vec![
-        (objs.join(image_rel), dir.join(image_name)),
-        (objs.join(".config"), dir.join("config")),
-        (objs.join("System.map"), dir.join("System.map")),
+        (Path::new(image_rel), dir.join(image_name)),
+        (Path::new(".config"), dir.join("config")),
+        (Path::new("System.map"), dir.join("System.map")),
     ];
     // With debug info, what file:line in call traces needs (see
     // crate::kernel::decode): the vmlinux (arm64 boots Image) and the
     // tree's decoding scripts.
     let debug_info = super::decode::has_debug_info(&config);
     if debug_info && image_name != super::decode::VMLINUX {
-        keep.push((objs.join("vmlinux"), dir.join(super::decode::VMLINUX)));
+        keep.push((
+            Path::new(super::decode::VMLINUX),
+            dir.join(super::decode::VMLINUX),
+        ));
     }
     for (from, to) in keep {
-        std::fs::copy(&from, &to).map_err(io_err(&from))?;
+        sandbox::copy_beneath(&objs, from, &to).map_err(io_err(&objs.join(from)))?;
     }
     if debug_info {
         super::decode::keep_scripts(&tree.path, &tree.commit, &dir).await?;
     }
     let log_text = std::fs::read_to_string(&log).unwrap_or_default();
     // The object dir's ledger knows the warnings of files this incremental
-    // build did not recompile (see crate::kernel::warnings).
-    let mut ledger = warnings::read_ledger(&objs);
+    // build did not recompile (see crate::kernel::warnings). A series'
+    // private copy is the build's to rewrite: its ledger is the baseline's
+    // (the copy's origin), and is not written back (the copy is removed).
+    let ledger_dir = if series_hash.is_some() {
+        &base_objs
+    } else {
+        &objs
+    };
+    let mut ledger = read_ledger(ledger_dir);
     warnings::update(&mut ledger, &log_text, &checkout);
-    warnings::write_ledger(&objs, &ledger).map_err(io_err(&objs))?;
+    if series_hash.is_none() {
+        warnings::write_ledger(&objs, &ledger).map_err(io_err(&objs))?;
+    }
     let build = KernelBuild {
         arch: req.arch,
         key,
@@ -565,7 +633,7 @@ pub async fn build_kernel(
         series_hash,
         head_commit,
         compiler,
-        sandboxed: sandbox,
+        sandboxed: sandbox.is_some(),
         ccache,
         warnings: warnings::all(&ledger),
         build_seconds: start.elapsed().as_secs_f64(),
@@ -614,6 +682,14 @@ async fn seed_object_dir(base: &Path, private: &Path, log: &Path) -> Result<(), 
     let tools = private.join("tools");
     super::mtime::repoint_cmd_files(&tools, base, private).map_err(io_err(&tools))?;
     Ok(())
+}
+
+/// The warnings ledger of `objs`, not through a symlink.
+fn read_ledger(objs: &Path) -> warnings::Ledger {
+    sandbox::read_beneath(objs, Path::new(warnings::LEDGER_FILE))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
 }
 
 fn read_stamp(dir: &Path) -> Option<KernelBuild> {
@@ -704,14 +780,347 @@ mod tests {
         );
     }
 
+    /// A step's binds and environment: the checkout and inputs read-only,
+    /// only the object dir (and a trusted build's ccache) writable, the
+    /// allow-listed environment with the pinned build identity.
     #[test]
-    fn sandbox_binds_only_what_the_build_writes() {
-        let args = sandbox_args(&[Path::new("/w/src"), Path::new("/w/objs")]);
-        let joined = args.join(" ");
-        assert!(joined.starts_with("--ro-bind / / "));
-        assert!(joined.contains("--bind /w/src /w/src --bind /w/objs /w/objs"));
-        assert!(joined.contains("--unshare-net"));
-        assert!(!joined.contains("--new-session"), "keeps our process group");
+    fn steps_bind_the_source_read_only() {
+        let (checkout, objs, inputs, ccache, git_dir, log) = (
+            Path::new("/w/checkout"),
+            Path::new("/w/objs"),
+            Path::new("/w/builds/k/fragments"),
+            Path::new("/w/ccache"),
+            Path::new("/w/trees/t/.git"),
+            Path::new("/w/log"),
+        );
+        let step = |ccache_read_only| Step {
+            checkout,
+            git_dir: Some(git_dir),
+            inputs,
+            objs,
+            ccache_dir: Some(ccache),
+            ccache_read_only,
+            sandbox: Some(sandbox::Bwrap {
+                disable_userns: true,
+            }),
+            log,
+        };
+        let trusted = step(false).spec(&[("ARCH", "x86")]);
+        assert_eq!(
+            trusted.read_only,
+            [checkout, inputs, git_dir].map(Path::to_path_buf)
+        );
+        assert_eq!(trusted.writable, [objs, ccache].map(Path::to_path_buf));
+        let untrusted = step(true).spec(&[]);
+        assert_eq!(untrusted.writable, [objs.to_path_buf()]);
+        assert!(untrusted.read_only.contains(&ccache.to_path_buf()));
+        let env: Vec<String> = trusted
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        for want in [
+            "HOME=/nonexistent",
+            "KBUILD_BUILD_TIMESTAMP=2000-01-01 00:00:00 UTC",
+            "KBUILD_BUILD_USER=mmci",
+            "ARCH=x86",
+            "CCACHE_DIR=/w/ccache",
+            "CCACHE_BASEDIR=/w/checkout",
+        ] {
+            assert!(env.contains(&want.to_string()), "{want} in {env:?}");
+        }
+        assert!(untrusted
+            .env
+            .iter()
+            .any(|(k, v)| k == "CCACHE_READONLY" && v == "1"));
+        // The real command line: bwrap, the spec's binds, then the program.
+        let cmd = step(false).command("make", vec!["O=/w/objs".into()]);
+        let argv: Vec<String> = std::iter::once(cmd.as_std().get_program())
+            .chain(cmd.as_std().get_args())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let joined = argv.join(" ");
+        assert!(joined.starts_with("bwrap --unshare-user"), "{joined}");
+        assert!(
+            joined.contains("--ro-bind /w/checkout /w/checkout"),
+            "{joined}"
+        );
+        assert!(joined.contains("--bind /w/objs /w/objs"), "{joined}");
+        assert!(joined.ends_with("-- make O=/w/objs"), "{joined}");
+        assert_eq!(cmd.as_std().get_current_dir(), Some(checkout));
+    }
+
+    /// The parent's secret, in this process's environment (the child's).
+    const PROBE_SECRET: &str = "ghp_sandboxprobe0123456789";
+
+    /// What a hostile build tries from inside mmci's sandbox, through
+    /// `Step::command`: run by [`sandbox_holds_for_root_and_other_callers`]
+    /// in a child process (as this user, and as uid 65534 when root), with
+    /// a GITHUB_TOKEN in its environment. Each probe is a shell command
+    /// and whether it must succeed.
+    #[tokio::test]
+    #[ignore = "run in a child process by sandbox_holds_for_root_and_other_callers"]
+    async fn sandbox_probe_child() {
+        let var =
+            |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} (set by the parent test)"));
+        let dir = PathBuf::from(var("MMCI_SANDBOX_PROBE_DIR"));
+        let objs = PathBuf::from(var("MMCI_SANDBOX_PROBE_OBJS"));
+        assert_eq!(
+            var("GITHUB_TOKEN"),
+            PROBE_SECRET,
+            "the parent's secret is ours"
+        );
+        let bwrap = sandbox::probe()
+            .await
+            .unwrap_or_else(|e| panic!("the sandbox cannot run for this caller: {e}"));
+        let checkout = dir.join("checkout");
+        let step = Step {
+            checkout: &checkout,
+            git_dir: None,
+            inputs: &dir.join("inputs"),
+            objs: &objs,
+            ccache_dir: None,
+            ccache_read_only: false,
+            sandbox: Some(bwrap),
+            log: &dir.join("log"),
+        };
+        let (d, c, o) = (dir.display(), checkout.display(), objs.display());
+        // (script, whether it must succeed; None: either, the host is
+        // checked after). /tmp is the sandbox's own tmpfs: a test dir there
+        // takes a write to its own parents, which never reaches the host.
+        let skeleton = (!dir.starts_with("/tmp")).then_some(false);
+        let probes: Vec<(String, Option<bool>)> = vec![
+            (format!("touch {d}/outside"), skeleton),
+            (format!("touch {o}/../outside-objs"), skeleton),
+            (
+                "touch /usr/bin/planted /etc/alternatives/planted".into(),
+                Some(false),
+            ),
+            ("mount -o remount,bind,rw /".into(), Some(false)),
+            (format!("mount -o remount,bind,rw {c}"), Some(false)),
+            (format!("touch {c}/planted"), Some(false)),
+            (format!("mkdir -p {c}/nested/.git"), Some(false)),
+            (format!("cat {d}/token"), Some(false)),
+            ("cat /etc/shadow".into(), Some(false)),
+            ("ls /root".into(), Some(false)),
+            ("unshare -U true".into(), Some(false)),
+            (format!("env | grep -F {PROBE_SECRET}"), Some(false)),
+            ("env | grep -E '^GITHUB_TOKEN='".into(), Some(false)),
+            // Controls: what a build needs still works.
+            (format!("echo built > {o}/vmlinux"), Some(true)),
+            (format!("cat {c}/Makefile"), Some(true)),
+            (
+                "test \"$(id -u):$(id -g)\" = 65534:65534".into(),
+                Some(true),
+            ),
+            (
+                "grep -qx 'CapEff:[[:space:]]*0000000000000000' /proc/self/status".into(),
+                Some(true),
+            ),
+            ("test \"$HOME\" = /nonexistent".into(), Some(true)),
+            // No network: only lo.
+            (
+                "awk -F: 'NR > 2 && $1 !~ /^ *lo$/ { exit 1 }' /proc/net/dev".into(),
+                Some(true),
+            ),
+        ];
+        let mut wrong = vec![];
+        for (script, should) in &probes {
+            let out = step
+                .command("sh", vec!["-c".into(), script.clone()])
+                .output()
+                .await
+                .unwrap();
+            if should.is_some_and(|s| s != out.status.success()) {
+                wrong.push(format!(
+                    "{script}: {} ({}{})",
+                    if out.status.success() {
+                        "succeeded"
+                    } else {
+                        "failed"
+                    },
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "inside the sandbox:\n{}",
+            wrong.join("\n")
+        );
+        tiocsti_fails_inside(&step).await;
+    }
+
+    /// With a terminal as this process's controlling terminal (the user's
+    /// shell, in real use): pushing a character into it with TIOCSTI works
+    /// from a plain child (when the kernel allows TIOCSTI at all), and
+    /// fails from the sandbox, which runs in a session of its own.
+    async fn tiocsti_fails_inside(step: &Step<'_>) {
+        let push = "open(my $t, '+<', '/dev/tty') or die \"open /dev/tty: $!\"; \
+                    my $c = 'x'; ioctl($t, 0x5412, $c) or die \"TIOCSTI: $!\"";
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty writes two fds; setsid and TIOCSCTTY act on this
+        // process, which is a child of the test run made for this.
+        unsafe {
+            assert_eq!(
+                libc::openpty(
+                    &mut master,
+                    &mut slave,
+                    std::ptr::null_mut(),
+                    std::ptr::null(),
+                    std::ptr::null()
+                ),
+                0
+            );
+            // Closing the terminal at the end hangs up its session: us.
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            assert!(
+                libc::setsid() > 0,
+                "setsid: {}",
+                std::io::Error::last_os_error()
+            );
+            assert_eq!(
+                libc::ioctl(slave, libc::TIOCSCTTY, 0),
+                0,
+                "{}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let legacy = std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti")
+            .is_ok_and(|s| s.trim() == "1");
+        // SAFETY: geteuid has no preconditions.
+        if legacy || unsafe { libc::geteuid() } == 0 {
+            let out = tokio::process::Command::new("perl")
+                .args(["-e", push])
+                .output()
+                .await
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "the control: TIOCSTI from a plain child works here: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let out = step
+            .command("perl", vec!["-e".into(), push.into()])
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            !out.status.success(),
+            "TIOCSTI from inside the sandbox worked"
+        );
+        let why = String::from_utf8_lossy(&out.stderr);
+        assert!(why.contains("open /dev/tty"), "{why}");
+        // SAFETY: closing the fds openpty gave us.
+        unsafe {
+            libc::close(slave);
+            libc::close(master);
+        }
+    }
+
+    /// C1/H2/H3/L9 of the security review: a build, as root (how CI runs)
+    /// and as an unprivileged user, cannot remount its binds writable,
+    /// write outside its object dir, read a token file or /etc/shadow, see
+    /// the parent's GITHUB_TOKEN, or reach the terminal (the probes are in
+    /// [`sandbox_probe_child`]; this runs it and checks the host after).
+    #[tokio::test]
+    async fn sandbox_holds_for_root_and_other_callers() {
+        use std::os::unix::fs::PermissionsExt;
+        // Not in /tmp, which is a tmpfs of the sandbox's own (see the probes).
+        let tmp = match Path::new("/var/tmp").is_dir() {
+            true => tempfile::tempdir_in("/var/tmp"),
+            false => tempfile::tempdir(),
+        }
+        .unwrap();
+        let dir = tmp.path();
+        let mode =
+            |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        mode(dir, 0o755);
+        for sub in ["checkout", "inputs"] {
+            std::fs::create_dir(dir.join(sub)).unwrap();
+            mode(&dir.join(sub), 0o755);
+        }
+        std::fs::write(dir.join("checkout/Makefile"), "all:\n").unwrap();
+        // Readable by anyone on the host: only the sandbox keeps it out.
+        std::fs::write(dir.join("token"), "ghp_fromafile\n").unwrap();
+        mode(&dir.join("token"), 0o644);
+        // A copy anyone may run (the target dir may be under /root).
+        let exe = dir.join("probe-exe");
+        std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+        mode(&exe, 0o755);
+
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let mut callers: Vec<(&str, Vec<&str>)> = vec![("this user", vec![])];
+        if root {
+            callers.push((
+                "uid 65534",
+                vec![
+                    "setpriv",
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "--",
+                ],
+            ));
+        } else {
+            eprintln!("not root: the uid 65534 caller needs root to switch to it");
+        }
+        for (who, prefix) in callers {
+            let objs = dir.join(format!("objs-{}", who.replace(' ', "-")));
+            std::fs::create_dir(&objs).unwrap();
+            mode(&objs, 0o755);
+            if !prefix.is_empty() {
+                std::os::unix::fs::chown(&objs, Some(65534), Some(65534)).unwrap();
+            }
+            let mut argv: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
+            argv.push(exe.display().to_string());
+            argv.extend(
+                [
+                    "--ignored",
+                    "--exact",
+                    "kernel::build::tests::sandbox_probe_child",
+                    "--nocapture",
+                    "--test-threads=1",
+                ]
+                .map(String::from),
+            );
+            let out = std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .env_clear()
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("GITHUB_TOKEN", PROBE_SECRET)
+                .env("MMCI_SANDBOX_PROBE_DIR", dir)
+                .env("MMCI_SANDBOX_PROBE_OBJS", &objs)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(out.status.success(), "as {who}:\n{text}");
+            assert!(
+                text.contains("1 passed"),
+                "as {who}: the probes did not run:\n{text}"
+            );
+            // On the host: only the object dir was written.
+            assert_eq!(
+                std::fs::read_to_string(objs.join("vmlinux")).unwrap(),
+                "built\n"
+            );
+            for p in [
+                "outside",
+                "outside-objs",
+                "checkout/planted",
+                "checkout/nested",
+            ] {
+                assert!(!dir.join(p).exists(), "as {who}: {p} written");
+            }
+        }
     }
 
     #[test]

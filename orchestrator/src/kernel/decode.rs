@@ -6,9 +6,11 @@
 //! `scripts/decode_stacktrace.sh vmlinux` on the console would see it.
 //!
 //! The scripts come from the tree's commit, never from a series' checkout: a
-//! series may rewrite them, and they run on the host. addr2line and nm read
-//! a vmlinux a series' build produced, so the script runs in the build's
-//! bubblewrap sandbox when there is one (read-only host, no network).
+//! series may rewrite them. addr2line and nm read a vmlinux a series' build
+//! produced, and the excerpt is a hostile kernel's console, so the script
+//! runs in the build sandbox ([`crate::kernel::sandbox`]: the build dir
+//! read-only, nothing else of the host, no network, no secrets in its
+//! environment); where the sandbox cannot run, traces stay undecoded.
 
 use std::path::{Path, PathBuf};
 
@@ -66,6 +68,26 @@ impl Decoder {
         })
     }
 
+    /// The script's sandbox: the script's and the vmlinux's dirs, both
+    /// read-only; the allow-listed environment (no debuginfod lookups: no
+    /// DEBUGINFOD_URLS, and no network anyway) with the cross tools' prefix.
+    pub fn sandbox_spec(&self) -> crate::kernel::sandbox::Spec {
+        let mut read_only: Vec<PathBuf> = [&self.script, &self.vmlinux]
+            .iter()
+            .filter_map(|p| p.parent().map(Path::to_path_buf))
+            .collect();
+        read_only.dedup();
+        let mut env = crate::kernel::sandbox::host_env(false);
+        if let Some(prefix) = self.arch.cross_compile() {
+            env.push(("CROSS_COMPILE".into(), prefix.into()));
+        }
+        crate::kernel::sandbox::Spec {
+            read_only,
+            writable: vec![],
+            env,
+        }
+    }
+
     /// `excerpt` with file:line after every frame the script resolves. The
     /// script reads lines with `read`, which drops their indentation; each
     /// line keeps its own. `Code:` lines are left as they are (the script
@@ -90,21 +112,14 @@ impl Decoder {
             .map_err(io)?;
         std::io::Write::write_all(&mut input, text.as_bytes()).map_err(io)?;
         let stdin = input.reopen().map_err(io)?;
-        let mut cmd = if crate::kernel::build::sandbox_available().await {
-            let mut c = Command::new("bwrap");
-            c.args(crate::kernel::build::sandbox_args(&[]))
-                .arg("--")
-                .arg("bash");
-            c
-        } else {
-            Command::new("bash")
-        };
+        let bwrap = crate::kernel::sandbox::probe()
+            .await
+            .map_err(DecodeError::NoSandbox)?;
+        let mut cmd = crate::kernel::sandbox::command(Some(bwrap), &self.sandbox_spec(), "bash");
         cmd.arg(&self.script).arg(&self.vmlinux).arg("auto");
-        if let Some(prefix) = self.arch.cross_compile() {
-            cmd.env("CROSS_COMPILE", prefix);
+        if let Some(dir) = self.vmlinux.parent() {
+            cmd.current_dir(dir);
         }
-        // No debuginfod lookups over the network.
-        cmd.env_remove("DEBUGINFOD_URLS");
         let out = process::output_ok_from(
             &mut cmd,
             std::process::Stdio::from(stdin),
@@ -134,6 +149,8 @@ impl Decoder {
 
 #[derive(Debug, thiserror::Error)]
 pub enum DecodeError {
+    #[error("not decoded without the build sandbox: {0}")]
+    NoSandbox(crate::kernel::sandbox::Unavailable),
     #[error("{0}")]
     Io(PathBuf, #[source] std::io::Error),
     #[error(transparent)]
@@ -185,6 +202,44 @@ mod tests {
         ] {
             assert_eq!(has_debug_info(config), want, "{config:?}");
         }
+    }
+
+    /// decode_stacktrace.sh (here a stand-in that tries what a hostile one
+    /// could) runs in the build sandbox: it reads its input and its build
+    /// dir, but neither a token file next to it nor writes anywhere.
+    #[tokio::test]
+    async fn the_decoder_runs_in_the_sandbox() {
+        // Not /tmp: the sandbox has a /tmp of its own, so a write there
+        // would succeed without reaching the host and prove nothing.
+        let tmp = tempfile::tempdir_in("/var/tmp").unwrap();
+        let dir = tmp.path().join("build");
+        std::fs::create_dir_all(dir.join(SCRIPTS_DIR)).unwrap();
+        std::fs::write(dir.join("config"), "CONFIG_DEBUG_INFO=y\n").unwrap();
+        std::fs::write(dir.join(VMLINUX), "ELF").unwrap();
+        let token = tmp.path().join("token");
+        std::fs::write(&token, "ghp_decoder\n").unwrap();
+        let script = format!(
+            "while IFS= read -r l; do\n\
+             if cat {token} || touch {dir}/planted {token}.new || ! cat {dir}/vmlinux >/dev/null; then echo LEAK; else echo \"$l (sandboxed)\"; fi\n\
+             done\n",
+            token = token.display(),
+            dir = dir.display()
+        );
+        std::fs::write(dir.join(SCRIPTS_DIR).join(SCRIPTS[0]), script).unwrap();
+        let decoder = Decoder::for_image(&dir.join(VMLINUX), Arch::X86_64).unwrap();
+        let out = decoder
+            .decode(
+                " shrink_folio_list+0x1c/0x80\nCode: 0f 0b\n kswapd+0x10/0x20",
+                &tmp.path().join("scratch"),
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            out,
+            " shrink_folio_list+0x1c/0x80 (sandboxed)\nCode: 0f 0b\n kswapd+0x10/0x20 (sandboxed)"
+        );
+        assert!(!dir.join("planted").exists());
+        assert!(!tmp.path().join("token.new").exists());
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod decode;
 pub mod flavour;
 pub mod kconfig;
 pub mod mtime;
+pub mod sandbox;
 pub mod series;
 pub mod tree;
 pub mod warnings;
@@ -109,6 +110,9 @@ pub struct KernelSource {
     /// could bring a newer revision than the one the base was chosen for).
     pub loaded_series: Option<LoadedSeries>,
     pub jobs: usize,
+    /// `--unsandboxed-builds`: build a series or a fetched tree even where
+    /// the build sandbox cannot run (see [`build::Trust`]).
+    pub unsandboxed_builds: bool,
 }
 
 /// A series as read from its source, with its patchwork identity when it
@@ -134,6 +138,7 @@ impl KernelSource {
             pinned_base: None,
             loaded_series: None,
             jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            unsandboxed_builds: false,
         }
     }
 }
@@ -206,6 +211,10 @@ pub async fn prepare(
         arch,
         fragments,
         jobs: source.jobs,
+        sandbox: build::SandboxPolicy {
+            trusted_tree: source.tree.is_none(),
+            allow_unsandboxed: source.unsandboxed_builds,
+        },
     };
     let built = build::build_kernel(&tree, series.as_ref(), &req, work).await?;
     tracing::info!(
@@ -282,7 +291,7 @@ async fn choose_base(
     }];
     let mut entries = Vec::new();
     for e in &source.base_cascade {
-        let parsed = tree::CascadeEntry::parse(e);
+        let parsed = tree::CascadeEntry::parse(e).map_err(TreeError::from)?;
         let commit = match &parsed {
             tree::CascadeEntry::Ref(r) => {
                 Some(tree::resolve_ref(&tree.path, r).await.ok_or_else(|| {
@@ -294,7 +303,8 @@ async fn choose_base(
             }
             tree::CascadeEntry::Tree(_) => None,
         };
-        entries.push((e.clone(), parsed, commit));
+        // The entry names the base in reports: no credentials.
+        entries.push((tree::CascadeEntry::shown(e), parsed, commit));
     }
     let mut entries = entries.into_iter().peekable();
     loop {

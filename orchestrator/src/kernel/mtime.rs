@@ -66,7 +66,8 @@ fn parse_names(stdout: &[u8]) -> Vec<PathBuf> {
 /// Records that `objs` is about to be built from `commit`'s files.
 pub fn mark_built_from(objs: &Path, commit: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(objs)?;
-    std::fs::write(objs.join(BUILT_FROM), format!("{commit}\n"))
+    // Atomic, and so never through a symlink a build left at the name.
+    crate::host::fs::write_atomic(&objs.join(BUILT_FROM), format!("{commit}\n").as_bytes())
 }
 
 /// When `objs` was last built from `commit`: the time its build started.

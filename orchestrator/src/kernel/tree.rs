@@ -18,33 +18,197 @@ pub const BUNDLED_TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 pub const MM_GIT_URL: &str = "https://git.kernel.org/pub/scm/linux/kernel/git/akpm/mm.git";
 pub const MM_STABLE_REF: &str = "mm-stable";
 
-/// A tree given by URL and ref (branch, tag or commit).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+/// A tree given by URL and ref (branch, tag or commit). Built only by
+/// [`TreeSpec::parse`], which refuses what git would read as an option.
+/// Shown (Debug, JSON, messages) with the URL's credentials masked.
+#[derive(Clone, PartialEq, Eq)]
 pub struct TreeSpec {
     pub url: String,
     pub git_ref: String,
 }
 
+impl std::fmt::Debug for TreeSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TreeSpec")
+            .field("url", &redact_url(&self.url))
+            .field("git_ref", &self.git_ref)
+            .finish()
+    }
+}
+
+impl serde::Serialize for TreeSpec {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("TreeSpec", 2)?;
+        st.serialize_field("url", &redact_url(&self.url))?;
+        st.serialize_field("git_ref", &self.git_ref)?;
+        st.end()
+    }
+}
+
+/// The transports git may use for a tree (`protocol.<name>.allow`); every
+/// other one (ext::, ssh, plain http, ...) is refused, by [`check_url`]
+/// with a clear message and by git itself (`protocol.allow=never`).
+pub const PROTOCOLS: [&str; 3] = ["https", "git", "file"];
+
+/// Why a tree URL or ref was refused before git saw it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BadSpec {
+    #[error("the tree URL is empty")]
+    EmptyUrl,
+    #[error("tree URL `{0}` starts with `-`: git would take it for an option; give an https://, git:// or file:// URL or a path")]
+    UrlIsOption(String),
+    #[error("tree URL `{url}`: {why}; give an https://, git:// or file:// URL or a path")]
+    Url { url: String, why: String },
+    #[error("ref `{0}` starts with `-`: git would take it for an option; give a branch, a tag or a commit")]
+    RefIsOption(String),
+    #[error("ref `{git_ref}`: {why}; give a branch, a tag or a commit")]
+    Ref { git_ref: String, why: String },
+}
+
+impl BadSpec {
+    /// The error is about the ref, not the URL.
+    pub fn is_ref(&self) -> bool {
+        matches!(self, BadSpec::RefIsOption(_) | BadSpec::Ref { .. })
+    }
+}
+
+/// Refuses a tree URL git would misread: an option (`--upload-pack=...`),
+/// a transport other than [`PROTOCOLS`] (`ext::`, `ssh://`, `host:path`),
+/// control characters. Local paths (absolute or relative) are fine.
+pub fn check_url(url: &str) -> Result<(), BadSpec> {
+    let shown = || redact_url(url);
+    let bad = |why: &str| BadSpec::Url {
+        url: shown(),
+        why: why.to_string(),
+    };
+    if url.is_empty() {
+        return Err(BadSpec::EmptyUrl);
+    }
+    if url.starts_with('-') {
+        return Err(BadSpec::UrlIsOption(shown()));
+    }
+    if url.chars().any(char::is_control) {
+        return Err(bad("it holds a control character"));
+    }
+    if let Some((scheme, _)) = url.split_once("://") {
+        let scheme = scheme.to_ascii_lowercase();
+        if !PROTOCOLS.contains(&scheme.as_str()) {
+            return Err(bad(&format!("the {scheme}:// transport is not allowed")));
+        }
+        return Ok(());
+    }
+    // No scheme: git reads `host:path` as ssh and `name::address` as a
+    // remote helper (ext:: runs a command); a path has no `:` before its
+    // first `/`.
+    let head = url.split('/').next().unwrap_or(url);
+    if head.contains(':') {
+        return Err(bad(
+            "`host:path` (ssh) and `transport::address` (remote helpers) are not allowed",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a ref git would misread as an option, or that would change the
+/// refspec it is put in (`+REF:refs/mmci/...`): what `git check-ref-format`
+/// forbids, besides `HEAD` and commit ids, which it allows.
+pub fn check_ref(git_ref: &str) -> Result<(), BadSpec> {
+    let bad = |why: &str| BadSpec::Ref {
+        git_ref: git_ref.to_string(),
+        why: why.to_string(),
+    };
+    if git_ref.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    if git_ref.starts_with('-') {
+        return Err(BadSpec::RefIsOption(git_ref.to_string()));
+    }
+    if let Some(c) = git_ref
+        .chars()
+        .find(|c| c.is_control() || c.is_whitespace() || ":^~?*[\\".contains(*c))
+    {
+        return Err(bad(&format!("{c:?} is not allowed in a ref")));
+    }
+    if git_ref.contains("..") || git_ref.contains("@{") {
+        return Err(bad("`..` and `@{` are not allowed in a ref"));
+    }
+    Ok(())
+}
+
+/// `url` with the user and password of `scheme://user:password@host/...`
+/// replaced by `***`, for every message, manifest and report.
+pub fn redact_url(url: &str) -> String {
+    match split_userinfo(url) {
+        (bare, Some(_)) => match bare.split_once("://") {
+            Some((scheme, rest)) => format!("{scheme}://***@{rest}"),
+            None => bare,
+        },
+        (bare, None) => bare,
+    }
+}
+
+/// `url` without its userinfo, and the user and password it held
+/// (percent-decoded, as git decodes them).
+pub fn split_userinfo(url: &str) -> (String, Option<(String, String)>) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (url.to_string(), None);
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let Some(at) = rest[..end].rfind('@') else {
+        return (url.to_string(), None);
+    };
+    let (user, password) = match rest[..at].split_once(':') {
+        Some((u, p)) => (u, p),
+        None => (&rest[..at], ""),
+    };
+    let decode = |s: &str| {
+        percent_encoding::percent_decode_str(s)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    (
+        format!("{scheme}://{}", &rest[at + 1..]),
+        Some((decode(user), decode(password))),
+    )
+}
+
 impl TreeSpec {
-    /// `mm-stable` names akpm's tree; anything else is a git URL.
-    pub fn parse(url: &str, git_ref: Option<&str>) -> TreeSpec {
-        if url == MM_STABLE_REF {
-            return TreeSpec {
+    /// `mm-stable` names akpm's tree; anything else is a git URL, checked
+    /// with [`check_url`] (and the ref with [`check_ref`]).
+    pub fn parse(url: &str, git_ref: Option<&str>) -> Result<TreeSpec, BadSpec> {
+        let spec = if url == MM_STABLE_REF {
+            TreeSpec {
                 url: MM_GIT_URL.to_string(),
                 git_ref: git_ref.unwrap_or(MM_STABLE_REF).to_string(),
-            };
-        }
-        TreeSpec {
-            url: url.to_string(),
-            git_ref: git_ref.unwrap_or("HEAD").to_string(),
-        }
+            }
+        } else {
+            TreeSpec {
+                url: url.to_string(),
+                git_ref: git_ref.unwrap_or("HEAD").to_string(),
+            }
+        };
+        spec.check()?;
+        Ok(spec)
     }
 
-    /// The mirror's name: the repository's name and a hash of its URL, so
-    /// two trees called linux.git do not share a mirror.
+    /// Both checks, again where git is called (the fields are public).
+    pub fn check(&self) -> Result<(), BadSpec> {
+        check_url(&self.url)?;
+        check_ref(&self.git_ref)
+    }
+
+    /// The URL as messages and reports show it (credentials masked).
+    pub fn shown_url(&self) -> String {
+        redact_url(&self.url)
+    }
+
+    /// The mirror's name: the repository's name and a hash of its URL
+    /// (without credentials, which may change), so two trees called
+    /// linux.git do not share a mirror.
     pub fn mirror_name(&self) -> String {
-        let last = self
-            .url
+        let (url, _) = split_userinfo(&self.url);
+        let last = url
             .trim_end_matches('/')
             .rsplit('/')
             .next()
@@ -60,13 +224,15 @@ impl TreeSpec {
                 }
             })
             .collect();
-        let hash = hex::encode(sha2::Sha256::digest(self.url.as_bytes()));
+        let hash = hex::encode(sha2::Sha256::digest(url.as_bytes()));
         format!("{clean}-{}", &hash[..8])
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum TreeError {
+    #[error(transparent)]
+    BadSpec(#[from] BadSpec),
     #[error("fetching {url}")]
     Fetch {
         url: String,
@@ -250,9 +416,39 @@ pub async fn open(repo: &Path, name: &str) -> Result<SourceTree, TreeError> {
     })
 }
 
+/// The shell credential helper that answers git's `get` with the user and
+/// password of the URL (given in its environment, never on a command line,
+/// which every user can read in /proc).
+const CREDENTIAL_HELPER: &str = r#"!f() { test "$1" = get || return 0; printf 'username=%s\npassword=%s\n' "$MMCI_GIT_USERNAME" "$MMCI_GIT_PASSWORD"; }; f"#;
+
+/// `git -C repo` set up to fetch `url`, and the URL to put on its command
+/// line (after `--`): only the transports of [`PROTOCOLS`]; never a prompt
+/// (stdin is not a person); the URL's credentials, if any, through a
+/// credential helper instead of argv.
+pub fn fetch_command(repo: &Path, url: &str) -> (Command, String) {
+    let mut cmd = git(repo);
+    cmd.args(["-c", "protocol.allow=never"]);
+    for p in PROTOCOLS {
+        cmd.arg("-c").arg(format!("protocol.{p}.allow=always"));
+    }
+    cmd.env("GIT_TERMINAL_PROMPT", "0");
+    let (bare, credentials) = split_userinfo(url);
+    if let Some((user, password)) = credentials {
+        // The empty value drops the user's own helpers, which would
+        // otherwise be asked to store the token.
+        cmd.args(["-c", "credential.helper="])
+            .arg("-c")
+            .arg(format!("credential.helper={CREDENTIAL_HELPER}"))
+            .env("MMCI_GIT_USERNAME", user)
+            .env("MMCI_GIT_PASSWORD", password);
+    }
+    (cmd, bare)
+}
+
 /// Mirrors `spec.url` into the work dir (incrementally: later calls fetch
 /// only what is new) and resolves `spec.git_ref` to a commit.
 pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, TreeError> {
+    spec.check()?;
     let name = spec.mirror_name();
     let trees = work.trees();
     std::fs::create_dir_all(&trees).map_err(io_err(&trees))?;
@@ -262,7 +458,7 @@ pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, T
         .map_err(io_err(&work.locks()))?;
     let log = trees.join(format!("{name}.fetch.log"));
     let fetch_err = |source| TreeError::Fetch {
-        url: spec.url.clone(),
+        url: spec.shown_url(),
         source,
     };
     if !mirror.join("HEAD").is_file() {
@@ -279,22 +475,18 @@ pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, T
         .await
         .map_err(fetch_err)?;
     }
-    process::run_logged_with(
-        git(&mirror).args([
-            "fetch",
-            "--prune",
-            "--force",
-            &spec.url,
+    let (mut fetch, url) = fetch_command(&mirror, &spec.url);
+    fetch
+        .args(["fetch", "--prune", "--force", "--"])
+        .arg(&url)
+        .args([
             "+refs/heads/*:refs/heads/*",
             "+refs/tags/*:refs/tags/*",
             "+HEAD:refs/remotes/origin/HEAD",
-        ]),
-        &log,
-        "git fetch",
-        Limits::NETWORK,
-    )
-    .await
-    .map_err(fetch_err)?;
+        ]);
+    process::run_logged_with(&mut fetch, &log, "git fetch", Limits::NETWORK)
+        .await
+        .map_err(fetch_err)?;
     let resolve = |r: String| {
         let mirror = mirror.clone();
         async move { resolve_ref(&mirror, &r).await }
@@ -310,17 +502,14 @@ pub async fn fetch_tree(spec: &TreeSpec, work: &WorkDir) -> Result<SourceTree, T
         && spec.git_ref.chars().all(|c| c.is_ascii_hexdigit())
     {
         // A commit no branch or tag points at: servers let us fetch it by id.
-        let _ = process::run_logged_with(
-            git(&mirror).args(["fetch", &spec.url, &spec.git_ref]),
-            &log,
-            "git fetch <commit>",
-            Limits::NETWORK,
-        )
-        .await;
+        let (mut fetch, url) = fetch_command(&mirror, &spec.url);
+        fetch.args(["fetch", "--"]).arg(&url).arg(&spec.git_ref);
+        let _ =
+            process::run_logged_with(&mut fetch, &log, "git fetch <commit>", Limits::NETWORK).await;
         commit = resolve(spec.git_ref.clone()).await;
     }
     let commit = commit.ok_or_else(|| TreeError::UnknownRef {
-        url: spec.url.clone(),
+        url: spec.shown_url(),
         git_ref: spec.git_ref.clone(),
     })?;
     let makefile = process::output(
@@ -351,16 +540,23 @@ pub enum CascadeEntry {
 impl CascadeEntry {
     /// A URL has a scheme (`https://`, `file://`) or is an absolute path;
     /// anything else is a ref. The ref of a URL follows its last `#`, which
-    /// git URLs do not otherwise contain.
-    pub fn parse(entry: &str) -> CascadeEntry {
+    /// git URLs do not otherwise contain. Both are checked as
+    /// [`TreeSpec::parse`] checks them.
+    pub fn parse(entry: &str) -> Result<CascadeEntry, BadSpec> {
         if !entry.contains("://") && !entry.starts_with('/') {
-            return CascadeEntry::Ref(entry.to_string());
+            check_ref(entry)?;
+            return Ok(CascadeEntry::Ref(entry.to_string()));
         }
-        match entry.rsplit_once('#') {
-            Some((url, r)) if !r.is_empty() => CascadeEntry::Tree(TreeSpec::parse(url, Some(r))),
-            Some((url, _)) => CascadeEntry::Tree(TreeSpec::parse(url, None)),
-            None => CascadeEntry::Tree(TreeSpec::parse(entry, None)),
-        }
+        Ok(CascadeEntry::Tree(match entry.rsplit_once('#') {
+            Some((url, r)) if !r.is_empty() => TreeSpec::parse(url, Some(r))?,
+            Some((url, _)) => TreeSpec::parse(url, None)?,
+            None => TreeSpec::parse(entry, None)?,
+        }))
+    }
+
+    /// The entry as messages and reports show it (credentials masked).
+    pub fn shown(entry: &str) -> String {
+        redact_url(entry)
     }
 }
 
@@ -373,6 +569,7 @@ pub async fn fetch_into(
     spec: &TreeSpec,
     work: &WorkDir,
 ) -> Result<String, TreeError> {
+    spec.check()?;
     let _lock = process::lock_file(&work.locks(), &format!("tree-{}", tree.name))
         .await
         .map_err(io_err(&work.locks()))?;
@@ -389,27 +586,26 @@ pub async fn fetch_into(
             .collect::<String>()
     );
     let log = work.trees().join(format!("{}.fetch.log", tree.name));
+    let (mut fetch, url) = fetch_command(&tree.path, &spec.url);
+    fetch
+        .args(["fetch", "--no-tags", "--force", "--"])
+        .arg(&url)
+        .arg(format!("+{}:{local}", spec.git_ref));
     process::run_logged_with(
-        git(&tree.path).args([
-            "fetch",
-            "--no-tags",
-            "--force",
-            &spec.url,
-            &format!("+{}:{local}", spec.git_ref),
-        ]),
+        &mut fetch,
         &log,
         "git fetch (base cascade)",
         Limits::NETWORK,
     )
     .await
     .map_err(|source| TreeError::Fetch {
-        url: format!("{}#{}", spec.url, spec.git_ref),
+        url: format!("{}#{}", spec.shown_url(), spec.git_ref),
         source,
     })?;
     resolve_ref(&tree.path, &local)
         .await
         .ok_or_else(|| TreeError::UnknownRef {
-            url: spec.url.clone(),
+            url: spec.shown_url(),
             git_ref: spec.git_ref.clone(),
         })
 }
@@ -475,7 +671,9 @@ pub async fn prepare_checkout(
     )
     .await
     .map_err(fail)?;
-    process::run_logged(git(&path).args(["clean", "-fdxq"]), log, "git clean")
+    // -ff: also untracked nested repositories, which a single -f keeps
+    // (an untrusted build's leftovers must not reach the next build).
+    process::run_logged(git(&path).args(["clean", "-ffdxq"]), log, "git clean")
         .await
         .map_err(fail)?;
     if let Some(objs) = objs.filter(|_| !rewritten.is_empty()) {
@@ -570,7 +768,7 @@ mod tests {
                 tree("/srv/next.git", "next-20261201"),
             ),
         ] {
-            assert_eq!(CascadeEntry::parse(entry), want, "{entry}");
+            assert_eq!(CascadeEntry::parse(entry), Ok(want), "{entry}");
         }
     }
 
@@ -654,43 +852,46 @@ mod tests {
             String::from_utf8_lossy(&out.stdout).trim().to_string()
         };
 
-        let stable = fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")), &work)
+        let stable = fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")).unwrap(), &work)
             .await
             .unwrap();
         assert_eq!(stable.commit, rev("mm-stable"));
         assert_eq!(stable.version, "6.13.0-rc1");
-        let unstable = fetch_tree(&TreeSpec::parse(&url, Some("mm-unstable")), &work)
+        let unstable = fetch_tree(&TreeSpec::parse(&url, Some("mm-unstable")).unwrap(), &work)
             .await
             .unwrap();
         assert_eq!(unstable.commit, rev("mm-unstable"));
         assert_eq!(unstable.path, stable.path, "one mirror per URL");
-        let tag = fetch_tree(&TreeSpec::parse(&url, Some("v6.13-rc1")), &work)
+        let tag = fetch_tree(&TreeSpec::parse(&url, Some("v6.13-rc1")).unwrap(), &work)
             .await
             .unwrap();
         assert_eq!(tag.commit, rev("mm-stable"));
         let by_id = fetch_tree(
-            &TreeSpec::parse(&url, Some(&rev("mm-unstable")[..12])),
+            &TreeSpec::parse(&url, Some(&rev("mm-unstable")[..12])).unwrap(),
             &work,
         )
         .await
         .unwrap();
         assert_eq!(by_id.commit, rev("mm-unstable"));
-        let head = fetch_tree(&TreeSpec::parse(&url, None), &work)
+        let head = fetch_tree(&TreeSpec::parse(&url, None).unwrap(), &work)
             .await
             .unwrap();
         assert_eq!(head.commit, rev("mm-stable"));
 
         // New upstream work arrives with the next fetch.
         sh(&up, "echo y > g && git add g && git commit -qm three");
-        let again = fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")), &work)
+        let again = fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")).unwrap(), &work)
             .await
             .unwrap();
         assert_eq!(again.commit, rev("mm-stable"));
         assert_ne!(again.commit, stable.commit);
 
-        let err = fetch_tree(&TreeSpec::parse(&url, Some("no-such-branch")), &work)
-            .await
-            .unwrap_err();
+        let err = fetch_tree(
+            &TreeSpec::parse(&url, Some("no-such-branch")).unwrap(),
+            &work,
+        )
+        .await
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
@@ -701,16 +902,254 @@ mod tests {
 
     #[test]
     fn mm_stable_alias_and_mirror_names() {
-        let s = TreeSpec::parse("mm-stable", None);
+        let s = TreeSpec::parse("mm-stable", None).unwrap();
         assert_eq!(
             (s.url.as_str(), s.git_ref.as_str()),
             (MM_GIT_URL, "mm-stable")
         );
         assert!(s.mirror_name().starts_with("mm-"));
-        let a = TreeSpec::parse("https://example.org/a/linux.git", None).mirror_name();
-        let b = TreeSpec::parse("https://example.org/b/linux.git", None).mirror_name();
+        let a = TreeSpec::parse("https://example.org/a/linux.git", None)
+            .unwrap()
+            .mirror_name();
+        let b = TreeSpec::parse("https://example.org/b/linux.git", None)
+            .unwrap()
+            .mirror_name();
         assert!(a.starts_with("linux-") && b.starts_with("linux-"));
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn urls_and_refs_git_would_misread_are_refused() {
+        // (url, ref, Ok or the error's words)
+        let cases: &[(&str, Option<&str>, Result<(), &str>)] = &[
+            (
+                "https://git.kernel.org/pub/scm/linux/kernel/git/akpm/mm.git",
+                Some("mm-stable"),
+                Ok(()),
+            ),
+            ("git://git.kernel.org/linux.git", None, Ok(())),
+            ("file:///srv/linux.git", Some("v6.12"), Ok(())),
+            ("/srv/linux.git", Some("0123456789ab"), Ok(())),
+            ("../linux", Some("refs/heads/next"), Ok(())),
+            ("mm-stable", None, Ok(())),
+            ("HTTPS://example.org/x.git", None, Ok(())),
+            (
+                "--upload-pack=touch /tmp/x;false",
+                None,
+                Err("starts with `-`: git would take it for an option"),
+            ),
+            ("-oProxyCommand=x", None, Err("starts with `-`")),
+            ("", None, Err("empty")),
+            ("ext::sh -c touch% /tmp/x", None, Err("remote helpers")),
+            (
+                "ssh://host/x.git",
+                None,
+                Err("the ssh:// transport is not allowed"),
+            ),
+            (
+                "http://example.org/x.git",
+                None,
+                Err("the http:// transport is not allowed"),
+            ),
+            ("host:linux.git", None, Err("`host:path` (ssh)")),
+            (
+                "https://example.org/x\n.git",
+                None,
+                Err("control character"),
+            ),
+            (
+                "https://example.org/x.git",
+                Some("--output=/tmp/x"),
+                Err("ref `--output=/tmp/x` starts with `-`"),
+            ),
+            (
+                "https://example.org/x.git",
+                Some("a:refs/heads/b"),
+                Err("':' is not allowed in a ref"),
+            ),
+            (
+                "https://example.org/x.git",
+                Some("a b"),
+                Err("not allowed in a ref"),
+            ),
+            ("https://example.org/x.git", Some("a..b"), Err("`..`")),
+            ("https://example.org/x.git", Some(""), Err("empty")),
+            ("mm-stable", Some("-x"), Err("starts with `-`")),
+        ];
+        for (url, r, want) in cases {
+            match (TreeSpec::parse(url, *r), want) {
+                (Ok(_), Ok(())) => {}
+                (Err(e), Err(words)) => {
+                    assert!(e.to_string().contains(words), "{url} {r:?}: {e}");
+                    assert_eq!(e.is_ref(), e.to_string().starts_with("ref "), "{e}");
+                }
+                (got, want) => panic!("{url} {r:?}: {got:?}, wanted {want:?}"),
+            }
+        }
+        for (entry, ok) in [
+            ("mm-unstable", true),
+            ("--upload-pack=x", false),
+            ("https://example.org/x.git#--output=y", false),
+            ("file://--upload-pack=x", true),
+            ("/srv/x.git#next", true),
+            ("ssh://h/x.git#next", false),
+        ] {
+            assert_eq!(CascadeEntry::parse(entry).is_ok(), ok, "{entry}");
+        }
+    }
+
+    #[test]
+    fn credentials_in_urls_are_masked() {
+        for (url, shown) in [
+            (
+                "https://user:ghp_tok@github.com/o/r.git",
+                "https://***@github.com/o/r.git",
+            ),
+            (
+                "https://ghp_tok@github.com/o/r.git",
+                "https://***@github.com/o/r.git",
+            ),
+            (
+                "https://a:b@c@host:8443/x?y#z",
+                "https://***@host:8443/x?y#z",
+            ),
+            ("https://github.com/o/r.git", "https://github.com/o/r.git"),
+            (
+                "https://host/path@not-userinfo",
+                "https://host/path@not-userinfo",
+            ),
+            ("/srv/x@y.git", "/srv/x@y.git"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
+        assert_eq!(
+            split_userinfo("https://x-access-token:p%40ss%3Aw@github.com/o/r.git"),
+            (
+                "https://github.com/o/r.git".to_string(),
+                Some(("x-access-token".to_string(), "p@ss:w".to_string()))
+            )
+        );
+        let spec = TreeSpec::parse("https://u:ghp_tok@github.com/o/r.git", None).unwrap();
+        let plain = TreeSpec::parse("https://github.com/o/r.git", None).unwrap();
+        assert_eq!(
+            spec.mirror_name(),
+            plain.mirror_name(),
+            "a new token, the same mirror"
+        );
+        for shown in [
+            format!("{spec:?}"),
+            serde_json::to_string(&spec).unwrap(),
+            spec.shown_url(),
+            TreeSpec::parse("https://u:ghp_tok@github.com/o/r.git", Some("-x"))
+                .unwrap_err()
+                .to_string(),
+            check_url("https://u:ghp_tok@github.com/\u{7}")
+                .unwrap_err()
+                .to_string(),
+        ] {
+            assert!(!shown.contains("ghp_tok"), "{shown}");
+        }
+    }
+
+    /// The real git: the URL's credentials reach it through the helper,
+    /// not its command line; only the allowed transports run.
+    #[tokio::test]
+    async fn git_gets_credentials_off_argv_and_only_allowed_transports() {
+        let tmp = tempfile::tempdir().unwrap();
+        let repo = tmp.path().join("m.git");
+        sh(tmp.path(), "git init -q --bare m.git");
+        let (mut cmd, url) =
+            fetch_command(&repo, "https://x-access-token:p%40ss@example.org/o/r.git");
+        assert_eq!(url, "https://example.org/o/r.git");
+        let argv: Vec<String> = cmd
+            .as_std()
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            !argv
+                .iter()
+                .any(|a| a.contains("p@ss") || a.contains("p%40ss")),
+            "{argv:?}"
+        );
+        cmd.args(["credential", "fill"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        use tokio::io::AsyncWriteExt;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"protocol=https\nhost=example.org\npath=o/r.git\n\n")
+            .await
+            .unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().await.unwrap();
+        let filled = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            filled.contains("username=x-access-token\n") && filled.contains("password=p@ss\n"),
+            "{filled}"
+        );
+
+        // ext:: would run a command, an option-like URL would be an option:
+        // git refuses both even when our own checks are bypassed.
+        let marker = tmp.path().join("PWNED");
+        for url in [
+            format!("ext::sh -c touch% {}", marker.display()),
+            format!("--upload-pack=touch {};false", marker.display()),
+        ] {
+            let (mut cmd, url) = fetch_command(&repo, &url);
+            cmd.args(["fetch", "--"]).arg(&url).arg("HEAD");
+            let out = cmd.output().await.unwrap();
+            assert!(!out.status.success());
+            assert!(!marker.exists(), "{url} ran a command");
+        }
+        let spec = TreeSpec {
+            url: format!("--upload-pack=touch {};false", marker.display()),
+            git_ref: "HEAD".into(),
+        };
+        let err = fetch_tree(&spec, &WorkDir::new(tmp.path().join("w")))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, TreeError::BadSpec(BadSpec::UrlIsOption(_))),
+            "{err}"
+        );
+        assert!(!marker.exists());
+    }
+
+    /// What a build leaves in the shared checkout, nested repositories
+    /// included, is gone after the next prepare_checkout.
+    #[tokio::test]
+    async fn prepare_checkout_removes_nested_repositories() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src/linux-tiny");
+        std::fs::create_dir_all(src.join("mm")).unwrap();
+        std::fs::write(
+            src.join("Makefile"),
+            "VERSION = 6\nPATCHLEVEL = 1\nSUBLEVEL = 0\n",
+        )
+        .unwrap();
+        let tarball = tmp.path().join("linux-tiny.tar.xz");
+        sh(tmp.path(), "tar -cJf linux-tiny.tar.xz -C src linux-tiny");
+        let work = WorkDir::new(tmp.path().join("w"));
+        let tree = import_tarball(&tarball, &work).await.unwrap();
+        let log = tmp.path().join("log");
+        let checkout = prepare_checkout(&tree, "slot", &work, &log, None)
+            .await
+            .unwrap();
+        let nested = checkout.join("mm/planted");
+        std::fs::create_dir_all(&nested).unwrap();
+        sh(
+            &nested,
+            "git init -q . && echo 'obj-y += evil.o' > Makefile && touch ../untracked.c",
+        );
+        let again = prepare_checkout(&tree, "slot", &work, &log, None)
+            .await
+            .unwrap();
+        assert_eq!(again, checkout);
+        assert!(!nested.exists(), "the nested repository survived");
+        assert!(!checkout.join("mm/untracked.c").exists());
+        assert!(checkout.join("Makefile").is_file());
     }
 
     #[tokio::test]

@@ -85,6 +85,9 @@ pub struct Variant {
     /// A series on patchwork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patchwork: Option<crate::kernel::series::patchwork::SeriesRef>,
+    /// Written to manifests with its credentials masked (see
+    /// [`crate::kernel::tree::redact_url`]).
+    #[serde(serialize_with = "serialize_redacted_url")]
     pub tree: Option<String>,
     pub git_ref: Option<String>,
     /// A prebuilt image (`mmci run --kernel`).
@@ -96,6 +99,15 @@ pub struct Variant {
     /// Revision N of the series instead of the newest complete one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<u32>,
+}
+
+fn serialize_redacted_url<S: serde::Serializer>(
+    url: &Option<String>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    url.as_deref()
+        .map(crate::kernel::tree::redact_url)
+        .serialize(s)
 }
 
 impl Variant {
@@ -120,7 +132,8 @@ impl Variant {
         if let Some(i) = &self.image {
             parts.push(format!("image {}", i.display()));
         }
-        match (&self.tree, &self.git_ref) {
+        let tree = self.tree.as_deref().map(crate::kernel::tree::redact_url);
+        match (tree, &self.git_ref) {
             (Some(t), Some(r)) => parts.push(format!("tree {t} {r}")),
             (Some(t), None) => parts.push(format!("tree {t}")),
             _ => {}
@@ -489,6 +502,18 @@ fn resolve_variant(
             format!("kernel `{}`: `ref` needs `tree`", entry.name),
         ));
     }
+    if let Some(t) = &entry.tree {
+        // The check the command line's --tree and --ref get: nothing git
+        // would read as an option, only the allowed transports.
+        crate::kernel::tree::TreeSpec::parse(t, entry.git_ref.as_deref()).map_err(|e| {
+            let key = if e.is_ref() { "ref" } else { "tree" };
+            MatrixError::at(
+                file,
+                Some(pos),
+                format!("kernel `{}`: `{key}`: {e}", entry.name),
+            )
+        })?;
+    }
     let series = match &entry.series {
         Some(p) => {
             let full = base_dir.join(p);
@@ -854,7 +879,7 @@ impl Plan {
                 let mut j = serde_json::json!({
                     "name": v.name,
                     "series": v.series.as_ref().map(|p| file_digest(p)),
-                    "lore": v.lore, "github_pr": v.github_pr, "tree": v.tree, "ref": v.git_ref,
+                    "lore": v.lore, "github_pr": v.github_pr, "tree": v.tree.as_deref().map(crate::kernel::tree::redact_url), "ref": v.git_ref,
                     "image": v.image,
                 });
                 // Only when set: plans without it keep their fingerprints.
@@ -1433,6 +1458,51 @@ repeats: 3
         ))
         .unwrap();
         assert_eq!(p.cells.len(), 10_000);
+    }
+
+    #[test]
+    fn kernel_trees_are_checked_and_their_credentials_masked() {
+        let kernel =
+            |k: &str| format!("axes:\n  threads: [1]\nkernels:\n  - name: base\n  - {k}\n");
+        for (k, want) in [
+            (
+                "{name: p, tree: \"--upload-pack=touch /tmp/x;false\"}",
+                "line 5 column 5: kernel `p`: `tree`: tree URL `--upload-pack=touch /tmp/x;false` starts with `-`",
+            ),
+            (
+                "{name: p, tree: \"https://example.org/x.git\", ref: \"--output=/tmp/x\"}",
+                "kernel `p`: `ref`: ref `--output=/tmp/x` starts with `-`",
+            ),
+            ("{name: p, tree: \"ext::sh -c id\"}", "remote helpers"),
+        ] {
+            let e = plan_of(&kernel(k)).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}\nwanted: {want}");
+        }
+        let p = plan_of(&kernel(
+            "{name: c, tree: \"https://u:ghp_tok@example.org/x.git\", ref: next}",
+        ))
+        .unwrap();
+        let c = &p.variants[1];
+        assert_eq!(
+            c.tree.as_deref(),
+            Some("https://u:ghp_tok@example.org/x.git"),
+            "git needs it"
+        );
+        assert_eq!(c.describe(), "tree https://***@example.org/x.git next");
+        let json = serde_json::to_string(&p).unwrap();
+        assert!(
+            json.contains("https://***@example.org/x.git") && !json.contains("ghp_tok"),
+            "{json}"
+        );
+        let rotated = plan_of(&kernel(
+            "{name: c, tree: \"https://u:ghp_new@example.org/x.git\", ref: next}",
+        ))
+        .unwrap();
+        assert_eq!(
+            p.fingerprint(),
+            rotated.fingerprint(),
+            "a new token resumes the plan"
+        );
     }
 
     #[test]

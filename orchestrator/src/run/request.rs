@@ -146,10 +146,16 @@ pub fn variant_sources(
                 s.image = Some(i.clone());
             }
             if let Some(t) = &v.tree {
-                s.tree = Some(crate::kernel::tree::TreeSpec::parse(
-                    t,
-                    v.git_ref.as_deref(),
-                ));
+                use crate::kernel::tree::TreeSpec;
+                // The plan refused a bad `tree:`/`ref:` when it was loaded;
+                // one that gets here anyway is refused again by the fetch
+                // (TreeSpec::check), as this kernel's error.
+                s.tree = Some(
+                    TreeSpec::parse(t, v.git_ref.as_deref()).unwrap_or_else(|_| TreeSpec {
+                        url: t.clone(),
+                        git_ref: v.git_ref.clone().unwrap_or_default(),
+                    }),
+                );
             }
             if let Some(p) = &v.series {
                 s.series = Some(SeriesSource::from_path(p));

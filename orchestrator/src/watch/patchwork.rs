@@ -289,6 +289,7 @@ async fn run(cmd: &[String], timeout: Duration) -> Result<String, WatchError> {
     };
     let mut c = tokio::process::Command::new(&cmd[0]);
     c.args(&cmd[1..]);
+    super::without_secrets(&mut c);
     let mut child = crate::host::process::GroupChild::spawn(&mut c).map_err(spawn_err)?;
     let done = child
         .wait_timeout(timeout, Duration::from_secs(10))

@@ -154,9 +154,14 @@ pub fn write_patch_files(series: &Series, dir: &Path) -> std::io::Result<Vec<Pat
 
 /// git in `checkout`, with a pinned committer: with the committer date taken
 /// from the author date, the same base and series give the same commits.
+/// The environment is the build's allow-list (PATH, HOME=/nonexistent, the
+/// locale; see [`crate::kernel::sandbox::base_env`]): git am handles a
+/// stranger's mail and runs a hook, and needs none of our tokens.
 fn git(checkout: &Path) -> Command {
     let mut cmd = Command::new("git");
-    cmd.arg("-C")
+    cmd.env_clear()
+        .envs(crate::kernel::sandbox::host_env(false))
+        .arg("-C")
         .arg(checkout)
         .env("GIT_COMMITTER_NAME", "mmci")
         .env("GIT_COMMITTER_EMAIL", "mmci@localhost");

@@ -1,0 +1,538 @@
+//! The build sandbox: bubblewrap around every program a kernel tree or a
+//! series brings with it (make and the Makefiles, merge_config.sh,
+//! decode_stacktrace.sh on a series' vmlinux), and the rules for reading
+//! back what such a program wrote.
+//!
+//! What the sandboxed program gets, root caller or not:
+//! - an unprivileged user (uid/gid 65534 in a new user namespace, no
+//!   capabilities, no further user namespaces), so that it cannot remount
+//!   its read-only binds writable: bwrap run by root without
+//!   `--unshare-user` keeps CAP_SYS_ADMIN, and a build could then
+//!   `mount -o remount,bind,rw /` and write anywhere on the host;
+//! - only the system's programs and libraries ([`SYSTEM_DIRS`]), the paths
+//!   its [`Spec`] binds read-only (the checkout, its git dir) and the ones
+//!   it may write (its object dir): no /root, /home, /etc/shadow, token
+//!   files or work dir;
+//! - the environment of [`Spec::env`] and nothing else (no tokens);
+//! - no network, its own pid, IPC, UTS and cgroup namespaces, a private
+//!   /tmp, a new session (no controlling terminal, so no TIOCSTI into the
+//!   user's shell), and death with mmci.
+//!
+//! Where the sandbox cannot run, [`probe`] says why and how to fix it; the
+//! callers decide whether a build may go on without (see
+//! [`crate::kernel::build::SandboxPolicy`]).
+
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+use tokio::process::Command;
+
+use crate::host::process::{self, Limits};
+
+/// The uid and gid inside the sandbox: the overflow ids ("nobody").
+pub const SANDBOX_ID: &str = "65534";
+
+/// Bound read-only when the host has them (`--ro-bind-try`): programs,
+/// libraries, the dynamic loader's cache and /etc/alternatives (Debian's
+/// awk, cc, ... are symlinks through it). Nothing else of /etc: a kernel
+/// build needs no passwd, hosts or certificates.
+pub const SYSTEM_DIRS: &[&str] = &[
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+];
+
+/// HOME inside (and for the unsandboxed fallback): a path that does not
+/// exist, so that no tool reads or writes a dotfile.
+pub const HOME: &str = "/nonexistent";
+
+/// What one sandboxed command may see and change.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Spec {
+    /// Bound read-only at the same path.
+    pub read_only: Vec<PathBuf>,
+    /// Bound read-write at the same path (after the read-only ones, so a
+    /// writable dir inside a read-only one stays writable).
+    pub writable: Vec<PathBuf>,
+    /// The whole environment of the command, in order (later wins).
+    pub env: Vec<(String, String)>,
+}
+
+/// What this host's bwrap can do (see [`probe`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bwrap {
+    /// `--disable-userns` (bubblewrap 0.8): the sandbox cannot create
+    /// user namespaces of its own.
+    pub disable_userns: bool,
+}
+
+/// bwrap's arguments for `spec`, up to (not including) the `--` before the
+/// program.
+pub fn args(spec: &Spec, bwrap: Bwrap) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "--unshare-user",
+        "--uid",
+        SANDBOX_ID,
+        "--gid",
+        SANDBOX_ID,
+        "--cap-drop",
+        "ALL",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--hostname",
+        "mmci",
+        "--unshare-cgroup",
+        "--new-session",
+        "--die-with-parent",
+    ]
+    .map(String::from)
+    .to_vec();
+    if bwrap.disable_userns {
+        a.push("--disable-userns".into());
+    }
+    for dir in SYSTEM_DIRS {
+        a.extend(["--ro-bind-try", dir, dir].map(String::from));
+    }
+    a.extend(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"].map(String::from));
+    let bind = |a: &mut Vec<String>, how: &str, p: &Path| {
+        let p = p.display().to_string();
+        a.extend([how.to_string(), p.clone(), p]);
+    };
+    for p in &spec.read_only {
+        bind(&mut a, "--ro-bind", p);
+    }
+    for p in &spec.writable {
+        bind(&mut a, "--bind", p);
+    }
+    // The skeleton bwrap made for the binds (their parent dirs) read-only
+    // too: the only writable places are the spec's dirs and /tmp, a tmpfs
+    // of the sandbox's own.
+    a.extend(["--remount-ro", "/"].map(String::from));
+    a.push("--clearenv".into());
+    for (k, v) in &spec.env {
+        a.extend(["--setenv".to_string(), k.clone(), v.clone()]);
+    }
+    a
+}
+
+/// The environment a build step starts from: PATH, HOME=/nonexistent, the
+/// locale, the operator's own KBUILD_* settings (and CCACHE_* with
+/// `ccache`) from `host`; nothing else of it (GITHUB_TOKEN, the patchwork
+/// token, SMTP passwords, cloud credentials never reach a Makefile).
+pub fn base_env(
+    host: impl IntoIterator<Item = (String, String)>,
+    ccache: bool,
+) -> Vec<(String, String)> {
+    let mut env = vec![("HOME".to_string(), HOME.to_string())];
+    let mut path = None;
+    for (k, v) in host {
+        let keep = k == "LANG"
+            || k == "LC_ALL"
+            || k.starts_with("KBUILD_")
+            || (ccache && k.starts_with("CCACHE_"));
+        if k == "PATH" {
+            path = Some(v);
+        } else if keep {
+            env.push((k, v));
+        }
+    }
+    env.insert(
+        0,
+        (
+            "PATH".to_string(),
+            path.unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin".into()),
+        ),
+    );
+    env
+}
+
+/// [`base_env`] of this process's environment.
+pub fn host_env(ccache: bool) -> Vec<(String, String)> {
+    base_env(
+        std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+        ccache,
+    )
+}
+
+/// `program` in the sandbox of `spec` (`bwrap: None`: without one, which
+/// the caller has allowed), with exactly `spec.env` as its environment in
+/// both cases.
+pub fn command(bwrap: Option<Bwrap>, spec: &Spec, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = match bwrap {
+        Some(b) => {
+            let mut c = Command::new("bwrap");
+            c.args(args(spec, b)).arg("--").arg(program);
+            c
+        }
+        None => Command::new(program),
+    };
+    cmd.env_clear().envs(spec.env.iter().map(|(k, v)| (k, v)));
+    cmd
+}
+
+/// Why the sandbox cannot run here, and what to do about it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{why}; {fix}")]
+pub struct Unavailable {
+    pub why: String,
+    pub fix: String,
+}
+
+/// What [`probe`] saw of the host besides bwrap's own words, for the fix.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostFacts {
+    /// /proc/sys/kernel/apparmor_restrict_unprivileged_userns is 1 (Ubuntu 23.10+).
+    pub apparmor_restricts_userns: bool,
+    /// /proc/sys/user/max_user_namespaces is 0.
+    pub no_user_namespaces: bool,
+    /// /proc/sys/kernel/unprivileged_userns_clone is 0 (older Debian kernels).
+    pub unprivileged_userns_clone_off: bool,
+    /// In a container (/.dockerenv or /run/.containerenv).
+    pub container: bool,
+    pub root: bool,
+}
+
+impl HostFacts {
+    pub fn read() -> HostFacts {
+        let flag = |path: &str, value: &str| {
+            std::fs::read_to_string(path).is_ok_and(|s| s.trim() == value)
+        };
+        HostFacts {
+            apparmor_restricts_userns: flag(
+                "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+                "1",
+            ),
+            no_user_namespaces: flag("/proc/sys/user/max_user_namespaces", "0"),
+            unprivileged_userns_clone_off: flag("/proc/sys/kernel/unprivileged_userns_clone", "0"),
+            container: Path::new("/.dockerenv").exists()
+                || Path::new("/run/.containerenv").exists(),
+            // SAFETY: geteuid has no preconditions.
+            root: unsafe { libc::geteuid() } == 0,
+        }
+    }
+}
+
+/// The fix for a bwrap that failed with `stderr` on a host with `facts`.
+pub fn fix_for(stderr: &str, facts: &HostFacts) -> String {
+    if facts.no_user_namespaces {
+        return "user namespaces are disabled: `sysctl -w user.max_user_namespaces=15000` (and in /etc/sysctl.d/ to keep it)".into();
+    }
+    if facts.apparmor_restricts_userns && !facts.root {
+        return "AppArmor forbids unprivileged user namespaces (Ubuntu 23.10+): give bwrap a profile that allows them (`/etc/apparmor.d/bwrap` with `userns,`, see docs/setup.md) or `sysctl -w kernel.apparmor_restrict_unprivileged_userns=0`".into();
+    }
+    if facts.unprivileged_userns_clone_off && !facts.root {
+        return "unprivileged user namespaces are off: `sysctl -w kernel.unprivileged_userns_clone=1`".into();
+    }
+    if facts.container {
+        return "in a container, which may not create namespaces: run it with `--security-opt seccomp=unconfined --security-opt apparmor=unconfined` (Docker/Podman), or `--privileged`".into();
+    }
+    if stderr.contains("Unknown option") {
+        return "this bubblewrap is too old: install bubblewrap 0.4 or newer (./mmci-setup)".into();
+    }
+    "see bwrap's message above; `mmci doctor` checks the sandbox".into()
+}
+
+/// Checks that the sandbox runs here, as builds run it: `true` inside the
+/// full set of namespaces and binds.
+pub async fn probe() -> Result<Bwrap, Unavailable> {
+    let Some(_) = crate::host::tools::on_path("bwrap") else {
+        return Err(Unavailable {
+            why: "bwrap (bubblewrap) is not installed".into(),
+            fix: "install it with ./mmci-setup (Debian package bubblewrap)".into(),
+        });
+    };
+    let help = process::output(
+        Command::new("bwrap").arg("--help"),
+        "bwrap --help",
+        Limits::QUICK,
+    )
+    .await
+    .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    .unwrap_or_default();
+    let bwrap = Bwrap {
+        disable_userns: help.contains("--disable-userns"),
+    };
+    // The environment builds get: the same PATH finds the same bwrap.
+    let spec = Spec {
+        env: host_env(false),
+        ..Spec::default()
+    };
+    let out = process::output(
+        &mut command(Some(bwrap), &spec, "true"),
+        "bwrap true",
+        Limits::QUICK,
+    )
+    .await
+    .map_err(|e| Unavailable {
+        why: format!("bwrap could not be run: {}", crate::host::error_chain(&e)),
+        fix: "see `mmci doctor`".into(),
+    })?;
+    if out.status.success() {
+        return Ok(bwrap);
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    Err(Unavailable {
+        why: format!(
+            "bwrap cannot create its sandbox here ({})",
+            if stderr.is_empty() {
+                out.status.to_string()
+            } else {
+                stderr.clone()
+            }
+        ),
+        fix: fix_for(&stderr, &HostFacts::read()),
+    })
+}
+
+/// Largest file read back from a sandbox's writable dir as text.
+pub const MAX_READ_BACK: u64 = 64 << 20;
+
+/// Opens `rel` under `base`, a dir a sandboxed build could write, without
+/// following a symlink anywhere below `base` and only if it is a regular
+/// file: a build that replaced `include/config/kernel.release` with a link
+/// to a token file must not get mmci to read (and publish) the token.
+/// Safe against a racing build only once the build has ended (bwrap's pid
+/// namespace takes every process of the sandbox with it).
+pub fn open_beneath(base: &Path, rel: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let refuse = |why: &str| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {why}", base.join(rel).display()),
+        )
+    };
+    let mut at = base.to_path_buf();
+    let parts: Vec<Component> = rel.components().collect();
+    for (i, c) in parts.iter().enumerate() {
+        let Component::Normal(name) = c else {
+            return Err(refuse("not a plain relative path"));
+        };
+        at.push(name);
+        let meta = std::fs::symlink_metadata(&at)?;
+        if meta.file_type().is_symlink() {
+            return Err(refuse("a symlink (written by the build), not followed"));
+        }
+        let last = i + 1 == parts.len();
+        if !last && !meta.is_dir() {
+            return Err(refuse("not a directory"));
+        }
+        if last && !meta.is_file() {
+            return Err(refuse("not a regular file"));
+        }
+    }
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&at)
+}
+
+/// The text of `rel` under `base` (see [`open_beneath`]), at most
+/// [`MAX_READ_BACK`] bytes of it.
+pub fn read_beneath(base: &Path, rel: &Path) -> std::io::Result<String> {
+    let mut text = String::new();
+    open_beneath(base, rel)?
+        .take(MAX_READ_BACK)
+        .read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// Copies `rel` under `base` (see [`open_beneath`]) to `to`, replacing it.
+pub fn copy_beneath(base: &Path, rel: &Path, to: &Path) -> std::io::Result<u64> {
+    let mut from = open_beneath(base, rel)?;
+    let _ = std::fs::remove_file(to);
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)?;
+    std::io::copy(&mut from, &mut out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sandbox_arguments() {
+        let spec = Spec {
+            read_only: vec!["/w/checkout".into()],
+            writable: vec!["/w/objs".into()],
+            env: vec![("PATH".into(), "/usr/bin".into())],
+        };
+        let joined = args(
+            &spec,
+            Bwrap {
+                disable_userns: true,
+            },
+        )
+        .join(" ");
+        for want in [
+            "--unshare-user --uid 65534 --gid 65534 --cap-drop ALL",
+            "--unshare-net --unshare-pid --unshare-ipc --unshare-uts",
+            "--unshare-cgroup --new-session --die-with-parent --disable-userns",
+            "--ro-bind-try /usr /usr",
+            "--ro-bind-try /etc/alternatives /etc/alternatives",
+            "--dev /dev --proc /proc --tmpfs /tmp",
+            "--ro-bind /w/checkout /w/checkout --bind /w/objs /w/objs --remount-ro /",
+            "--clearenv --setenv PATH /usr/bin",
+        ] {
+            assert!(joined.contains(want), "{want:?} in {joined}");
+        }
+        for never in [
+            "--ro-bind / /",
+            "--bind / ",
+            "/etc/shadow",
+            "/root",
+            "/home",
+        ] {
+            assert!(!joined.contains(never), "{never:?} in {joined}");
+        }
+        let old = args(
+            &spec,
+            Bwrap {
+                disable_userns: false,
+            },
+        )
+        .join(" ");
+        assert!(!old.contains("--disable-userns"));
+    }
+
+    #[test]
+    fn environment_is_an_allow_list() {
+        let host = [
+            ("PATH", "/usr/bin:/bin"),
+            ("HOME", "/root"),
+            ("GITHUB_TOKEN", "ghp_secret"),
+            ("MMCI_PATCHWORK_TOKEN", "pw"),
+            ("MMCI_SMTP_PASSWORD", "smtp"),
+            ("AWS_SECRET_ACCESS_KEY", "aws"),
+            ("SSH_AUTH_SOCK", "/run/agent"),
+            ("LANG", "C.UTF-8"),
+            ("LC_ALL", "C"),
+            ("KBUILD_VERBOSE", "1"),
+            ("CCACHE_MAXSIZE", "5G"),
+            ("MAKEFLAGS", "-j99 --jobserver-auth=3,4"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let names = |env: Vec<(String, String)>| -> Vec<String> {
+            env.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
+        };
+        assert_eq!(
+            names(base_env(host.clone(), false)),
+            [
+                "PATH=/usr/bin:/bin",
+                "HOME=/nonexistent",
+                "LANG=C.UTF-8",
+                "LC_ALL=C",
+                "KBUILD_VERBOSE=1"
+            ]
+        );
+        assert!(names(base_env(host, true)).contains(&"CCACHE_MAXSIZE=5G".to_string()));
+        // No PATH at all: the system's.
+        assert_eq!(base_env([], false)[0].0, "PATH");
+    }
+
+    #[test]
+    fn fixes_name_the_cause() {
+        let facts = |f: fn(&mut HostFacts)| {
+            let mut h = HostFacts::default();
+            f(&mut h);
+            h
+        };
+        for (stderr, host, want) in [
+            (
+                "bwrap: setting up uid map: Permission denied",
+                facts(|h| h.apparmor_restricts_userns = true),
+                "AppArmor",
+            ),
+            (
+                "bwrap: No permissions to creating new namespace",
+                facts(|h| h.no_user_namespaces = true),
+                "max_user_namespaces",
+            ),
+            (
+                "bwrap: No permissions to creating new namespace",
+                facts(|h| h.unprivileged_userns_clone_off = true),
+                "unprivileged_userns_clone=1",
+            ),
+            (
+                "bwrap: Creating new namespace failed: Operation not permitted",
+                facts(|h| h.container = true),
+                "seccomp=unconfined",
+            ),
+            (
+                "bwrap: Unknown option --disable-userns",
+                HostFacts::default(),
+                "too old",
+            ),
+            ("bwrap: something else", HostFacts::default(), "mmci doctor"),
+            // Root is not subject to the unprivileged-userns switches.
+            (
+                "bwrap: Creating new namespace failed",
+                facts(|h| {
+                    h.apparmor_restricts_userns = true;
+                    h.root = true;
+                    h.container = true
+                }),
+                "seccomp=unconfined",
+            ),
+        ] {
+            let fix = fix_for(stderr, &host);
+            assert!(fix.contains(want), "{stderr} {host:?}: {fix}");
+        }
+    }
+
+    #[test]
+    fn reads_back_refuse_symlinks_anywhere_below_the_base() {
+        use std::os::unix::fs::symlink;
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().join("objs");
+        let secret = tmp.path().join("token");
+        std::fs::write(&secret, "ghp_secret\n").unwrap();
+        std::fs::create_dir_all(base.join("include/config")).unwrap();
+        std::fs::write(base.join("include/config/kernel.release"), "6.12.0\n").unwrap();
+        let rel = Path::new("include/config/kernel.release");
+        assert_eq!(read_beneath(&base, rel).unwrap(), "6.12.0\n");
+
+        // The file itself a link to the token.
+        std::fs::remove_file(base.join(rel)).unwrap();
+        symlink(&secret, base.join(rel)).unwrap();
+        let e = read_beneath(&base, rel).unwrap_err();
+        assert!(e.to_string().contains("symlink"), "{e}");
+        // A directory on the way a link.
+        std::fs::remove_dir_all(base.join("include")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("elsewhere/config")).unwrap();
+        std::fs::copy(&secret, tmp.path().join("elsewhere/config/kernel.release")).unwrap();
+        symlink(tmp.path().join("elsewhere"), base.join("include")).unwrap();
+        assert!(read_beneath(&base, rel).is_err());
+        // A FIFO (would block) or a dir: not a regular file.
+        std::fs::create_dir_all(base.join("d")).unwrap();
+        assert!(read_beneath(&base, Path::new("d")).is_err());
+        let fifo = base.join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(read_beneath(&base, Path::new("fifo")).is_err());
+        for escape in ["../token", "/etc/passwd"] {
+            assert!(read_beneath(&base, Path::new(escape)).is_err(), "{escape}");
+        }
+
+        // Copies the same way, and never writes through a link at `to`.
+        std::fs::write(base.join("vmlinux"), "ELF").unwrap();
+        let to = tmp.path().join("out-vmlinux");
+        symlink(&secret, &to).unwrap();
+        copy_beneath(&base, Path::new("vmlinux"), &to).unwrap();
+        assert_eq!(std::fs::read_to_string(&to).unwrap(), "ELF");
+        assert_eq!(std::fs::read_to_string(&secret).unwrap(), "ghp_secret\n");
+    }
+}
