@@ -1128,7 +1128,7 @@ mod tests {
             items,
             [serde_json::json!({"id": 1}), serde_json::json!({"id": 2})]
         );
-        let seen = seen.lock().unwrap();
+        let seen = seen.lock().unwrap().clone();
         assert_eq!(seen.len(), 3, "{seen:?}");
         assert!(
             seen.iter()
