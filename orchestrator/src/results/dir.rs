@@ -126,11 +126,11 @@ pub enum ResultsDirError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path} is not an mmci manifest ({source}): choose another --results")]
+    /// serde's words are in the message, not a source: printed once.
+    #[error("{path} is not an mmci manifest ({error}): choose another --results")]
     BadManifest {
         path: PathBuf,
-        #[source]
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     #[error("results dir {path} holds {what}: rerun with the same matrix and options to resume, or choose another --results")]
     Mismatch { path: PathBuf, what: String },
@@ -182,7 +182,7 @@ pub fn read_manifest(root: &Path) -> Result<Option<Manifest>, ResultsDirError> {
     ) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|source| ResultsDirError::BadManifest { path, source }),
+            .map_err(|error| ResultsDirError::BadManifest { path, error }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(read_err(&path)(e)),
     }
