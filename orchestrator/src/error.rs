@@ -21,8 +21,8 @@
 //!
 //! A finished matrix exits with [`matrix_exit_code`] (a kernel failure's
 //! code, else 5 for an infra failure, 1 for any other incomplete run, 0),
-//! `mmci analyse` with [`verdict_exit_code`] (0, 1 or 8), and an interrupted
-//! command with 130.
+//! `mmci analyse` with [`verdict_exit_code`] (0, 1 or 8), an interrupted
+//! command with 130 (SIGINT) or 143 (SIGTERM).
 
 use crate::kernel::KernelError;
 use crate::matrix::MatrixError;
@@ -54,8 +54,10 @@ pub mod exit {
     /// Posting failed: GitHub or the SMTP server refused or could not be
     /// reached (the results dir is untouched; post again).
     pub const POST: i32 = 9;
-    /// Interrupted (Ctrl-C).
+    /// Interrupted (Ctrl-C, SIGINT): 128 + 2, as a shell reports it.
     pub const INTERRUPTED: i32 = 130;
+    /// Terminated (SIGTERM: `timeout`, `kill`, a CI runner): 128 + 15.
+    pub const TERMINATED: i32 = 143;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -687,6 +689,7 @@ mod tests {
             exit::INCONCLUSIVE,
             exit::POST,
             exit::INTERRUPTED,
+            exit::TERMINATED,
         ];
         assert_eq!(documented, defined);
     }

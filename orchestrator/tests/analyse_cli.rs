@@ -1,5 +1,6 @@
 //! `mmci analyse` through the binary: verdicts as exit codes, the JSON
-//! file, bad options. The results dir is synthetic (the benchmark's runs:
+//! file, bad options, results dirs with unreadable or symlinked files
+//! (named, never followed, also by `merge`). The results dir is synthetic (the benchmark's runs:
 //! a patched kernel that throttles, isolates and touches more, under KVM).
 
 use std::path::Path;
@@ -179,4 +180,94 @@ fn unreadable_and_unwritable_dirs_name_the_option_of_the_command() {
         "{t}"
     );
     assert!(!t.contains("--results"), "{t}");
+}
+
+/// Probes 33 to 36: run.json files that are a symlink to a host secret,
+/// truncated or out of range are each named with the reason (not silently
+/// "without result"), and counted; a symlinked manifest is refused; merge
+/// copies no symlink, so the secret reaches no output.
+#[test]
+fn hostile_results_files_are_named_and_never_followed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let secret = tmp.path().join("shadow");
+    std::fs::write(&secret, "root:SECRET-HASH:19000:0:99999:7:::\n").unwrap();
+    let dir = tmp.path().join("rd");
+    results_dir(&dir);
+    let runs = dir.join(results_dir::RUNS);
+    let mut ids: Vec<_> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    ids.sort();
+    let json = |i: usize| ids[i].join("run.json");
+    std::fs::remove_file(json(0)).unwrap();
+    std::os::unix::fs::symlink(&secret, json(0)).unwrap();
+    let good = std::fs::read_to_string(json(1)).unwrap();
+    std::fs::write(json(1), &good[..good.len() / 3]).unwrap();
+    std::fs::write(
+        json(2),
+        good.replacen("\"memory_mb\": ", "\"memory_mb\": 1e400, \"x\": ", 1),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(&secret, ids[3].join("console.log")).unwrap();
+
+    let o = analyse(&[dir.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(exit::INCONCLUSIVE), "{t}");
+    for (i, words) in [
+        (0, "a symbolic link, not a regular file"),
+        (1, "EOF while parsing"),
+        (2, "number out of range"),
+    ] {
+        assert!(
+            t.contains(&format!("{}: {words}", json(i).display())),
+            "{words}: {t}"
+        );
+    }
+    assert!(
+        t.contains(&format!(
+            "3 run(s) in {} could not be read; they count as runs without a result",
+            dir.display()
+        )),
+        "{t}"
+    );
+    assert!(!t.contains("SECRET"), "{t}");
+
+    let merged = tmp.path().join("merged");
+    let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .args([
+            "merge",
+            "--into",
+            merged.to_str().unwrap(),
+            dir.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(exit::OK), "{t}");
+    assert!(
+        t.contains(&format!(
+            "{}: a symbolic link, not a regular file; not merged",
+            ids[3].join("console.log").display()
+        )),
+        "{t}"
+    );
+    let copied = merged
+        .join(results_dir::RUNS)
+        .join(ids[3].file_name().unwrap());
+    assert!(copied.join("run.json").is_file());
+    assert!(!copied.join("console.log").exists());
+    assert!(!t.contains("SECRET"), "{t}");
+
+    // A manifest that is a symlink is refused, not parsed.
+    std::fs::remove_file(dir.join(results_dir::MANIFEST)).unwrap();
+    std::os::unix::fs::symlink(&secret, dir.join(results_dir::MANIFEST)).unwrap();
+    let o = analyse(&[dir.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(exit::USAGE), "{t}");
+    assert!(
+        t.contains("a symbolic link, not a regular file; refused"),
+        "{t}"
+    );
+    assert!(!t.contains("SECRET"), "{t}");
 }

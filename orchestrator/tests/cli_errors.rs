@@ -152,6 +152,71 @@ fn matrix_errors_name_file_line_and_column() {
     );
 }
 
+/// Probes 25 and 26: a matrix naming a host file as its series or script
+/// (or an image dir outside) is refused by `matrix show` and `run`, one
+/// line naming the file, line and key; nothing of the file is printed.
+#[test]
+fn matrix_paths_outside_the_matrix_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("shadow");
+    std::fs::write(&secret, "root:SECRET-HASH:19000:0:99999:7:::\n").unwrap();
+    let sub = dir.path().join("matrices");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::create_dir_all(sub.join("img")).unwrap();
+    std::fs::write(sub.join("img/image.yaml"), "suite: bookworm\n").unwrap();
+    let m = sub.join("m.yaml");
+    // (matrix text, words of the error)
+    let cases = [
+        (
+            "axes:\n  threads: [1]\nkernels:\n  - name: base\n  - name: p\n    series: /etc/shadow\n".to_string(),
+            "line 5 column 5: kernel `p`: series /etc/shadow: /etc/shadow is outside the matrix file's directory".to_string(),
+        ),
+        (
+            format!("scripts:\n  leak:\n    image: img\n    file: {}\naxes:\n  script: [leak]\n", secret.display()),
+            format!("line 3 column 5: script `leak`: file {0}: {0} is outside the matrix file's directory", secret.display()),
+        ),
+        (
+            "scripts:\n  leak:\n    image: img\n    file: ../shadow\naxes:\n  script: [leak]\n".to_string(),
+            format!("script `leak`: file ../shadow: {} is outside", secret.display()),
+        ),
+        (
+            "scripts:\n  r:\n    image: /usr\n    command: [x]\naxes: {}\n".to_string(),
+            "script `r`: image /usr: /usr is outside the matrix file's directory".to_string(),
+        ),
+    ];
+    for (text, words) in cases {
+        std::fs::write(&m, &text).unwrap();
+        for args in [
+            vec!["matrix", "show", m.to_str().unwrap()],
+            vec![
+                "run",
+                "--matrix",
+                m.to_str().unwrap(),
+                "--results",
+                dir.path().join("r").to_str().unwrap(),
+            ],
+        ] {
+            let o = mmci(&args, None);
+            let err = stderr(&o);
+            assert_eq!(
+                o.status.code(),
+                Some(exit::USAGE),
+                "{args:?}\n{text}\n{err}"
+            );
+            assert!(err.contains(&words), "{text}\n{err}");
+            assert!(
+                err.starts_with(&format!("mmci: error: {}: ", m.display())),
+                "{err}"
+            );
+            assert_eq!(err.trim().lines().count(), 1, "{err}");
+            assert!(
+                !err.contains("SECRET") && !String::from_utf8_lossy(&o.stdout).contains("SECRET")
+            );
+        }
+    }
+    assert!(!dir.path().join("r").exists(), "nothing written");
+}
+
 #[test]
 fn merge_refuses_a_dir_that_is_not_a_results_dir() {
     let dir = tempfile::tempdir().unwrap();

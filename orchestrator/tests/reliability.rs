@@ -1,6 +1,8 @@
 //! Reliability through the real `mmci` binary and real builds: `kill -9` of
 //! mmci in the middle of a matrix or of a kernel build leaves no QEMU, make
-//! or bwrap behind; Ctrl-C leaves no scratch dir; a series' build cannot
+//! or bwrap behind; Ctrl-C leaves no scratch dir; SIGTERM and SIGINT stop
+//! mmci within 2 s in a CPU-bound phase too (exit 143 and 130), with no
+//! child left; a series' build cannot
 //! plant anything in the objects a later trusted build links; a results dir
 //! that fills up keeps its finished runs and resumes, a read-only one is
 //! refused before any work.
@@ -285,6 +287,139 @@ async fn ctrl_c_removes_the_scratch_dir() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert_eq!(tagged(&tag), vec![], "processes left 5 s after Ctrl-C");
+}
+
+/// Sends `signal` to `child` once it has run `after`, and returns the exit
+/// code and how long the exit took.
+async fn signal_after(
+    child: &mut tokio::process::Child,
+    after: Duration,
+    signal: i32,
+    stderr: &Path,
+) -> (Option<i32>, Duration) {
+    tokio::time::sleep(after).await;
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "mmci ended before the signal: the input is not slow enough\n{}",
+        std::fs::read_to_string(stderr).unwrap_or_default()
+    );
+    let t0 = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id().unwrap() as i32, signal) };
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("mmci exits after the signal")
+        .unwrap();
+    (status.code(), t0.elapsed())
+}
+
+/// Probe 17's lesson: the signal must be honoured while mmci computes
+/// (thread assembly of a lore corpus, analysis and rendering, both run on
+/// the thread that used to poll the signal futures), by the exit code a
+/// shell expects, within 2 s (the review's `timeout 10` needed SIGKILL).
+#[tokio::test]
+async fn signals_stop_cpu_bound_work_within_2_s() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cases: &[(&[&str], i32, i32)] = &[
+        (
+            &["bench", "series", "--rounds", "1000000"],
+            libc::SIGTERM,
+            143,
+        ),
+        (
+            &["bench", "series", "--rounds", "1000000"],
+            libc::SIGINT,
+            130,
+        ),
+        (
+            &["bench", "analysis", "--rounds", "1000000"],
+            libc::SIGTERM,
+            143,
+        ),
+    ];
+    for (args, signal, code) in cases {
+        let tag = unique_tag("cpu");
+        let stderr = tmp.path().join(format!("{tag}.err"));
+        let mut child = mmci(&tag, &stderr).args(*args).spawn().unwrap();
+        let (got, took) =
+            signal_after(&mut child, Duration::from_millis(1500), *signal, &stderr).await;
+        let err = std::fs::read_to_string(&stderr).unwrap_or_default();
+        assert_eq!(got, Some(*code), "{args:?} signal {signal}: {err}");
+        assert!(took < Duration::from_secs(2), "{args:?}: {took:?}");
+        let said = if *signal == libc::SIGINT {
+            "interrupted"
+        } else {
+            "terminated"
+        };
+        assert!(
+            err.contains(&format!("mmci: {said}; stopping every guest and build")),
+            "{err}"
+        );
+        eprintln!(
+            "{args:?}, signal {signal}: exit {code} {:.2} s after it",
+            took.as_secs_f64()
+        );
+    }
+}
+
+/// SIGTERM while a child runs (a `git fetch` of `series show --tree` from
+/// a server that accepts and then says nothing): exit 143, and neither the
+/// git processes nor their watchdogs outlive mmci.
+#[tokio::test]
+async fn sigterm_leaves_no_child_behind() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let mut held = vec![];
+        loop {
+            let (sock, _) = listener.accept().await.unwrap();
+            held.push(sock);
+        }
+    });
+    let tmp = tempfile::tempdir().unwrap();
+    let series = tmp.path().join("one.mbox");
+    std::fs::write(
+        &series,
+        common::mbox::OnePatch {
+            author: "Tester <tester@example.org>",
+            date: "Tue, 1 Dec 2026 10:00:00 +0000",
+            title: "mm: a comment",
+            message_id: "sigterm-child@example.org",
+            message: "Anything.",
+            file: "mm/vmscan.c",
+            hunk: "@@ -1,1 +1,2 @@\n a\n+b\n",
+        }
+        .mbox(),
+    )
+    .unwrap();
+    let tag = unique_tag("child");
+    let stderr = tmp.path().join("stderr");
+    let mut cmd = mmci(&tag, &stderr);
+    // A work dir of its own: the mirror of this fake tree is thrown away.
+    cmd.env("MMCI_WORK_DIR", tmp.path().join("work"))
+        .args(["series", "show", "--tree"])
+        .arg(format!("git://127.0.0.1:{port}/linux.git"))
+        .arg(&series);
+    let mut child = cmd.spawn().unwrap();
+    let running = wait_for(&tag, &["git"], &mut child, &stderr).await;
+    let (code, took) = signal_after(&mut child, Duration::ZERO, libc::SIGTERM, &stderr).await;
+    assert_eq!(
+        code,
+        Some(143),
+        "{}",
+        std::fs::read_to_string(&stderr).unwrap_or_default()
+    );
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    let t0 = Instant::now();
+    while !tagged(&tag).is_empty() && t0.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        tagged(&tag),
+        vec![],
+        "left after SIGTERM (running were {running:?})"
+    );
+    server.abort();
 }
 
 /// A one-patch series whose mm/Makefile, while the candidate builds,

@@ -1,7 +1,10 @@
 //! Files written so that an interrupted mmci never leaves a half-written
-//! one that looks complete: temporary file, fsync, rename.
+//! one that looks complete (temporary file, fsync, rename), and files read
+//! with a cap on the bytes actually read: a size from metadata says nothing
+//! about /dev/zero, a FIFO or a file that grows while it is read.
 
-use std::io::Write;
+use std::io::{Read, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 /// Writes `bytes` to `path` atomically.
@@ -34,9 +37,229 @@ pub fn prepare_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::remove_file(&probe)
 }
 
+/// What [`read_capped`] accepts at a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accept {
+    /// A regular file, also through a symbolic link: a file the user named.
+    Regular,
+    /// A regular file that is not itself a symbolic link: a file inside a
+    /// results dir, which anyone who wrote the dir (a CI shard, a hostile
+    /// guest's host) may have pointed at /etc/shadow.
+    RegularNoSymlink,
+    /// Whatever can be read: a FIFO or `/dev/stdin` too (`--body <(...)`).
+    /// Still capped by the bytes read.
+    Any,
+}
+
+/// Reads `path` whole, refusing it when it holds more than `limit` bytes
+/// (`limit_name` is the constant, named in the error so that the limit can
+/// be found) or is not what `accept` allows. The limit counts the bytes
+/// actually read, so /dev/zero or an endless FIFO stops at `limit + 1`.
+/// Errors are `io::Error`s, so that every caller's "cannot read PATH"
+/// error wraps them as it wraps a missing file.
+pub fn read_capped(
+    path: &Path,
+    limit: u64,
+    limit_name: &str,
+    accept: Accept,
+) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind};
+    let mut opts = std::fs::OpenOptions::new();
+    opts.read(true);
+    let mut flags = 0;
+    if accept != Accept::Any {
+        // Opening a FIFO for reading waits for a writer: never block before
+        // the type check below has refused it.
+        flags |= libc::O_NONBLOCK;
+    }
+    if accept == Accept::RegularNoSymlink {
+        flags |= libc::O_NOFOLLOW;
+    }
+    opts.custom_flags(flags);
+    let file = match opts.open(path) {
+        Ok(f) => f,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) && accept == Accept::RegularNoSymlink => {
+            return Err(Error::new(
+                ErrorKind::InvalidInput,
+                "a symbolic link, not a regular file; refused (replace it with the file itself)",
+            ))
+        }
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    let kind = file_kind(&meta.file_type());
+    if accept != Accept::Any && kind != "a regular file" {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            format!("{kind}, not a regular file; refused"),
+        ));
+    }
+    let too_large = || {
+        Error::new(
+            ErrorKind::FileTooLarge,
+            format!("larger than {limit} bytes, the limit ({limit_name}); refused"),
+        )
+    };
+    if meta.is_file() && meta.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(if meta.is_file() {
+        meta.len() as usize
+    } else {
+        0
+    });
+    if accept != Accept::Any {
+        // Back to blocking reads (no effect on a regular file, but honest).
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+        // SAFETY: fcntl on an fd we own.
+        unsafe {
+            let fl = libc::fcntl(fd, libc::F_GETFL);
+            if fl >= 0 {
+                libc::fcntl(fd, libc::F_SETFL, fl & !libc::O_NONBLOCK);
+            }
+        }
+    }
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok(bytes)
+}
+
+/// [`read_capped`] as UTF-8 text (invalid UTF-8 is an `InvalidData` error,
+/// as with `std::fs::read_to_string`).
+pub fn read_capped_to_string(
+    path: &Path,
+    limit: u64,
+    limit_name: &str,
+    accept: Accept,
+) -> std::io::Result<String> {
+    String::from_utf8(read_capped(path, limit, limit_name, accept)?).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
+/// "a FIFO", "a directory", ...: what a path is, for errors.
+fn file_kind(t: &std::fs::FileType) -> &'static str {
+    if t.is_file() {
+        "a regular file"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every kind of path against every mode: what is read, what refused
+    /// and with which words. /dev/zero and a FIFO with an endless writer
+    /// stop at the cap, by bytes read.
+    #[test]
+    fn capped_reads_by_kind_and_size() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        std::fs::write(d.join("small"), b"hello").unwrap();
+        std::fs::write(d.join("exact"), vec![b'x'; 16]).unwrap();
+        std::fs::write(d.join("big"), vec![b'x'; 17]).unwrap();
+        std::os::unix::fs::symlink(d.join("small"), d.join("link")).unwrap();
+        std::fs::create_dir(d.join("dir")).unwrap();
+        let mkfifo = |name: &str| {
+            let path = d.join(name);
+            let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+            // SAFETY: mkfifo on a path we own.
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+            path
+        };
+        // No writer: opening it to read must not wait for one.
+        let fifo = mkfifo("fifo");
+        use Accept::*;
+        // (path, accept, Ok(len) or Err(words in the message))
+        let cases: Vec<(std::path::PathBuf, Accept, Result<usize, &str>)> = vec![
+            (d.join("small"), Regular, Ok(5)),
+            (d.join("small"), RegularNoSymlink, Ok(5)),
+            (d.join("exact"), Regular, Ok(16)),
+            (
+                d.join("big"),
+                Regular,
+                Err("larger than 16 bytes, the limit (MAX_T)"),
+            ),
+            (d.join("big"), Any, Err("larger than 16 bytes")),
+            (d.join("link"), Regular, Ok(5)),
+            (
+                d.join("link"),
+                RegularNoSymlink,
+                Err("a symbolic link, not a regular file"),
+            ),
+            (
+                d.join("dir"),
+                Regular,
+                Err("a directory, not a regular file"),
+            ),
+            (
+                "/dev/zero".into(),
+                Regular,
+                Err("a character device, not a regular file"),
+            ),
+            ("/dev/zero".into(), Any, Err("larger than 16 bytes")),
+            (
+                fifo.clone(),
+                RegularNoSymlink,
+                Err("a FIFO, not a regular file"),
+            ),
+            (fifo, Regular, Err("a FIFO, not a regular file")),
+            (d.join("missing"), Regular, Err("No such file")),
+        ];
+        for (path, accept, want) in cases {
+            let got = read_capped(&path, 16, "MAX_T", accept);
+            match (&got, want) {
+                (Ok(b), Ok(n)) => assert_eq!(b.len(), n, "{path:?} {accept:?}"),
+                (Err(e), Err(words)) => {
+                    assert!(e.to_string().contains(words), "{path:?} {accept:?}: {e}")
+                }
+                _ => panic!("{path:?} {accept:?}: {got:?}, wanted {want:?}"),
+            }
+        }
+        // A FIFO with an endless writer, where FIFOs are taken: the cap.
+        let endless = mkfifo("endless");
+        let writer = {
+            let endless = endless.clone();
+            std::thread::spawn(move || {
+                let mut f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .open(&endless)
+                    .unwrap();
+                let chunk = [b'y'; 4096];
+                // Ends with EPIPE when the reader has had enough.
+                while f.write_all(&chunk).is_ok() {}
+            })
+        };
+        let e = read_capped(&endless, 16, "MAX_T", Any).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge, "{e}");
+        writer.join().unwrap();
+        assert_eq!(
+            read_capped_to_string(&d.join("small"), 16, "MAX_T", Regular).unwrap(),
+            "hello"
+        );
+        std::fs::write(d.join("latin1"), b"\xff").unwrap();
+        let e = read_capped_to_string(&d.join("latin1"), 16, "MAX_T", Regular).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+    }
 
     #[test]
     fn atomic_write_replaces_and_leaves_no_temp() {

@@ -515,22 +515,10 @@ fn resolve_variant(
         })?;
     }
     let series = match &entry.series {
-        Some(p) => {
-            let full = base_dir.join(p);
-            if !full.exists() {
-                return Err(MatrixError::at(
-                    file,
-                    Some(pos),
-                    format!(
-                        "kernel `{}`: series {} not found (paths are relative to the matrix file)",
-                        entry.name,
-                        full.display()
-                    ),
-                ));
-            }
-            // Absolute, so reports and manifests say which file it was.
-            Some(full.canonicalize().unwrap_or(full))
-        }
+        // Absolute, so reports and manifests say which file it was.
+        Some(p) => Some(confine(base_dir, "series", Path::new(p)).map_err(|e| {
+            MatrixError::at(file, Some(pos), format!("kernel `{}`: {e}", entry.name))
+        })?),
         None => None,
     };
     Ok(Variant {
@@ -753,7 +741,8 @@ fn resolve_script(name: &str, e: &ScriptEntry, base_dir: &Path) -> Result<Script
             "script name `{name}`: use lower case letters, digits and _"
         ));
     }
-    let recipe = base_dir.join(&e.image);
+    let recipe = confine(base_dir, "image", Path::new(&e.image))
+        .map_err(|err| format!("script `{name}`: {err}"))?;
     if !recipe
         .join(crate::guest::image::recipe::RECIPE_FILE)
         .is_file()
@@ -764,20 +753,23 @@ fn resolve_script(name: &str, e: &ScriptEntry, base_dir: &Path) -> Result<Script
             crate::guest::image::recipe::RECIPE_FILE
         ));
     }
-    let recipe = recipe.canonicalize().unwrap_or(recipe);
     let image = recipe
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let text = match &e.file {
         Some(f) => {
-            let full = base_dir.join(f);
-            Some(std::fs::read_to_string(&full).map_err(|err| {
-                format!(
-                    "script `{name}`: file {}: {err} (paths are relative to the matrix file)",
-                    full.display()
+            let full = confine(base_dir, "file", Path::new(f))
+                .map_err(|err| format!("script `{name}`: {err}"))?;
+            Some(
+                crate::host::fs::read_capped_to_string(
+                    &full,
+                    MAX_FILE_BYTES,
+                    "MAX_FILE_BYTES",
+                    crate::host::fs::Accept::Regular,
                 )
-            })?)
+                .map_err(|err| format!("script `{name}`: file {}: {err}", full.display()))?,
+            )
         }
         None => None,
     };
@@ -817,19 +809,72 @@ fn resolve_script(name: &str, e: &ScriptEntry, base_dir: &Path) -> Result<Script
     })
 }
 
+/// `given`, the value of a matrix's `key` (`series`, `image`, `file`),
+/// resolved against the matrix file's directory `base_dir`: the canonical
+/// path (symbolic links resolved), which must lie in that directory or in
+/// the git repository that holds it (the nearest directory above with a
+/// `.git`). A matrix from elsewhere (a pull request, a CI input) must not
+/// copy /etc/shadow into the plan, the manifest and the report.
+pub fn confine(base_dir: &Path, key: &str, given: &Path) -> Result<PathBuf, String> {
+    let base_dir = if base_dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        base_dir
+    };
+    let full = base_dir.join(given);
+    let real = full.canonicalize().map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!(
+                "{key} {} not found (paths are relative to the matrix file)",
+                full.display()
+            )
+        } else {
+            format!("{key} {}: {e}", full.display())
+        }
+    })?;
+    let dir = base_dir.canonicalize().map_err(|e| {
+        format!(
+            "{key} {}: the matrix file's directory {}: {e}",
+            given.display(),
+            base_dir.display()
+        )
+    })?;
+    let repo = dir.ancestors().find(|a| a.join(".git").exists());
+    if real.starts_with(&dir) || repo.is_some_and(|r| real.starts_with(r)) {
+        return Ok(real);
+    }
+    Err(format!(
+        "{key} {}: {} is outside the matrix file's directory {}{}; a matrix may only name files next to it or in its repository: move the file there",
+        given.display(),
+        real.display(),
+        dir.display(),
+        repo.map(|r| format!(" and its repository {}", r.display()))
+            .unwrap_or_default()
+    ))
+}
+
 /// Reads, parses and validates a matrix file.
 pub fn load(path: &Path, over: &Overrides) -> Result<Plan, MatrixError> {
     let file = path.display().to_string();
     let cannot = |e: std::io::Error| MatrixError::at(&file, None, format!("cannot read: {e}"));
-    let size = std::fs::metadata(path).map_err(cannot)?.len();
-    if size > MAX_FILE_BYTES {
-        return Err(MatrixError::at(
-            &file,
-            None,
-            format!("{size} bytes; the limit for a matrix file is {MAX_FILE_BYTES} bytes (MAX_FILE_BYTES)"),
-        ));
-    }
-    let text = std::fs::read_to_string(path).map_err(cannot)?;
+    // Capped by the bytes read: `--matrix /dev/zero` or a FIFO too.
+    let text = crate::host::fs::read_capped_to_string(
+        path,
+        MAX_FILE_BYTES,
+        "MAX_FILE_BYTES",
+        crate::host::fs::Accept::Any,
+    )
+    .map_err(|e| {
+        if e.kind() == std::io::ErrorKind::FileTooLarge {
+            MatrixError::at(
+                &file,
+                None,
+                format!("more than {MAX_FILE_BYTES} bytes; the limit for a matrix file is {MAX_FILE_BYTES} bytes (MAX_FILE_BYTES)"),
+            )
+        } else {
+            cannot(e)
+        }
+    })?;
     let base_dir = path.parent().unwrap_or(Path::new("."));
     from_text(&text, &file, base_dir, over)
 }
@@ -1524,6 +1569,8 @@ repeats: 3
     /// A matrix dir with an image recipe and a script file beside it.
     fn script_dir() -> tempfile::TempDir {
         let tmp = tempfile::tempdir().unwrap();
+        // A repository, as the bundled matrices are in one: ../images is in it.
+        std::fs::create_dir(tmp.path().join(".git")).unwrap();
         std::fs::create_dir_all(tmp.path().join("images/tools")).unwrap();
         std::fs::write(
             tmp.path().join("images/tools/image.yaml"),
@@ -1577,7 +1624,8 @@ repeats: 3
             ("axes:\n  script: [repro]\n".to_string(), "script `repro`: this matrix has no `scripts:` section"),
             ("axes:\n  scenario: [script]\n".to_string(), "scenario script needs `script: NAME`"),
             (format!("{SCRIPTS}axes:\n  script: [repro]\nexpect:\n  opz: increase\n"), "unknown metric `opz`"),
-            ("scripts:\n  r:\n    image: ../images/nope\n    command: [x]\naxes: {}\n".to_string(), "has no image.yaml"),
+            ("scripts:\n  r:\n    image: ../images/nope\n    command: [x]\naxes: {}\n".to_string(), "/images/nope not found (paths are relative to the matrix file)"),
+            ("scripts:\n  r:\n    image: ../matrix\n    command: [x]\naxes: {}\n".to_string(), "has no image.yaml"),
             ("scripts:\n  r:\n    image: ../images/tools\naxes: {}\n".to_string(), "give `command:`"),
             ("scripts:\n  r:\n    image: ../images/tools\n    command: [x]\n    metrics:\n      pswpout: {unit: p, better: lower}\naxes: {}\n".to_string(), "one of mmci's own"),
             ("scripts:\n  r:\n    image: ../images/tools\n    comand: [x]\naxes: {}\n".to_string(), "unknown field `comand`"),
@@ -1589,5 +1637,166 @@ repeats: 3
                 .to_string();
             assert!(e.contains(words), "{text}\n=> {e}");
         }
+    }
+
+    /// Probes 25 and 26, and the ways around a prefix check: `series`,
+    /// `image` and `file` resolve (symbolic links and `..` included) to
+    /// the matrix file's directory or its repository, or are refused naming
+    /// the key and the file; a matrix outside any repository has only its
+    /// own directory.
+    #[test]
+    fn matrix_paths_stay_next_to_the_matrix() {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path().canonicalize().unwrap();
+        let mkfile = |rel: &str, text: &str| {
+            let p = t.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        std::fs::create_dir_all(t.join("repo/.git")).unwrap();
+        mkfile("repo/matrix/local.mbox", "");
+        mkfile("repo/kernels/series/s.mbox", "");
+        mkfile("repo/images/tools/image.yaml", "suite: bookworm\n");
+        let secret = mkfile("outside/shadow", "root:SECRET-HASH:::\n");
+        std::os::unix::fs::symlink(&secret, t.join("repo/matrix/innocent.mbox")).unwrap();
+        std::os::unix::fs::symlink(t.join("outside"), t.join("repo/images/linked")).unwrap();
+        mkfile("norepo/m/a.mbox", "");
+        let repo_m = t.join("repo/matrix");
+        let norepo_m = t.join("norepo/m");
+        let outside = "is outside the matrix file's directory";
+        // (matrix dir, key, value, Ok(resolved, relative to t) or Err(words))
+        let cases: &[(&Path, &str, &str, Result<&str, &str>)] = &[
+            (
+                &repo_m,
+                "series",
+                "local.mbox",
+                Ok("repo/matrix/local.mbox"),
+            ),
+            (
+                &repo_m,
+                "series",
+                "./local.mbox",
+                Ok("repo/matrix/local.mbox"),
+            ),
+            (
+                &repo_m,
+                "series",
+                "../kernels/series/s.mbox",
+                Ok("repo/kernels/series/s.mbox"),
+            ),
+            (&repo_m, "image", "../images/tools", Ok("repo/images/tools")),
+            (&repo_m, "series", "/etc/shadow", Err(outside)),
+            (&repo_m, "file", "/etc/passwd", Err(outside)),
+            (&repo_m, "image", "/", Err(outside)),
+            (&repo_m, "series", "../../outside/shadow", Err(outside)),
+            (&repo_m, "series", "innocent.mbox", Err(outside)),
+            (&repo_m, "image", "../images/linked", Err(outside)),
+            (
+                &repo_m,
+                "series",
+                "missing.mbox",
+                Err("missing.mbox not found (paths are relative to the matrix file)"),
+            ),
+            (&norepo_m, "series", "a.mbox", Ok("norepo/m/a.mbox")),
+            (
+                &norepo_m,
+                "series",
+                "../../repo/kernels/series/s.mbox",
+                Err(outside),
+            ),
+        ];
+        for (dir, key, given, want) in cases {
+            let got = confine(dir, key, Path::new(given));
+            match (&got, want) {
+                (Ok(p), Ok(rel)) => assert_eq!(p, &t.join(rel), "{key}: {given}"),
+                (Err(e), Err(words)) => {
+                    assert!(e.contains(words), "{key}: {given}: {e}");
+                    assert!(e.starts_with(&format!("{key} ")), "{e}");
+                }
+                _ => panic!("{key}: {given}: got {got:?}, want {want:?}"),
+            }
+        }
+        // The repository is named when there is one.
+        let e = confine(&repo_m, "series", Path::new("/etc/shadow")).unwrap_err();
+        assert!(
+            e.contains(&format!("and its repository {}", t.join("repo").display())),
+            "{e}"
+        );
+        assert!(!e.contains("SECRET"), "{e}");
+
+        // Through the matrix: probe 25 (`series: /etc/shadow`) and probe 26
+        // (`scripts: leak: {image: ..., file: /etc/shadow}`) are refused
+        // with the file, line and key, and nothing of the file is read.
+        let matrix = |text: &str| {
+            from_text(text, "m.yaml", &repo_m, &Overrides::default()).map_err(|e| e.to_string())
+        };
+        let cases = [
+            (
+                "axes:\n  threads: [1]\nkernels:\n  - name: base\n  - name: p\n    series: /etc/shadow\n".to_string(),
+                "m.yaml: line 5 column 5: kernel `p`: series /etc/shadow: /etc/shadow is outside the matrix file's directory",
+            ),
+            (
+                format!("scripts:\n  leak:\n    image: ../images/tools\n    file: {}\naxes:\n  script: [leak]\n", secret.display()),
+                "m.yaml: line 3 column 5: script `leak`: file ",
+            ),
+            (
+                "scripts:\n  leak:\n    image: /etc\n    command: [x]\naxes: {}\n".to_string(),
+                "script `leak`: image /etc: /etc is outside the matrix file's directory",
+            ),
+        ];
+        for (text, words) in cases {
+            let e = matrix(&text).unwrap_err();
+            assert!(e.contains(words), "{text}\n=> {e}");
+            assert!(!e.contains("SECRET"), "{e}");
+        }
+        let ok = matrix("scripts:\n  r:\n    image: ../images/tools\n    command: [x]\naxes:\n  script: [r]\nkernels:\n  - name: base\n  - name: p\n    series: ../kernels/series/s.mbox\n").unwrap();
+        assert_eq!(
+            ok.variants[1].series.as_deref(),
+            Some(t.join("repo/kernels/series/s.mbox").as_path())
+        );
+    }
+
+    /// Every shipped matrix names files in the repository: all still load.
+    #[test]
+    fn bundled_matrices_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrix");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "yaml") {
+                load(&path, &Overrides::default())
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 8, "{n} matrices");
+    }
+
+    /// A matrix or script file is read capped by the bytes actually read:
+    /// /dev/zero stops at the limit, a FIFO as a script is refused.
+    #[test]
+    fn unbounded_matrix_inputs_are_refused() {
+        let e = load(Path::new("/dev/zero"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("the limit for a matrix file is 1048576 bytes (MAX_FILE_BYTES)"),
+            "{e}"
+        );
+        let tmp = script_dir();
+        let fifo = tmp.path().join("matrix/scripts/fifo.sh");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = from_text(
+            "scripts:\n  r:\n    image: ../images/tools\n    file: scripts/fifo.sh\naxes: {}\n",
+            "m.yaml",
+            &tmp.path().join("matrix"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("a FIFO, not a regular file"), "{e}");
     }
 }

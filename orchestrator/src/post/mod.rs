@@ -50,9 +50,19 @@ impl PostError {
     }
 }
 
-/// Reads the rendered report.
+/// Largest `--body` read (a rendered report is KiBs; GitHub takes 64 KiB).
+pub const MAX_BODY_BYTES: u64 = 16 << 20;
+
+/// Reads the rendered report, capped by the bytes read (a FIFO or
+/// `<(...)` is fine; /dev/zero is refused at the cap).
 pub fn read_body(path: &Path) -> Result<String, PostError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PostError::Body {
+    let text = crate::host::fs::read_capped_to_string(
+        path,
+        MAX_BODY_BYTES,
+        "MAX_BODY_BYTES",
+        crate::host::fs::Accept::Any,
+    )
+    .map_err(|source| PostError::Body {
         path: path.to_path_buf(),
         source,
     })?;
@@ -289,6 +299,20 @@ mod tests {
         assert!(cut.len() <= 65_535);
         assert!(cut.ends_with("results dir]\n"));
         assert_eq!(truncate_note("short", 10), "short");
+    }
+
+    #[test]
+    fn the_body_is_read_capped() {
+        let e = read_body(Path::new("/dev/zero")).unwrap_err();
+        assert!(
+            crate::host::error_chain(&e)
+                .contains("larger than 16777216 bytes, the limit (MAX_BODY_BYTES)"),
+            "{e}"
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let body = tmp.path().join("report.md");
+        std::fs::write(&body, "## mmci: PASS\n").unwrap();
+        assert_eq!(read_body(&body).unwrap(), "## mmci: PASS\n");
     }
 
     #[test]

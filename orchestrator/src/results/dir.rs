@@ -2,6 +2,11 @@
 //! kernels) and `runs/<slot id>/` (one guest run each, written atomically
 //! by `run`). Rerunning the same command resumes: runs already there are
 //! kept. `merge` joins the results dirs of the shards of one plan.
+//!
+//! A results dir may come from elsewhere (a CI shard's artifact, a hostile
+//! guest's host): its files are read capped and never through a symbolic
+//! link, `merge` copies regular files only, and a run.json that cannot be
+//! read is named on stderr, not silently taken for a run without result.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -121,11 +126,11 @@ pub enum ResultsDirError {
         #[source]
         source: std::io::Error,
     },
-    #[error("{path} is not an mmci manifest ({source}): choose another --results")]
+    /// serde's words are in the message, not a source: printed once.
+    #[error("{path} is not an mmci manifest ({error}): choose another --results")]
     BadManifest {
         path: PathBuf,
-        #[source]
-        source: serde_json::Error,
+        error: serde_json::Error,
     },
     #[error("results dir {path} holds {what}: rerun with the same matrix and options to resume, or choose another --results")]
     Mismatch { path: PathBuf, what: String },
@@ -163,12 +168,21 @@ pub fn run_dir(root: &Path, slot: &Slot) -> PathBuf {
     root.join(RUNS).join(slot.id())
 }
 
+/// Largest manifest.json read (a plan of MAX_CELLS cells with its scripts
+/// is a few MiB).
+pub const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
 pub fn read_manifest(root: &Path) -> Result<Option<Manifest>, ResultsDirError> {
     let path = root.join(MANIFEST);
-    match std::fs::read(&path) {
+    match crate::host::fs::read_capped(
+        &path,
+        MAX_MANIFEST_BYTES,
+        "MAX_MANIFEST_BYTES",
+        crate::host::fs::Accept::RegularNoSymlink,
+    ) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
-            .map_err(|source| ResultsDirError::BadManifest { path, source }),
+            .map_err(|error| ResultsDirError::BadManifest { path, error }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(read_err(&path)(e)),
     }
@@ -255,23 +269,81 @@ pub fn shards_text(s: &Option<Vec<Shard>>) -> String {
 }
 
 /// The run of `slot` if it is already in the dir and counts as a result:
-/// everything but an infra failure (those are retried on resume).
+/// everything but an infra failure (those are retried on resume). A
+/// run.json there that cannot be read is named, and the run done again.
 pub fn finished_run(root: &Path, slot: &Slot) -> Option<RunResult> {
-    let r = results::read_run(&run_dir(root, slot)).ok()?;
+    let dir = run_dir(root, slot);
+    let r = match results::read_run(&dir) {
+        Ok(r) => r,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => {
+            tracing::warn!("{}: {e}; running it again", dir.join("run.json").display());
+            return None;
+        }
+    };
     (r.classification.outcome != Outcome::InfraFailure).then_some(r)
 }
 
-/// Every run in the dir, by slot id.
-pub fn all_runs(root: &Path) -> BTreeMap<String, RunResult> {
+/// A run in a results dir whose result could not be taken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The run.json (or the run dir, when that is a symbolic link).
+    pub path: PathBuf,
+    pub error: String,
+}
+
+/// Every run in the dir, by slot id, and the runs whose run.json is there
+/// but cannot be read (truncated, not JSON, out of range, a symbolic link,
+/// too large). A run dir without run.json (a run interrupted before its
+/// end) is neither.
+pub fn runs_checked(root: &Path) -> (BTreeMap<String, RunResult>, Vec<Unreadable>) {
     let mut out = BTreeMap::new();
+    let mut bad = vec![];
     if let Ok(entries) = std::fs::read_dir(root.join(RUNS)) {
         for e in entries.flatten() {
-            if let Ok(r) = results::read_run(&e.path()) {
-                out.insert(e.file_name().to_string_lossy().into_owned(), r);
+            let path = e.path();
+            match e.file_type() {
+                Ok(t) if t.is_dir() => {}
+                Ok(t) if t.is_symlink() => {
+                    bad.push(Unreadable {
+                        path,
+                        error: "a symbolic link, not a run dir; skipped".into(),
+                    });
+                    continue;
+                }
+                _ => continue,
+            }
+            match results::read_run(&path) {
+                Ok(r) => {
+                    out.insert(e.file_name().to_string_lossy().into_owned(), r);
+                }
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => bad.push(Unreadable {
+                    path: path.join("run.json"),
+                    error: err.to_string(),
+                }),
             }
         }
     }
-    out
+    bad.sort_by(|a, b| a.path.cmp(&b.path));
+    (out, bad)
+}
+
+/// Every run in the dir, by slot id; each run.json that cannot be read is
+/// named on stderr with the reason, and counted.
+pub fn all_runs(root: &Path) -> BTreeMap<String, RunResult> {
+    let (runs, bad) = runs_checked(root);
+    for b in &bad {
+        tracing::warn!("{}: {}", b.path.display(), b.error);
+    }
+    if !bad.is_empty() {
+        tracing::warn!(
+            "{} run(s) in {} could not be read; they count as runs without a result",
+            bad.len(),
+            root.display()
+        );
+    }
+    runs
 }
 
 /// Joins the results dirs of shards (or partial reruns) of one plan into
@@ -334,8 +406,16 @@ pub fn merge(dirs: &[PathBuf], into: &Path) -> Result<Manifest, ResultsDirError>
         }
         for (id, _) in all_runs(dir) {
             if let Some(prev) = sources.get(&id) {
-                let a = std::fs::read(prev.join(RUNS).join(&id).join("run.json")).ok();
-                let b = std::fs::read(dir.join(RUNS).join(&id).join("run.json")).ok();
+                let read = |d: &Path| {
+                    crate::host::fs::read_capped(
+                        &d.join(RUNS).join(&id).join("run.json"),
+                        results::MAX_RUN_JSON_BYTES,
+                        "MAX_RUN_JSON_BYTES",
+                        crate::host::fs::Accept::RegularNoSymlink,
+                    )
+                    .ok()
+                };
+                let (a, b) = (read(prev), read(dir));
                 if a != b {
                     return Err(ResultsDirError::Mismatch {
                         path: dir.clone(),
@@ -363,13 +443,54 @@ pub fn merge(dirs: &[PathBuf], into: &Path) -> Result<Manifest, ResultsDirError>
     Ok(merged)
 }
 
+/// Copies the regular files of a run dir. Anything else (a symbolic link,
+/// which could point at /etc/shadow; a directory; a FIFO) is not part of a
+/// run: skipped, and named on stderr.
 fn copy_dir(from: &Path, to: &Path) -> Result<(), ResultsDirError> {
     std::fs::create_dir_all(to).map_err(write_err(to))?;
     for e in std::fs::read_dir(from).map_err(read_err(from))? {
         let e = e.map_err(read_err(from))?;
+        let source = e.path();
+        // DirEntry::file_type does not follow symbolic links.
+        let kind = e.file_type().map_err(read_err(&source))?;
+        if !kind.is_file() {
+            tracing::warn!(
+                "{}: {}, not a regular file; not merged",
+                source.display(),
+                if kind.is_symlink() {
+                    "a symbolic link"
+                } else if kind.is_dir() {
+                    "a directory"
+                } else {
+                    "a special file"
+                }
+            );
+            continue;
+        }
         let target = to.join(e.file_name());
-        std::fs::copy(e.path(), &target).map_err(write_err(&target))?;
+        copy_regular(&source, &target)?;
     }
+    Ok(())
+}
+
+/// Copies `from`, opened without following a symbolic link (it was a
+/// regular file when listed; it must still be one when opened).
+fn copy_regular(from: &Path, to: &Path) -> Result<(), ResultsDirError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut src = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(from)
+        .map_err(read_err(from))?;
+    let meta = src.metadata().map_err(read_err(from))?;
+    if !meta.is_file() {
+        return Err(read_err(from)(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file; refused",
+        )));
+    }
+    let mut dst = std::fs::File::create(to).map_err(write_err(to))?;
+    std::io::copy(&mut src, &mut dst).map_err(write_err(to))?;
     Ok(())
 }
 
@@ -557,5 +678,113 @@ mod tests {
         // A dir without a manifest is named.
         let e = merge(&[tmp.path().join("nothing")], &tmp.path().join("z")).unwrap_err();
         assert!(e.to_string().contains("no manifest.json"), "{e}");
+    }
+
+    /// Writes a file standing in for a host secret outside the results dir.
+    fn secret(dir: &Path) -> PathBuf {
+        let path = dir.join("shadow");
+        std::fs::write(&path, "root:SECRET-HASH:19000:0:99999:7:::\n").unwrap();
+        path
+    }
+
+    /// Probes 33 and 34: a symlinked, a truncated, an out-of-range run.json
+    /// and a symlinked run dir are each named with the reason; a run dir
+    /// without run.json (interrupted) is not; good runs are read.
+    #[test]
+    fn unreadable_run_json_is_named() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("rd");
+        let p = plan("8, 16, 32");
+        std::fs::create_dir_all(&root).unwrap();
+        write_manifest(&root, &manifest(&p, None)).unwrap();
+        let cells: Vec<_> = p.cells.iter().collect();
+        let slots = p.slots(&cells);
+        for s in &slots[..6] {
+            put_run(&root, s, Outcome::Completed);
+        }
+        let json = |s: &Slot| run_dir(&root, s).join("run.json");
+        let secret = secret(tmp.path());
+        std::fs::remove_file(json(&slots[0])).unwrap();
+        std::os::unix::fs::symlink(&secret, json(&slots[0])).unwrap();
+        let text = std::fs::read_to_string(json(&slots[1])).unwrap();
+        std::fs::write(json(&slots[1]), &text[..text.len() / 2]).unwrap();
+        let inf = text.replacen("\"memory_mb\": ", "\"memory_mb\": 1e400, \"x\": ", 1);
+        assert_ne!(inf, text);
+        std::fs::write(json(&slots[2]), inf).unwrap();
+        std::fs::remove_file(json(&slots[3])).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), run_dir(&root, &slots[6])).unwrap();
+
+        let (runs, bad) = runs_checked(&root);
+        let mut good = vec![slots[4].id(), slots[5].id()];
+        good.sort();
+        assert_eq!(runs.keys().cloned().collect::<Vec<_>>(), good);
+        let mut want = vec![
+            (json(&slots[0]), "a symbolic link, not a regular file"),
+            (json(&slots[1]), "EOF while parsing"),
+            (json(&slots[2]), "number out of range"),
+            (run_dir(&root, &slots[6]), "a symbolic link, not a run dir"),
+        ];
+        want.sort();
+        assert_eq!(bad.len(), want.len(), "{bad:?}");
+        for (b, (path, words)) in bad.iter().zip(&want) {
+            assert_eq!(&b.path, path);
+            assert!(b.error.contains(words), "{}: {}", b.path.display(), b.error);
+            assert!(!b.error.contains("SECRET"), "{}", b.error);
+        }
+        // Resuming reruns them, as it does a missing one.
+        for s in &slots[..4] {
+            assert!(finished_run(&root, s).is_none(), "{}", s.id());
+        }
+        assert!(finished_run(&root, &slots[4]).is_some());
+    }
+
+    /// Probe 36: a shard whose run holds `console.log -> /etc/shadow` and a
+    /// `rootdir -> /root` merges without either: regular files only.
+    #[test]
+    fn merge_copies_regular_files_only() {
+        let p = plan("8");
+        let tmp = tempfile::tempdir().unwrap();
+        let secret = secret(tmp.path());
+        let shard = tmp.path().join("m1");
+        std::fs::create_dir_all(&shard).unwrap();
+        write_manifest(&shard, &manifest(&p, None)).unwrap();
+        let cells: Vec<_> = p.cells.iter().collect();
+        let slots = p.slots(&cells);
+        for s in &slots {
+            put_run(&shard, s, Outcome::Completed);
+        }
+        let run = run_dir(&shard, &slots[0]);
+        std::fs::write(run.join("records.jsonl"), "{}\n").unwrap();
+        std::os::unix::fs::symlink(&secret, run.join("console.log")).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), run.join("rootdir")).unwrap();
+        std::fs::create_dir(run.join("subdir")).unwrap();
+
+        let into = tmp.path().join("merged");
+        merge(std::slice::from_ref(&shard), &into).unwrap();
+        let merged = run_dir(&into, &slots[0]);
+        let mut names: Vec<String> = std::fs::read_dir(&merged)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["records.jsonl", "run.json"]);
+        assert_eq!(all_runs(&into).len(), slots.len());
+        // Nothing of the secret anywhere under the merged dir.
+        fn walk(d: &Path, out: &mut Vec<PathBuf>) {
+            for e in std::fs::read_dir(d).unwrap() {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() {
+                    walk(&e.path(), out);
+                } else {
+                    out.push(e.path());
+                }
+            }
+        }
+        let mut files = vec![];
+        walk(&into, &mut files);
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            assert!(!text.contains("SECRET-HASH"), "{}", f.display());
+        }
     }
 }

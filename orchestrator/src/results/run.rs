@@ -78,7 +78,22 @@ pub fn write_run(dir: &Path, result: &RunResult) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
+/// Largest run.json read. A run's own output is capped on the way in (bad
+/// lines, console excerpts), so a real one is well under a MiB; this only
+/// stops a file that is not one.
+pub const MAX_RUN_JSON_BYTES: u64 = 64 << 20;
+
+/// Reads `dir`/run.json: a regular file (not a symbolic link, which could
+/// point anywhere on the host) of at most [`MAX_RUN_JSON_BYTES`]. A file
+/// that does not parse is an `InvalidData` error carrying serde's words
+/// (line and column, never the text).
 pub fn read_run(dir: &Path) -> std::io::Result<RunResult> {
-    let text = std::fs::read_to_string(dir.join("run.json"))?;
-    serde_json::from_str(&text).map_err(std::io::Error::other)
+    let bytes = crate::host::fs::read_capped(
+        &dir.join("run.json"),
+        MAX_RUN_JSON_BYTES,
+        "MAX_RUN_JSON_BYTES",
+        crate::host::fs::Accept::RegularNoSymlink,
+    )?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }

@@ -9,11 +9,20 @@
 //! A 429 answer waits for its Retry-After, bounded per wait and in all. The
 //! token only ever travels in the `Authorization: Token ...` header: errors
 //! are built from status codes and patchwork's `detail`, and redacted anyway.
+//!
+//! What an instance answers is not trusted: bodies are capped like the
+//! lore fetcher's ([`MAX_HTTP_BODY`], by Content-Length and per chunk), and
+//! the URLs it hands out (a `Link: rel="next"`, a series' `mbox`) are
+//! followed only on the configured base's origin (scheme, host, port), so
+//! the token, which is sent only there, cannot be led elsewhere. A token
+//! never travels over http:// but to a loopback address (tests).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use super::fetch::{MAX_HTTP_BODY, MAX_MBOX_BYTES};
 
 /// The API version spoken, as the path segment.
 pub const API: &str = "/api/1.3";
@@ -56,6 +65,21 @@ pub enum PatchworkError {
         url: String,
         max: usize,
     },
+    #[error("patchwork, {what}: {url} is not on {base} (another scheme, host or port); refused: mmci follows only URLs of the instance it was given")]
+    ForeignOrigin {
+        what: String,
+        url: String,
+        base: String,
+    },
+    #[error("patchwork, {what}: {url}: the answer is larger than {limit} bytes, the limit ({name}); refused")]
+    TooLarge {
+        what: String,
+        url: String,
+        limit: u64,
+        name: &'static str,
+    },
+    #[error("patchwork {url}: refusing to send the token over http:// (clear text): give the https:// URL (http:// takes a token only on a loopback address, for tests)")]
+    InsecureToken { url: String },
     #[error("building the HTTP client: {0}")]
     Client(String),
 }
@@ -65,7 +89,9 @@ impl PatchworkError {
     pub fn is_remote(&self) -> bool {
         !matches!(
             self,
-            PatchworkError::BadUrl { .. } | PatchworkError::Client(_)
+            PatchworkError::BadUrl { .. }
+                | PatchworkError::Client(_)
+                | PatchworkError::InsecureToken { .. }
         )
     }
 }
@@ -84,6 +110,8 @@ pub struct Limits {
     pub timeout: Duration,
     /// Pages of one list followed at most.
     pub max_pages: usize,
+    /// Largest answer body read, in bytes.
+    pub max_body: u64,
 }
 
 impl Default for Limits {
@@ -95,6 +123,7 @@ impl Default for Limits {
             max_rate_wait: Duration::from_secs(300),
             timeout: Duration::from_secs(60),
             max_pages: 1000,
+            max_body: MAX_HTTP_BODY,
         }
     }
 }
@@ -111,6 +140,24 @@ pub fn check_url(option: &'static str, url: &str) -> Result<String, PatchworkErr
             option,
             url: url.to_string(),
         }),
+    }
+}
+
+/// May a token be sent to `base`? Over https, or over http to a loopback
+/// address (a test instance); never in clear text across a network.
+pub fn token_transport_ok(base: &reqwest::Url) -> bool {
+    let loopback = |host: &str| {
+        host.eq_ignore_ascii_case("localhost")
+            || host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    match base.scheme() {
+        "https" => true,
+        "http" => base.host_str().is_some_and(loopback),
+        _ => false,
     }
 }
 
@@ -335,6 +382,8 @@ struct Answer {
 /// A client for one instance.
 pub struct Client {
     base: String,
+    /// `base`'s origin: every URL followed must have it.
+    origin: reqwest::Url,
     http: reqwest::Client,
     token: Option<String>,
     pub limits: Limits,
@@ -362,17 +411,45 @@ impl Client {
         token: Option<String>,
         limits: Limits,
     ) -> Result<Client, PatchworkError> {
+        let base = base.trim_end_matches('/').to_string();
+        let origin = reqwest::Url::parse(&base)
+            .ok()
+            .filter(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+            .ok_or_else(|| PatchworkError::BadUrl {
+                option: "--patchwork",
+                url: base.clone(),
+            })?;
+        let token = token.filter(|t| !t.trim().is_empty());
+        if token.is_some() && !token_transport_ok(&origin) {
+            return Err(PatchworkError::InsecureToken { url: base });
+        }
         let http = reqwest::Client::builder()
             .timeout(limits.timeout)
             .user_agent(concat!("mmci/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| PatchworkError::Client(e.to_string()))?;
         Ok(Client {
-            base: base.trim_end_matches('/').to_string(),
+            base,
+            origin,
             http,
-            token: token.filter(|t| !t.trim().is_empty()),
+            token,
             limits,
         })
+    }
+
+    /// `url` if it is on the instance's origin (scheme, host and port).
+    fn on_origin(&self, what: &str, url: &str) -> Result<reqwest::Url, PatchworkError> {
+        let foreign = || PatchworkError::ForeignOrigin {
+            what: what.to_string(),
+            url: url.to_string(),
+            base: self.base.clone(),
+        };
+        let u = reqwest::Url::parse(url).map_err(|_| foreign())?;
+        if u.origin() == self.origin.origin() {
+            Ok(u)
+        } else {
+            Err(foreign())
+        }
     }
 
     pub fn base(&self) -> &str {
@@ -396,12 +473,14 @@ impl Client {
         let mut rate_tries = 0;
         let mut rate_waited = Duration::ZERO;
         let mut backoff = self.limits.backoff;
+        // Every request stays on the instance: the token goes nowhere else.
+        let url = self.on_origin(what, &req.url)?;
         loop {
             attempt += 1;
             tracing::debug!(method = req.method, url = %req.url, attempt, "patchwork API");
             let mut r = match req.method {
-                "POST" => self.http.post(&req.url),
-                _ => self.http.get(&req.url),
+                "POST" => self.http.post(url.clone()),
+                _ => self.http.get(url.clone()),
             }
             .header("Accept", "application/json");
             if let Some(t) = &self.token {
@@ -467,16 +546,7 @@ impl Client {
                 .filter_map(|v| v.to_str().ok())
                 .find_map(link_next);
             let success = resp.status().is_success();
-            let body = resp
-                .bytes()
-                .await
-                .map_err(|e| PatchworkError::Unreachable {
-                    what: what.to_string(),
-                    url: req.url.clone(),
-                    attempts: attempt,
-                    message: self.redact(&crate::host::error_chain(&e)),
-                })?
-                .to_vec();
+            let body = self.read_body(what, &req.url, attempt, resp).await?;
             if !success {
                 return Err(PatchworkError::Status {
                     what: what.to_string(),
@@ -487,6 +557,51 @@ impl Client {
                 });
             }
             return Ok(Answer { body, next });
+        }
+    }
+
+    /// An answer's body, refused as soon as it is known to be larger than
+    /// `limits.max_body`: by its Content-Length, else chunk by chunk.
+    async fn read_body(
+        &self,
+        what: &str,
+        url: &str,
+        attempt: u32,
+        mut resp: reqwest::Response,
+    ) -> Result<Vec<u8>, PatchworkError> {
+        let limit = self.limits.max_body;
+        let too_large = || PatchworkError::TooLarge {
+            what: what.to_string(),
+            url: url.to_string(),
+            limit,
+            name: if limit == MAX_HTTP_BODY {
+                "MAX_HTTP_BODY"
+            } else {
+                "limits.max_body"
+            },
+        };
+        if resp.content_length().is_some_and(|n| n > limit) {
+            return Err(too_large());
+        }
+        let mut body = Vec::new();
+        loop {
+            match resp.chunk().await {
+                Ok(Some(chunk)) => {
+                    if body.len() as u64 + chunk.len() as u64 > limit {
+                        return Err(too_large());
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+                Ok(None) => return Ok(body),
+                Err(e) => {
+                    return Err(PatchworkError::Unreachable {
+                        what: what.to_string(),
+                        url: url.to_string(),
+                        attempts: attempt,
+                        message: self.redact(&crate::host::error_chain(&e)),
+                    })
+                }
+            }
         }
     }
 
@@ -537,16 +652,18 @@ impl Client {
         Ok(items)
     }
 
-    /// A next link relative to the page it came from.
+    /// A next link relative to the page it came from, on the instance's
+    /// origin only.
     fn resolve(&self, page: &str, link: &str, what: &str) -> Result<String, PatchworkError> {
-        reqwest::Url::parse(page)
+        let next = reqwest::Url::parse(page)
             .and_then(|p| p.join(link))
-            .map(|u| u.to_string())
             .map_err(|e| PatchworkError::BadAnswer {
                 what: what.to_string(),
                 url: page.to_string(),
                 why: format!("Link rel=\"next\" `{link}`: {e}"),
-            })
+            })?;
+        let what = format!("{what}, Link rel=\"next\" of {page}");
+        Ok(self.on_origin(&what, next.as_str())?.to_string())
     }
 
     /// `GET /api/1.3/series/{id}/`.
@@ -557,19 +674,25 @@ impl Client {
 
     /// A series' mails as one mbox: the cover letter's mbox (patchwork's
     /// series mbox has the patches only) followed by the series' mbox.
+    /// Both must be on the instance's origin; together they are at most
+    /// [`MAX_MBOX_BYTES`].
     pub async fn series_mbox(&self, s: &PwSeries) -> Result<Vec<u8>, PatchworkError> {
         let what = format!("series {} mbox", s.id);
+        let cover_what = format!("series {} cover letter", s.id);
+        // Both URLs checked before either is fetched.
+        let cover = s.cover_letter.as_ref().and_then(|c| c.mbox.as_deref());
+        if let Some(mbox) = cover {
+            self.on_origin(&cover_what, mbox)?;
+        }
+        self.on_origin(&what, &s.mbox)?;
         let mut out = Vec::new();
-        if let Some(mbox) = s.cover_letter.as_ref().and_then(|c| c.mbox.as_deref()) {
+        if let Some(mbox) = cover {
             let req = Request {
                 method: "GET",
                 url: mbox.to_string(),
                 body: None,
             };
-            out = self
-                .send(&format!("series {} cover letter", s.id), &req)
-                .await?
-                .body;
+            out = self.send(&cover_what, &req).await?.body;
             if !out.ends_with(b"\n") {
                 out.push(b'\n');
             }
@@ -581,6 +704,14 @@ impl Client {
             body: None,
         };
         out.extend(self.send(&what, &req).await?.body);
+        if out.len() as u64 > MAX_MBOX_BYTES {
+            return Err(PatchworkError::TooLarge {
+                what,
+                url: s.mbox.clone(),
+                limit: MAX_MBOX_BYTES,
+                name: "MAX_MBOX_BYTES",
+            });
+        }
         Ok(out)
     }
 
@@ -753,5 +884,266 @@ mod tests {
             ": context: Enter a valid slug."
         );
         assert_eq!(detail(b"<html>"), "");
+    }
+
+    #[test]
+    fn tokens_travel_over_https_or_to_loopback_only() {
+        let cases = [
+            ("https://patchwork.kernel.org", true),
+            ("https://10.0.0.1:8443", true),
+            ("http://127.0.0.1:18765", true),
+            ("http://127.9.9.9", true),
+            ("http://localhost:8000", true),
+            ("http://[::1]:8000", true),
+            ("http://patchwork.kernel.org", false),
+            ("http://10.0.0.1", false),
+            ("http://[2001:db8::1]", false),
+            ("http://localhost.evil.org", false),
+        ];
+        for (url, ok) in cases {
+            let u = reqwest::Url::parse(url).unwrap();
+            assert_eq!(token_transport_ok(&u), ok, "{url}");
+            let c = Client::new(url, Some("pwtoken-SECRET-1234".into()), Limits::default());
+            match (c, ok) {
+                (Ok(_), true) => {}
+                (Err(e), false) => {
+                    assert!(
+                        e.to_string()
+                            .contains("refusing to send the token over http://"),
+                        "{e}"
+                    );
+                    assert!(!e.is_remote());
+                }
+                (c, _) => panic!("{url}: {c:?}"),
+            }
+            // Without a token any http(s) instance is fine (reads are public).
+            Client::new(url, None, Limits::default()).unwrap();
+        }
+    }
+
+    /// What a hostile loopback server sends.
+    #[derive(Clone)]
+    enum Reply {
+        /// Status 200, these headers and this JSON or text body.
+        Ok(Vec<(String, String)>, String),
+        /// Status 200, a chunked body that never ends.
+        Endless,
+    }
+
+    /// A loopback HTTP/1.1 server: `reply(path)` for each request; the
+    /// heads of the requests it got (request line and headers) are kept.
+    async fn server(
+        reply: impl Fn(&str) -> Reply + Send + Sync + 'static,
+    ) -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (seen2, reply) = (seen.clone(), std::sync::Arc::new(reply));
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut sock, _)) = listener.accept().await else {
+                    return;
+                };
+                let (seen, reply) = (seen2.clone(), reply.clone());
+                tokio::spawn(async move {
+                    let mut head = Vec::new();
+                    let mut byte = [0u8; 1];
+                    while !head.ends_with(b"\r\n\r\n") {
+                        if sock.read(&mut byte).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        head.push(byte[0]);
+                    }
+                    let head = String::from_utf8_lossy(&head).into_owned();
+                    let path = head.split_whitespace().nth(1).unwrap_or("/").to_string();
+                    seen.lock().unwrap().push(head);
+                    match reply(&path) {
+                        Reply::Ok(headers, body) => {
+                            let mut out = format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                                body.len()
+                            );
+                            for (k, v) in headers {
+                                out.push_str(&format!("{k}: {v}\r\n"));
+                            }
+                            out.push_str("\r\n");
+                            out.push_str(&body);
+                            let _ = sock.write_all(out.as_bytes()).await;
+                        }
+                        Reply::Endless => {
+                            let _ = sock
+                                .write_all(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+                                .await;
+                            let mut chunk = b"10000\r\n".to_vec();
+                            chunk.extend(std::iter::repeat_n(b'F', 0x10000));
+                            chunk.extend(b"\r\n");
+                            while sock.write_all(&chunk).await.is_ok() {}
+                        }
+                    }
+                });
+            }
+        });
+        (base, seen)
+    }
+
+    fn series_json(id: u64, mbox: &str) -> String {
+        serde_json::json!({"id": id, "mbox": mbox, "patches": []}).to_string()
+    }
+
+    /// Probe 50: a series whose mbox is an endless body is refused at the
+    /// cap (the review measured 2.9 GB of RSS, then an abort).
+    #[tokio::test]
+    async fn an_endless_mbox_stops_at_the_cap() {
+        let (base, _) = server(|path| match path {
+            "/api/1.3/series/2/" => Reply::Ok(vec![], String::new()),
+            _ => Reply::Endless,
+        })
+        .await;
+        let mbox = format!("{base}/series/2/mbox/");
+        let s: PwSeries = serde_json::from_str(&series_json(2, &mbox)).unwrap();
+        let client = Client::new(&base, None, Limits::default()).unwrap();
+        let t0 = std::time::Instant::now();
+        let e = client.series_mbox(&s).await.unwrap_err();
+        assert!(
+            e.to_string().contains(&format!(
+                "{mbox}: the answer is larger than 67108864 bytes, the limit (MAX_HTTP_BODY); refused"
+            )),
+            "{e}"
+        );
+        assert!(e.is_remote());
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(30),
+            "{:?}",
+            t0.elapsed()
+        );
+        // A Content-Length over the cap is refused before reading.
+        let (base, _) = server(|_| Reply::Ok(vec![], "x".repeat(2048))).await;
+        let small = Limits {
+            max_body: 1024,
+            ..Limits::default()
+        };
+        let e = Client::new(&base, None, small)
+            .unwrap()
+            .series(1)
+            .await
+            .unwrap_err();
+        assert!(e.to_string().contains("larger than 1024 bytes"), "{e}");
+    }
+
+    /// Probe 51: a series whose mbox (or cover letter) is on another
+    /// origin is refused, and the other origin gets no request at all.
+    #[tokio::test]
+    async fn mbox_urls_of_another_origin_are_refused() {
+        let (foreign, foreign_seen) = server(|_| Reply::Ok(vec![], "From x\n".into())).await;
+        let (base, seen) = server(|_| Reply::Ok(vec![], "From x\n".into())).await;
+        let other_port = format!("{foreign}/series/3/mbox/");
+        let other_scheme = base.replace("http://", "https://") + "/series/3/mbox/";
+        let cases = [
+            (series_json(3, &other_port), other_port.clone()),
+            (series_json(3, &other_scheme), other_scheme.clone()),
+            (
+                serde_json::json!({"id": 3, "mbox": format!("{base}/series/3/mbox/"), "patches": [],
+                    "cover_letter": {"id": 9, "mbox": other_port}})
+                .to_string(),
+                format!("{foreign}/series/3/mbox/"),
+            ),
+        ];
+        let client = Client::new(&base, None, Limits::default()).unwrap();
+        for (json, url) in cases {
+            let s: PwSeries = serde_json::from_str(&json).unwrap();
+            let e = client.series_mbox(&s).await.unwrap_err();
+            assert!(
+                e.to_string().contains(&format!(
+                    "{url} is not on {base} (another scheme, host or port); refused"
+                )),
+                "{e}"
+            );
+        }
+        assert!(foreign_seen.lock().unwrap().is_empty());
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "nothing fetched before the check"
+        );
+        // The same origin is fetched.
+        let s: PwSeries =
+            serde_json::from_str(&series_json(3, &format!("{base}/series/3/mbox/"))).unwrap();
+        assert_eq!(client.series_mbox(&s).await.unwrap(), b"From x\n");
+    }
+
+    /// Probe 52: a list page whose `Link: rel="next"` points at another
+    /// origin: the token never goes there (the review saw it received),
+    /// and the list ends in an error rather than in the other origin's
+    /// answer. A next page on the instance is followed, with the token.
+    #[tokio::test]
+    async fn the_token_never_follows_a_link_elsewhere() {
+        const TOKEN: &str = "pwtoken-SECRET-1234";
+        let (foreign, foreign_seen) =
+            server(|_| Reply::Ok(vec![], r#"[{"id": 666}]"#.into())).await;
+        let steal = format!("{foreign}/steal");
+        let (base, seen) = server(move |path| {
+            if path.contains("page=2") {
+                Reply::Ok(vec![], r#"[{"id": 2}]"#.into())
+            } else if path.contains("evil") {
+                Reply::Ok(
+                    vec![("Link".into(), format!("<{steal}>; rel=\"next\""))],
+                    r#"[{"id": 1}]"#.into(),
+                )
+            } else {
+                Reply::Ok(
+                    vec![(
+                        "Link".into(),
+                        "</api/1.3/patches/?page=2>; rel=\"next\"".into(),
+                    )],
+                    r#"[{"id": 1}]"#.into(),
+                )
+            }
+        })
+        .await;
+        let client = Client::new(&base, Some(TOKEN.into()), Limits::default()).unwrap();
+        let e = client
+            .list::<Value>(
+                "finding patch <a@b>",
+                &api_url(&base, "patches/?msgid=evil"),
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("{foreign}/steal is not on {base}")),
+            "{e}"
+        );
+        assert!(
+            foreign_seen.lock().unwrap().is_empty(),
+            "{:?}",
+            foreign_seen.lock().unwrap()
+        );
+        assert!(!e.to_string().contains(TOKEN));
+        // On the instance: both pages, each request with the token.
+        let items = client
+            .list::<Value>("patches", &api_url(&base, "patches/"))
+            .await
+            .unwrap();
+        assert_eq!(
+            items,
+            [serde_json::json!({"id": 1}), serde_json::json!({"id": 2})]
+        );
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 3, "{seen:?}");
+        assert!(
+            seen.iter()
+                .all(|h| h.contains(&format!("authorization: Token {TOKEN}"))
+                    || h.contains(&format!("Authorization: Token {TOKEN}"))),
+            "{seen:?}"
+        );
+        // A request built elsewhere for another origin is refused too.
+        let req = Request {
+            method: "POST",
+            url: format!("{foreign}/api/1.3/patches/1/checks/"),
+            body: Some(serde_json::json!({"state": "success"})),
+        };
+        let e = client.send_json("check", &req).await.unwrap_err();
+        assert!(matches!(e, PatchworkError::ForeignOrigin { .. }), "{e}");
+        assert!(foreign_seen.lock().unwrap().is_empty());
     }
 }
