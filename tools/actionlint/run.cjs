@@ -13,9 +13,12 @@ async function main() {
     console.error("usage: run.cjs WORKFLOW.yml...");
     process.exit(2);
   }
-  const lint = await createLinter();
   let findings = 0;
   for (const file of files) {
+    // A linter per file: the WebAssembly build, reused for several files,
+    // sometimes stopped at an `unreachable` trap depending on the files'
+    // sizes and names (seen with 5 workflows), never with one file each.
+    const lint = await createLinter();
     let text;
     try {
       text = readFileSync(file, "utf8");
