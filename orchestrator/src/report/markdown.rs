@@ -249,7 +249,17 @@ pub fn render(input: &ReportInput, limit: usize) -> String {
         }
     }
     full.truncate(cap, cap);
-    full.cut_splats(cap, cap, cap);
+    // Nor more excerpts than fit by their lines alone.
+    let mut bytes = 0;
+    let excerpts = full
+        .splats
+        .iter()
+        .take_while(|s| {
+            bytes += s.excerpt.iter().map(|l| l.len() + 1).sum::<usize>();
+            bytes <= limit
+        })
+        .count();
+    full.cut_splats(cap, cap, excerpts);
     let mut keep = Keep::all(&full);
     let fits = |k: Keep| {
         let out = fill_view(&k.apply(&full));

@@ -639,6 +639,22 @@ impl View {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_script_is_named_not_shown() {
+        let plan = crate::matrix::default_plan(&Default::default()).unwrap();
+        let mut cell = plan.cells[0].clone();
+        cell.job.script = Some(mmci_record::ScriptJob {
+            name: "leak".into(),
+            image: "tools".into(),
+            text: Some("root:$6$SHADOWHASH:19000:0:99999:7:::\n".into()),
+            ..Default::default()
+        });
+        let v = job_values(&cell);
+        let script = v.iter().find(|(k, _)| k == "script").unwrap();
+        assert_eq!(script.1, "leak (image tools)");
+        assert!(!v.iter().any(|(_, x)| x.contains("SHADOWHASH")), "{v:?}");
+    }
+
     /// What `sh` makes of `word`: the one argument printf gets.
     fn sh_reads(shell: &str, word: &str) -> String {
         let out = std::process::Command::new(shell)
