@@ -575,7 +575,9 @@ fn hostile_text_is_inert_in_email_and_html() {
     // The terminal reports: no escape sequence, CR or bidi override
     // reaches the terminal, and the release is not printed as it came.
     let c = analyse_dir(tmp.path(), &Default::default(), &Options::default()).unwrap();
-    let m = mmci::results::dir::read_manifest(tmp.path()).unwrap().unwrap();
+    let m = mmci::results::dir::read_manifest(tmp.path())
+        .unwrap()
+        .unwrap();
     let terminal = [
         mmci::report::comparison::render(&c),
         mmci::report::runs_table::render_kernels(&m),
