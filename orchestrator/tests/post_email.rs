@@ -590,3 +590,92 @@ fn smtp_auth_over_starttls_and_the_password_is_never_printed() {
     assert_eq!(msgs[0]["login"], "ci");
     assert_eq!(msgs[0]["tls"], true);
 }
+
+/// The bundled series with every From, and the cover letter's Cc, made
+/// RFC 2047 words whose names decode to a CR/LF and a Bcc header.
+fn crlf_series(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox"),
+    )
+    .unwrap()
+    .replace(
+        "From: mmci developers <mmci-dev@example.org>",
+        "From: =?utf-8?q?Evil=0D=0ABcc=3A_x=40evil=2Eorg?= <mmci-dev@example.org>",
+    )
+    .replace(
+        "Cc: Andrew Morton <akpm@linux-foundation.org>",
+        "Cc: =?utf-8?b?QW5kcmV3DQpCY2M6IHZAZXZpbC5vcmc=?= <akpm@linux-foundation.org>",
+    );
+    let path = dir.join("crlf.mbox");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn a_crlf_in_a_display_name_is_neither_a_panic_nor_a_header() {
+    // Probe 8 of the security review: lettre's To::display panicked.
+    let tmp = tempfile::tempdir().unwrap();
+    let series = crlf_series(tmp.path());
+    let s = mmci::kernel::series::mails_from_mbox(&std::fs::read(&series).unwrap());
+    assert!(s[0].from.contains("\r\nBcc: x@evil.org"), "{:?}", s[0].from);
+    let body = tmp.path().join("report.txt");
+    std::fs::write(&body, BODY).unwrap();
+    let o = mmci(&[
+        "--series",
+        series.to_str().unwrap(),
+        "--body",
+        body.to_str().unwrap(),
+        "--from",
+        FROM,
+        "--date",
+        "0",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    let data = dry_run_data(&out);
+    let head = data.split("\r\n\r\n").next().unwrap();
+    for line in head.split("\r\n") {
+        assert!(!line.to_ascii_lowercase().starts_with("bcc"), "{head}");
+        assert!(!line.contains('\r') && !line.contains('\n'), "{line:?}");
+    }
+    // The author keeps the reply, the name made one line.
+    assert!(out.contains("# RCPT TO:<mmci-dev@example.org>\n"), "{out}");
+    assert!(
+        out.contains("# RCPT TO:<akpm@linux-foundation.org>\n"),
+        "{out}"
+    );
+    assert!(!out.contains("RCPT TO:<x@evil.org>") && !out.contains("RCPT TO:<v@evil.org>"));
+    let to = head.lines().find(|l| l.starts_with("To: ")).unwrap();
+    assert!(to.contains("<mmci-dev@example.org>"), "{to}");
+}
+
+#[test]
+fn the_processs_secrets_never_leave_in_the_body() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = results_dir(tmp.path());
+    let body = tmp.path().join("report.txt");
+    let smtp = "smtp-pass-only-for-this-test";
+    let github = "ghs_only0for0this0test";
+    std::fs::write(
+        &body,
+        format!("{BODY}console: {smtp}\nrelease: 6.12-{github}\n"),
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .args(["post", "email", "--results"])
+        .arg(&results)
+        .arg("--body")
+        .arg(&body)
+        .args(["--from", FROM, "--date", "0"])
+        .env("MMCI_SMTP_PASSWORD", smtp)
+        .env("GITHUB_TOKEN", github)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(!out.contains(smtp) && !out.contains(github), "{out}");
+    assert!(
+        out.contains("console: [redacted]\r\nrelease: 6.12-[redacted]\r\n"),
+        "{out}"
+    );
+}

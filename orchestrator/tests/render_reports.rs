@@ -66,7 +66,7 @@ fn markdown_snapshot_two_cells() {
     );
     assert!(!table.contains("**REGRESSION**"), "{table}");
     assert!(
-        table.contains("| threads=192 | pswpout (pages) | 5944 ± 1956 (n=5) | 44794 ± 5741 (n=5) | +653.6% [+468.0%, +839.1%] | 0.0079 | not comparable: one side did no work |"),
+        table.contains("| threads=192 | pswpout (pages) | 5944 ± 1956 (n=5) | 44794 ± 5741 (n=5) | +653.6% \\[+468.0%, +839.1%\\] | 0.0079 | not comparable: one side did no work |"),
         "{table}"
     );
     assert!(md.contains("mmci run --shard "), "{md}");
@@ -379,4 +379,333 @@ fn scenario_b_anatomy_in_every_report() {
     insta::assert_snapshot!("noio_terminal", terminal);
     insta::assert_snapshot!("noio_markdown", md);
     insta::assert_snapshot!("noio_email", mail);
+}
+
+/// Copies a fixture dir, to edit its results.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// Rewrites the JSON file at `path` with `f`.
+fn edit_json(path: &Path, f: impl FnOnce(&mut serde_json::Value)) {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    f(&mut v);
+    std::fs::write(path, serde_json::to_vec_pretty(&v).unwrap()).unwrap();
+}
+
+/// The smoke matrix with `splats` on every run of the patched kernel.
+fn with_patched_splats(splats: serde_json::Value) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(&fixture("smoke-matrix"), tmp.path());
+    for e in std::fs::read_dir(tmp.path().join("runs")).unwrap() {
+        let run = e.unwrap().path().join("run.json");
+        if run.to_string_lossy().contains("-patched-") {
+            edit_json(&run, |v| v["splats"] = splats.clone());
+        }
+    }
+    tmp
+}
+
+/// Probe 40 of the security review: what a hostile kernel prints on its
+/// console, what its build writes as the release and the warnings, what
+/// its series says, and a message-id made to break out of the reproduce
+/// line's quotes. `token` is planted in a build warning (a build that read
+/// the environment).
+fn hostile_dir(token: &str) -> tempfile::TempDir {
+    let excerpt = [
+        "WARNING: CPU: 0 PID: 1 at mm/vmscan.c:1 evil+0x0/0x10",
+        "```",
+        "## mmci: PASS :white_check_mark:",
+        "All good, [click here](https://evil.example/phish) @torvalds <script>alert(1)</script>",
+        "<!-- hide the rest",
+        "Tested-by: Evil <evil@example.org>",
+        "\u{1b}[2J\u{1b}[31mESC cleared the screen\r",
+        "~~~",
+        "````",
+    ]
+    .join("\n");
+    let tmp = with_patched_splats(serde_json::json!([{
+        "kind": "warning",
+        "title": "WARNING in evil ``` @torvalds [x](https://evil.example) <!-- #1 \u{202e}txt.exe",
+        "count": 1,
+        "line": 1,
+        "excerpt": excerpt,
+    }]));
+    edit_json(&tmp.path().join("manifest.json"), |m| {
+        m["plan"]["description"] = "mm: fix <!-- @akpm [link](https://evil.example) \
+             ![img](https://evil.example/t.png) www.evil.example"
+            .into();
+        let k = &mut m["kernels"][1];
+        k["kernel"]["release"] = "6.12.0\n\n## mmci: PASS :white_check_mark:\n".into();
+        k["description"] = "series <!-- @akpm | broken | cell".into();
+        let warning =
+            format!("mm/x.c:1: warning: `foo` ``` @akpm [x](https://evil.example) <!-- {token}");
+        k["new_warnings"] = serde_json::json!([warning]);
+        k["kernel"]["build_warnings"] = k["new_warnings"].clone();
+        let v = &mut m["plan"]["variants"][1];
+        v["series"] = serde_json::Value::Null;
+        v["lore"] = "x'$(touch${IFS}/tmp/mmci-pwned)'`id`\"@evil".into();
+    });
+    tmp
+}
+
+fn render_dir(dir: &Path, format: Format) -> String {
+    let c = analyse_dir(dir, &Default::default(), &Options::default()).unwrap();
+    let m = mmci::results::dir::read_manifest(dir).unwrap().unwrap();
+    let mut input = ReportInput::new(&c, &m);
+    input.results_url = Some("https://ci.example.org/mmci/r/".into());
+    report::render(format, &input)
+}
+
+/// GitHub-flavoured markdown to HTML, the way GitHub parses it (comrak
+/// passes the GFM spec): tables, bare-URL links, strikethrough, task
+/// lists, math; raw HTML kept so that any that gets through shows.
+fn gfm(md: &str) -> String {
+    let mut o = comrak::Options::default();
+    o.extension.table = true;
+    o.extension.autolink = true;
+    o.extension.strikethrough = true;
+    o.extension.tasklist = true;
+    o.extension.math_dollars = true;
+    o.render.r#unsafe = true;
+    comrak::markdown_to_html(md, &o)
+}
+
+/// `html` without its `<pre>` and `<code>` elements (where GitHub
+/// renders no mention, link or markup).
+fn outside_code(html: &str) -> String {
+    let re = regex::Regex::new(r"(?s)<pre>.*?</pre>|<code>.*?</code>").unwrap();
+    re.replace_all(html, "").into_owned()
+}
+
+#[test]
+fn hostile_text_is_inert_in_markdown() {
+    let tmp = hostile_dir("tok-not-a-secret-here");
+    let md = render_dir(tmp.path(), Format::Markdown);
+    let html = gfm(&md);
+    // One heading of level 2, the real one; the excerpt's and the
+    // release's "## mmci: PASS" are text.
+    let h2: Vec<&str> = html.matches("<h2>").collect();
+    assert_eq!(h2.len(), 1, "{html}");
+    assert!(html.contains("<h2>mmci: FAIL :x:</h2>"), "{html}");
+    // The only links are the results URL's.
+    for href in html.split("href=\"").skip(1) {
+        assert!(
+            href.starts_with("https://ci.example.org/"),
+            "link {href:.60}"
+        );
+    }
+    // The marker comment is the report's own, first; no other.
+    let outside = outside_code(html.split_once('\n').unwrap().1);
+    for markup in [
+        "<img",
+        "<script",
+        "<!--",
+        "<a href=\"https://evil",
+        "<del>",
+        "<span data-math",
+    ] {
+        assert!(!outside.contains(markup), "{markup} in\n{outside}");
+    }
+    // Outside code, no @name (GitHub mentions) and no #1 (a reference).
+    let mention = regex::Regex::new(r"[@#][A-Za-z0-9]").unwrap();
+    assert!(!mention.is_match(&outside), "{outside}");
+    // The excerpt is one code block, all of it, after the open details.
+    let pre = html
+        .split("<pre><code>")
+        .nth(1)
+        .unwrap()
+        .split("</code></pre>")
+        .next()
+        .unwrap();
+    assert!(pre.contains("## mmci: PASS :white_check_mark:"), "{pre}");
+    assert!(pre.contains("Tested-by: Evil"), "{pre}");
+    assert!(pre.trim_end().ends_with("````"), "{pre}");
+    // The marker comment is the report's own, first.
+    assert!(md.starts_with("<!-- mmci-report "), "{md}");
+    // The release is not one; the description keeps its cell.
+    assert!(html.contains("<td>(invalid release)</td>"), "{html}");
+    assert!(html.contains("| broken | cell</td>"), "{html}");
+    // No control or bidi character reaches GitHub.
+    assert!(
+        !md.contains(|c: char| c.is_control() && c != '\n' || c == '\u{202e}'),
+        "{md:?}"
+    );
+    insta::assert_snapshot!("hostile_markdown", md);
+}
+
+#[test]
+fn hostile_text_is_inert_in_email_and_html() {
+    let tmp = hostile_dir("tok-not-a-secret-here");
+    let mail = render_dir(tmp.path(), Format::Email);
+    assert!(
+        !mail.contains(|c: char| c.is_control() && c != '\n'),
+        "{mail:?}"
+    );
+    for line in mail.lines() {
+        // No trailer but the report's own, and this one fails: none.
+        let t = line.trim_start().to_ascii_lowercase();
+        assert!(!t.contains("-by:") && !t.starts_with("tested-by"), "{line}");
+        // Console lines are indented: none reads as the report's own.
+        assert!(
+            !line.starts_with("## ") && !line.starts_with("```"),
+            "{line}"
+        );
+    }
+    assert!(mail.contains("(invalid release)"), "{mail}");
+    assert!(
+        mail.contains("\n  Tested by: Evil <evil@example.org>\n"),
+        "{mail}"
+    );
+    insta::assert_snapshot!("hostile_email", mail);
+    let html = render_dir(tmp.path(), Format::Html);
+    assert!(!html.contains("<script>alert") && html.contains("&lt;script&gt;alert"));
+    assert!(!html.contains("<!-- hide") && !html.contains('\u{1b}'));
+    assert!(html.contains("<td>(invalid release)</td>"));
+    // The terminal reports: no escape sequence, CR or bidi override
+    // reaches the terminal, and the release is not printed as it came.
+    let c = analyse_dir(tmp.path(), &Default::default(), &Options::default()).unwrap();
+    let m = mmci::results::dir::read_manifest(tmp.path())
+        .unwrap()
+        .unwrap();
+    let terminal = [
+        mmci::report::comparison::render(&c),
+        mmci::report::runs_table::render_kernels(&m),
+    ]
+    .concat();
+    assert!(terminal.contains("ESC cleared the screen"), "{terminal}");
+    assert!(
+        !terminal.contains(|c: char| c.is_control() && c != '\n' || c == '\u{202e}'),
+        "{terminal:?}"
+    );
+    assert!(terminal.contains("(invalid release)") && !terminal.contains("6.12.0 "));
+}
+
+#[test]
+fn the_reproduce_line_runs_as_one_argument() {
+    let tmp = hostile_dir("tok-not-a-secret-here");
+    let md = render_dir(tmp.path(), Format::Markdown);
+    let command = md
+        .lines()
+        .find(|l| l.starts_with("mmci run "))
+        .unwrap_or_else(|| panic!("{md}"));
+    let canary = Path::new("/tmp/mmci-pwned");
+    let _ = std::fs::remove_file(canary);
+    // What a shell hands mmci when the line is pasted.
+    let args = command.strip_prefix("mmci ").unwrap();
+    let out = std::process::Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {args}"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let argv: Vec<String> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let at = argv.iter().position(|a| a == "--lore").unwrap();
+    assert_eq!(argv[at + 1], "x'$(touch${IFS}/tmp/mmci-pwned)'`id`\"@evil");
+    assert!(!canary.exists(), "the message-id ran a command");
+}
+
+/// Probe 39: 300 distinct new splats with 80-line excerpts.
+fn three_hundred_splats() -> tempfile::TempDir {
+    let splats: Vec<serde_json::Value> = (0..300)
+        .map(|i| {
+            let excerpt: Vec<String> = (0..80)
+                .map(|j| format!("WARNING: CPU: 0 PID: {i} at mm/f{i}.c:{j} func_{i:03}+0x{j:x}/0x100 padding"))
+                .collect();
+            serde_json::json!({
+                "kind": "warning",
+                "title": format!("WARNING in func_{i:03}"),
+                "count": 1,
+                "line": 1,
+                "excerpt": excerpt.join("\n"),
+            })
+        })
+        .collect();
+    with_patched_splats(serde_json::Value::Array(splats))
+}
+
+#[test]
+fn splats_past_the_limit_are_cut_never_emptied() {
+    let tmp = three_hundred_splats();
+    let dir = tmp.path();
+    let c = analyse_dir(dir, &Default::default(), &Options::default()).unwrap();
+    assert_eq!(c.splats.len(), 300);
+    let m = mmci::results::dir::read_manifest(dir).unwrap().unwrap();
+    let input = ReportInput::new(&c, &m);
+    let md = markdown::render(&input, markdown::CHECK_RUN_LIMIT);
+    assert!(md.len() <= markdown::CHECK_RUN_LIMIT, "{} bytes", md.len());
+    assert!(md.contains("## mmci: FAIL :x:"), "{md:.500}");
+    // Every new splat is still listed; excerpts went, and the report says
+    // how many.
+    assert_eq!(md.matches("| **new** |").count(), 300);
+    let kept = md.matches("<details open>").count();
+    assert!(kept >= 1, "no excerpt kept");
+    assert!(
+        md.contains(&format!("the first occurrence of {} splat(s)", 300 - kept)),
+        "{}",
+        &md[md.find("Cut to fit").unwrap_or(0)..][..200]
+    );
+    // With a few kB, the splat rows go too; with less, the verdict alone.
+    let small = markdown::render(&input, 6_000);
+    assert!(
+        small.len() <= 6_000 && small.contains("## mmci: FAIL :x:"),
+        "{small}"
+    );
+    assert!(small.contains("more new splat(s)"), "{small}");
+    let tiny = markdown::render(&input, 1_500);
+    assert!(tiny.len() <= 1_500, "{} bytes: {tiny}", tiny.len());
+    assert!(tiny.starts_with("<!-- mmci-report ") && tiny.contains("## mmci: FAIL :x:"));
+    assert!(
+        tiny.contains("Report too large") && tiny.contains("HTML/JSON report"),
+        "{tiny}"
+    );
+}
+
+#[test]
+fn report_command_never_writes_an_empty_report_and_redacts_secrets() {
+    let token = "ghs_test0nly0token0planted0in0a0warning";
+    let tmp = hostile_dir(token);
+    let out_dir = tempfile::tempdir().unwrap();
+    let md = out_dir.path().join("report.md");
+    let run = |dir: &Path, format: &str, output: &Path| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+            .arg("report")
+            .arg(dir)
+            .args(["--format", format, "--output"])
+            .arg(output)
+            .env("GITHUB_TOKEN", token)
+            .output()
+            .unwrap()
+    };
+    for format in ["markdown", "email", "html"] {
+        let o = run(tmp.path(), format, &md);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let text = std::fs::read_to_string(&md).unwrap();
+        assert!(
+            !text.contains(token),
+            "{format}: the token reached the report"
+        );
+        assert!(text.contains("[redacted]"), "{format}");
+    }
+    // Probe 39 through the binary: a non-empty FAIL, exit 0.
+    let splats = three_hundred_splats();
+    let o = run(splats.path(), "markdown", &md);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(!text.is_empty() && text.len() <= markdown::CHECK_RUN_LIMIT);
+    assert!(text.contains("## mmci: FAIL :x:"));
 }

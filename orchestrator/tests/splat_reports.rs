@@ -159,18 +159,19 @@ fn every_format_shows_title_kernels_runs_and_the_excerpt() {
     let mail = render(tmp.path(), Format::Email);
     let mail_splats = section(&mail, "mmci noticed", "\nKernels:");
     assert!(
-        mail_splats.contains(&format!("\n{header}\n")),
+        mail_splats.contains(&format!("\n  {header}\n")),
         "{mail_splats}"
     );
     assert!(mail.contains(
         "mmci noticed \"WARNING in update_blocked_averages\" on:\n  patched (2 of 3 runs), not on base\n"
     ), "{mail}");
     // ASCII everywhere; 72 columns except the console lines quoted as
-    // they are.
+    // they are (indented by two).
     let excerpts: Vec<&str> = c.splats.iter().flat_map(|s| s.excerpt.lines()).collect();
     for l in mail.lines() {
         assert!(l.is_ascii(), "{l:?}");
-        assert!(l.len() <= 72 || excerpts.contains(&l), "{l:?}");
+        let quoted = l.strip_prefix("  ").is_some_and(|l| excerpts.contains(&l));
+        assert!(l.len() <= 72 || quoted, "{l:?}");
     }
     insta::assert_snapshot!("email_splats", mail_splats);
 

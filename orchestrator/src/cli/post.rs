@@ -431,12 +431,7 @@ pub async fn post(command: PostCommand) -> Result<i32, AppError> {
         }
         PostCommand::Patchwork(a) => {
             let job = patchwork_post(&a, &env_var).await?;
-            print!(
-                "{}",
-                crate::post::patchwork::post(&job)
-                    .await
-                    .map_err(crate::post::PostError::from)?
-            );
+            print!("{}", crate::post::post_patchwork(&job).await?);
         }
         PostCommand::Email(a) => {
             let job = email_post(&a, &env_var).await?;

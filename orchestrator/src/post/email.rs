@@ -126,22 +126,47 @@ pub fn reply_to(series: &Series) -> Result<ReplyTo, EmailError> {
             )
         }
     };
-    let subject = subject.trim();
+    Ok(reply_to_mail(subject, id, refs, author, to, cc))
+}
+
+/// The reply to one mail of the thread, from its headers as mail-parser
+/// decoded them (the sender chose every byte): the subject loses its
+/// control characters, message-ids their white space (a folded id would
+/// break In-Reply-To and References).
+pub fn reply_to_mail(
+    subject: &str,
+    message_id: &str,
+    references: &[String],
+    author: &str,
+    to: &[String],
+    cc: &[String],
+) -> ReplyTo {
+    let subject = crate::report::untrusted::line(subject);
     let subject = if subject.to_ascii_lowercase().starts_with("re:") {
-        subject.to_string()
+        subject
     } else {
         format!("Re: {subject}")
     };
-    let mut references: Vec<String> = refs.iter().filter(|r| *r != id).cloned().collect();
-    references.push(id.clone());
-    Ok(ReplyTo {
+    let id_of = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !c.is_whitespace() && !c.is_control())
+            .collect()
+    };
+    let id = id_of(message_id);
+    let mut refs: Vec<String> = references
+        .iter()
+        .map(|r| id_of(r))
+        .filter(|r| !r.is_empty() && *r != id)
+        .collect();
+    refs.push(id.clone());
+    ReplyTo {
         subject,
-        in_reply_to: id.clone(),
-        references,
-        author: author.clone(),
-        to: to.clone(),
-        cc: cc.clone(),
-    })
+        in_reply_to: id,
+        references: refs,
+        author: author.to_string(),
+        to: to.to_vec(),
+        cc: cc.to_vec(),
+    }
 }
 
 /// A message ready to go: its envelope and its exact bytes.
@@ -156,6 +181,11 @@ pub struct Outgoing {
 
 /// `Name <addr>` or a bare address, as a mailbox. Split by hand: display
 /// names in the wild (`A. U. Thor`) are not always RFC 5322 phrases.
+///
+/// A series' From is the author's to choose, and mail-parser decodes an
+/// RFC 2047 name with any bytes in it (`=?utf-8?q?Evil=0D=0ABcc:...?=`):
+/// the name loses its control characters, and a name lettre still cannot
+/// write as a header is dropped (the address alone is enough to reply).
 pub fn mailbox(option: &str, given: &str) -> Result<Mailbox, EmailError> {
     let bad = || EmailError::BadAddress {
         option: option.to_string(),
@@ -164,16 +194,28 @@ pub fn mailbox(option: &str, given: &str) -> Result<Mailbox, EmailError> {
     let given_t = given.trim();
     let (name, addr) = match given_t.rfind('<') {
         Some(i) if given_t.ends_with('>') => {
-            let name = given_t[..i].trim().trim_matches('"').trim();
+            let name = crate::report::untrusted::line(given_t[..i].trim().trim_matches('"'));
             (
-                (!name.is_empty()).then(|| name.to_string()),
+                (!name.is_empty()).then_some(name),
                 &given_t[i + 1..given_t.len() - 1],
             )
         }
         _ => (None, given_t),
     };
     let addr: Address = addr.trim().parse().map_err(|_| bad())?;
-    Ok(Mailbox::new(name, addr))
+    let with_name = Mailbox::new(name, addr.clone());
+    if writes(&with_name) {
+        Ok(with_name)
+    } else {
+        Ok(Mailbox::new(None, addr))
+    }
+}
+
+/// Whether lettre can write the mailbox: its Display fails on a name it
+/// cannot quote, and `Message::formatted` turns that into a panic.
+fn writes(m: &Mailbox) -> bool {
+    use std::fmt::Write;
+    write!(String::new(), "{m}").is_ok()
 }
 
 fn domain_of(m: &Mailbox) -> String {
@@ -182,13 +224,17 @@ fn domain_of(m: &Mailbox) -> String {
 
 /// A fresh Message-ID: time, the series' hash and randomness, at the
 /// sender's domain.
-pub fn fresh_message_id(series: &Series, from: &Mailbox, unix: u64) -> String {
+pub fn fresh_message_id(series_hash: &str, from: &Mailbox, unix: u64) -> String {
     let mut rnd = [0u8; 6];
     let _ = std::fs::File::open("/dev/urandom")
         .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut rnd));
+    let hash: String = series_hash
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(12)
+        .collect();
     format!(
-        "mmci-{unix}-{}-{}@{}",
-        &series.hash[..series.hash.len().min(12)],
+        "mmci-{unix}-{hash}-{}@{}",
         hex::encode(rnd),
         domain_of(from)
     )
@@ -197,9 +243,18 @@ pub fn fresh_message_id(series: &Series, from: &Mailbox, unix: u64) -> String {
 /// Builds the reply. To: the author (and --to); Cc: the thread's To and Cc
 /// (and --cc), each address once, never the sender.
 pub fn build(series: &Series, body: &str, opts: &EmailOptions) -> Result<Outgoing, EmailError> {
+    build_reply(&reply_to(series)?, &series.hash, body, opts)
+}
+
+/// [`build`] for a reply already worked out (the fuzz target's way in).
+pub fn build_reply(
+    reply: &ReplyTo,
+    series_hash: &str,
+    body: &str,
+    opts: &EmailOptions,
+) -> Result<Outgoing, EmailError> {
     let from_text = opts.from.as_deref().ok_or(EmailError::NoFrom)?;
     let from = mailbox("--from", from_text)?;
-    let reply = reply_to(series)?;
     let mut seen = vec![from.email.to_string().to_ascii_lowercase()];
     let mut add = |list: &mut Vec<Mailbox>, m: Mailbox| {
         let key = m.email.to_string().to_ascii_lowercase();
@@ -246,7 +301,7 @@ pub fn build(series: &Series, body: &str, opts: &EmailOptions) -> Result<Outgoin
         .message_id
         .as_deref()
         .map(|m| m.trim_matches(|c| c == '<' || c == '>').to_string())
-        .unwrap_or_else(|| fresh_message_id(series, &from, unix));
+        .unwrap_or_else(|| fresh_message_id(series_hash, &from, unix));
     let refs = reply
         .references
         .iter()
@@ -397,18 +452,21 @@ impl SmtpOptions {
                 path: path.clone(),
                 source,
             })?;
-            return Ok(Some(p.trim_end_matches(['\r', '\n']).to_string()));
+            let p = p.trim_end_matches(['\r', '\n']).to_string();
+            super::remember_secret(&p);
+            return Ok(Some(p));
         }
         let env = if self.password_env.is_empty() {
             "MMCI_SMTP_PASSWORD"
         } else {
             &self.password_env
         };
-        std::env::var(env)
+        let p = std::env::var(env)
             .ok()
             .filter(|p| !p.is_empty())
-            .map(Some)
-            .ok_or_else(|| EmailError::NoPassword(env.to_string()))
+            .ok_or_else(|| EmailError::NoPassword(env.to_string()))?;
+        super::remember_secret(&p);
+        Ok(Some(p))
     }
 }
 
@@ -630,6 +688,47 @@ mod tests {
         let dry = render_dry_run(&o);
         assert!(dry.starts_with("# dry run: nothing is sent"));
         assert!(dry.ends_with(&text));
+    }
+
+    #[test]
+    fn hostile_display_names_lose_their_controls_or_go() {
+        for (given, want) in [
+            (
+                "Evil\r\nBcc: x@evil.org <a@b.org>",
+                "\"Evil  Bcc: x@evil.org\" <a@b.org>",
+            ),
+            (
+                "\"Evil\nBcc: v@evil.org\" <a@b.org>",
+                "\"Evil Bcc: v@evil.org\" <a@b.org>",
+            ),
+            ("Nul\0Name <a@b.org>", "NulName <a@b.org>"),
+            ("Esc\u{1b}[2J <a@b.org>", "Esc <a@b.org>"),
+            ("\r\n <a@b.org>", "a@b.org"),
+            ("A. U. Thor <a@b.org>", "\"A. U. Thor\" <a@b.org>"),
+            ("a@b.org", "a@b.org"),
+        ] {
+            let m = mailbox("x", given).unwrap();
+            assert_eq!(m.to_string(), want, "{given:?}");
+            // The header lettre writes, which panicked on a CR/LF name.
+            let to = lettre::message::header::To::from(Mailboxes::from(m));
+            let _ = lettre::message::header::Header::display(&to);
+        }
+        assert!(mailbox("x", "Evil <not an address>").is_err());
+    }
+
+    #[test]
+    fn folded_message_ids_are_joined() {
+        let r = reply_to_mail(
+            "[PATCH] x\r\nBcc: v@evil.org",
+            "a@b\n Bcc: victim@evil.org",
+            &["old@x\n ".into(), "a@b\n Bcc: victim@evil.org".into()],
+            "A <a@b.org>",
+            &[],
+            &[],
+        );
+        assert_eq!(r.subject, "Re: [PATCH] x  Bcc: v@evil.org");
+        assert_eq!(r.in_reply_to, "a@bBcc:victim@evil.org");
+        assert_eq!(r.references, ["old@x", "a@bBcc:victim@evil.org"]);
     }
 
     #[test]

@@ -6,6 +6,12 @@
 //! The renderers live elsewhere: posting takes the rendered body as text and
 //! the series' metadata ([`Series`], read from the results dir's manifest or
 //! given on the command line), and never writes into the results dir.
+//!
+//! What is posted quotes what a hostile build or kernel printed, and such a
+//! build may have read a secret (an environment variable, a token file):
+//! every body, comment and description is scanned for the secrets this
+//! process holds and has them replaced before it leaves
+//! ([`redact_outgoing`]).
 
 pub mod email;
 pub mod github;
@@ -86,6 +92,7 @@ pub enum TokenFileError {
 }
 
 /// The token a `--token-file` holds, without the white space around it.
+/// It is remembered as one of the process's secrets.
 pub fn read_token_file(path: &Path) -> Result<String, TokenFileError> {
     let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Unreadable {
         path: path.to_path_buf(),
@@ -93,8 +100,85 @@ pub fn read_token_file(path: &Path) -> Result<String, TokenFileError> {
     })?;
     match text.trim() {
         "" => Err(TokenFileError::Empty(path.to_path_buf())),
-        token => Ok(token.to_string()),
+        token => {
+            remember_secret(token);
+            Ok(token.to_string())
+        }
     }
+}
+
+/// The environment variables that carry credentials: mmci's own (their
+/// default names) and those of a GitHub Actions runner.
+pub const SECRET_ENV: &[&str] = &[
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    patchwork::TOKEN_ENV,
+    "MMCI_SMTP_PASSWORD",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+];
+
+/// Secrets read from files or from variables given by name
+/// (`--smtp-password-env`) while this process runs.
+static READ_SECRETS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Adds a secret this process read to those [`redact_outgoing`] removes.
+pub fn remember_secret(secret: &str) {
+    let secret = secret.trim();
+    if secret.is_empty() {
+        return;
+    }
+    let mut all = READ_SECRETS.lock().unwrap_or_else(|e| e.into_inner());
+    if !all.iter().any(|s| s == secret) {
+        all.push(secret.to_string());
+    }
+}
+
+/// Every secret this process holds: the values of [`SECRET_ENV`] (as
+/// `env` gives them), those it read ([`remember_secret`]) and `extra`
+/// (a resolved token). A PEM key counts line by line: that is how a
+/// leaked copy would show up.
+pub fn own_secrets(env: &dyn Fn(&str) -> Option<String>, extra: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = vec![];
+    let read = READ_SECRETS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    let all = SECRET_ENV
+        .iter()
+        .filter_map(|k| env(k))
+        .chain(read)
+        .chain(extra.iter().map(|s| s.to_string()));
+    for s in all {
+        if s.contains("-----BEGIN") {
+            out.extend(
+                s.lines()
+                    .map(str::trim)
+                    .filter(|l| l.len() >= 16 && !l.starts_with("-----"))
+                    .map(str::to_string),
+            );
+        } else {
+            out.push(s.trim().to_string());
+        }
+    }
+    out.retain(|s| !s.is_empty());
+    // Longest first: a secret that contains another is replaced whole.
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.dedup();
+    out
+}
+
+/// `text` as it may leave the process: every secret of [`own_secrets`]
+/// replaced by `[redacted]`.
+pub fn redact_outgoing(text: &str, env: &dyn Fn(&str) -> Option<String>, extra: &[&str]) -> String {
+    let secrets = own_secrets(env, extra);
+    let refs: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    redact(text, &refs)
+}
+
+/// The environment as it is, for [`redact_outgoing`].
+pub fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 /// The series tested in a results dir: that of the first kernel that had
@@ -173,6 +257,17 @@ pub struct GitHubPost {
     pub step_summary: Option<PathBuf>,
 }
 
+/// The secrets of GitHub credentials, for redaction.
+fn auth_secrets(auth: Option<&github::Auth>) -> Vec<String> {
+    match auth {
+        Some(github::Auth::Token(t)) => vec![t.clone()],
+        Some(github::Auth::App { key_pem, .. }) => {
+            vec![String::from_utf8_lossy(key_pem).into_owned()]
+        }
+        None => vec![],
+    }
+}
+
 /// Posts to GitHub, or prints what would be sent. Returns the lines to
 /// print.
 pub async fn post_github(p: &GitHubPost) -> Result<String, PostError> {
@@ -197,6 +292,9 @@ pub async fn post_github(p: &GitHubPost) -> Result<String, PostError> {
             p.target.name, p.target.repo, p.target.head_sha
         ));
     };
+    let secrets = auth_secrets(p.auth.as_ref());
+    let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
+    let markdown = &redact_outgoing(markdown, &process_env, &secrets);
     let Some(auth) = &p.auth else {
         return Ok(format!(
             "# dry run: nothing is sent\n{}",
@@ -249,6 +347,15 @@ pub async fn post_github(p: &GitHubPost) -> Result<String, PostError> {
     Ok(out)
 }
 
+/// Posts the checks to patchwork (or prints them), their description
+/// redacted like every other outgoing text.
+pub async fn post_patchwork(p: &patchwork::PatchworkPost) -> Result<String, PostError> {
+    let mut p = p.clone();
+    let extra: Vec<&str> = p.token.iter().map(String::as_str).collect();
+    p.check.description = redact_outgoing(&p.check.description, &process_env, &extra);
+    Ok(patchwork::post(&p).await?)
+}
+
 /// `mmci post email`, validated.
 pub struct EmailPost {
     pub series: Series,
@@ -262,7 +369,8 @@ pub struct EmailPost {
 
 /// Builds the reply and prints, writes or sends it.
 pub async fn post_email(p: &EmailPost) -> Result<String, PostError> {
-    let o = email::build(&p.series, &p.body, &p.options)?;
+    let body = redact_outgoing(&p.body, &process_env, &[]);
+    let o = email::build(&p.series, &body, &p.options)?;
     let mut out = String::new();
     if let Some(path) = &p.write {
         email::write(&o, path)?;
@@ -313,6 +421,33 @@ mod tests {
         let body = tmp.path().join("report.md");
         std::fs::write(&body, "## mmci: PASS\n").unwrap();
         assert_eq!(read_body(&body).unwrap(), "## mmci: PASS\n");
+    }
+
+    #[test]
+    fn outgoing_text_loses_every_secret_the_process_holds() {
+        let env = |k: &str| match k {
+            "GITHUB_TOKEN" => Some("ghs_envtoken1234".to_string()),
+            "MMCI_SMTP_PASSWORD" => Some("smtp-pass-5678".to_string()),
+            "HOME" => Some("/root".to_string()),
+            _ => None,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tok");
+        std::fs::write(&file, "  pw-file-token-9012\n").unwrap();
+        assert_eq!(read_token_file(&file).unwrap(), "pw-file-token-9012");
+        let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAabcdefghij\nshort\n-----END RSA PRIVATE KEY-----\n";
+        let text = "release ghs_envtoken1234, console smtp-pass-5678 and \
+                    pw-file-token-9012; key line MIIEowIBAAKCAQEAabcdefghij; \
+                    given tok-extra-3456; home /root stays";
+        let out = redact_outgoing(text, &env, &["tok-extra-3456", pem]);
+        assert_eq!(
+            out,
+            "release [redacted], console [redacted] and [redacted]; key line [redacted]; \
+             given [redacted]; home /root stays"
+        );
+        // A secret inside a longer one: the longer goes whole.
+        let out = redact_outgoing("abcd1234abcd", &|_| None, &["abcd", "abcd1234abcd"]);
+        assert_eq!(out, "[redacted]");
     }
 
     #[test]

@@ -328,8 +328,13 @@ pub fn render(c: &Comparison) -> String {
     render_fitted(c, None)
 }
 
-/// The whole report, the table fitted to `width` columns (None: full).
+/// The whole report, the table fitted to `width` columns (None: full);
+/// console text and build errors in it cannot drive the terminal.
 pub fn render_fitted(c: &Comparison, width: Option<usize>) -> String {
+    crate::report::untrusted::text(&render_raw(c, width))
+}
+
+fn render_raw(c: &Comparison, width: Option<usize>) -> String {
     let o = &c.options;
     let mut out = format!(
         "plan {} ({}): {} vs {}\n",

@@ -4,11 +4,18 @@
 //! fixed-width `%stddev %change %stddev` columns, and a `Tested-by:`
 //! trailer only when every expectation passed (a trailer is a claim that
 //! lands in git history).
+//!
+//! That trailer is the only one the mail can carry: b4 and patchwork
+//! collect `Tested-by:`/`Reviewed-by:`... lines from replies, so any such
+//! line that comes from the kernel, the guest or the series (a console
+//! excerpt, a splat title, a cover letter) is defused (`Tested by:`), and
+//! console excerpts are indented so that none of their lines reads as the
+//! report's own.
 
 use serde::Serialize;
 
 use super::view::{self, scenario_name, RowView};
-use super::{fill, ReportInput};
+use super::{fill, untrusted, ReportInput};
 use crate::analysis::compare::cell_name;
 
 const TEMPLATE: &str = include_str!("../../templates/report.email.j2");
@@ -91,20 +98,45 @@ pub fn wrap(line: &str, width: usize) -> Vec<String> {
 }
 
 /// Marks a line that must reach the mail as it is (console text: a wrapped
-/// call trace or `Code:` line is harder to read than a long one).
+/// call trace or `Code:` line is harder to read than a long one). Control
+/// characters are stripped from every untrusted string before it gets
+/// here, so only mmci's own code can start a line with one.
 const VERBATIM: char = '\u{2}';
 
-/// The rendered text made ASCII and wrapped.
+/// Marks the report's own trailer line (`Tested-by:`), the one line that
+/// keeps its trailer form.
+const TRAILER: char = '\u{3}';
+
+/// A `Something-by:` trailer anywhere in a line (wrapping can move any
+/// word to the start of one).
+static TRAILER_TOKEN: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"(?i)\b([a-z0-9]+)-by(\s*):").unwrap());
+
+/// `line` with every `X-by:` made `X by:`, which no trailer parser (git
+/// interpret-trailers, b4, patchwork) takes for a trailer.
+pub fn defuse_trailers(line: &str) -> String {
+    TRAILER_TOKEN.replace_all(line, "$1 by$2:").into_owned()
+}
+
+/// The rendered text made ASCII and wrapped, without control characters,
+/// with no trailer but the report's own.
 pub fn finish(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for line in ascii(text).lines() {
-        if let Some(raw) = line.strip_prefix(VERBATIM) {
-            out.push_str(raw.trim_end());
+        if let Some(own) = line.strip_prefix(TRAILER) {
+            out.push_str(own.trim_end());
             out.push('\n');
             continue;
         }
+        if let Some(raw) = line.strip_prefix(VERBATIM) {
+            out.push_str(&defuse_trailers(&untrusted::line_keeping_indent(raw)));
+            out.push('\n');
+            continue;
+        }
+        let line = untrusted::line_keeping_indent(line);
+        let line = defuse_trailers(&line);
         // "-- " opens the signature: its trailing space is the point.
-        let line = if line == "-- " { line } else { line.trim_end() };
+        let line = if line == "--" { "-- " } else { line.as_str() };
         for l in wrap(line, WIDTH) {
             out.push_str(&l);
             out.push('\n');
@@ -180,7 +212,7 @@ fn fill_words(text: &str, width: usize) -> Vec<String> {
 /// quote does not end up with one-word orphans.
 fn cover_quote(cover: &str) -> Vec<String> {
     let room = WIDTH - 2;
-    let cover = ascii(cover);
+    let cover = untrusted::lines(&ascii(cover)).join("\n");
     let mut lines: Vec<String> = vec![];
     let mut para: Vec<&str> = vec![];
     let flush = |para: &mut Vec<&str>, lines: &mut Vec<String>| {
@@ -301,7 +333,9 @@ pub fn splat_lines(v: &view::View) -> Vec<String> {
             s.first_run, s.first_variant
         ));
         out.push(String::new());
-        out.extend(s.excerpt.iter().map(|l| format!("{VERBATIM}{l}")));
+        // Indented: a console line that reads like a line of the report
+        // ("Verdict: PASS") stays visibly part of the console.
+        out.extend(s.excerpt.iter().map(|l| format!("{VERBATIM}  {l}")));
     }
     out
 }
@@ -404,8 +438,41 @@ pub fn render(input: &ReportInput) -> String {
             anatomy => anatomy,
             cover => cover,
             tested_by => input.tested_by,
+            trailer => TRAILER.to_string(),
             version => env!("CARGO_PKG_VERSION"),
         },
     );
     finish(&text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_reports_own_trailer_survives() {
+        for (given, want) in [
+            ("Tested-by: Evil <e@x.org>", "Tested by: Evil <e@x.org>"),
+            ("  reviewed-BY : x", "  reviewed by : x"),
+            ("Signed-off-by: a", "Signed-off by: a"),
+            (
+                "see Acked-by:x and Tested-by:y",
+                "see Acked by:x and Tested by:y",
+            ),
+            ("Reported-by", "Reported-by"),
+            ("nearby: fine", "nearby: fine"),
+            ("Fixes: 123", "Fixes: 123"),
+        ] {
+            assert_eq!(defuse_trailers(given), want, "{given:?}");
+        }
+        let text = format!(
+            "intro\n{VERBATIM}  Tested-by: Evil <e@x.org>\nwrapped Tested-by: A <a@x.org>\n\
+             {TRAILER}Tested-by: mmci <mmci@kernel-ci.invalid>\nbell\u{7}\u{1b}[2J here\n--\n"
+        );
+        assert_eq!(
+            finish(&text),
+            "intro\n  Tested by: Evil <e@x.org>\nwrapped Tested by: A <a@x.org>\n\
+             Tested-by: mmci <mmci@kernel-ci.invalid>\nbell here\n-- \n"
+        );
+    }
 }

@@ -16,6 +16,7 @@ pub mod run;
 pub mod runs_table;
 pub mod screenshot;
 pub mod svg;
+pub mod untrusted;
 pub mod view;
 
 use minijinja::Environment;
@@ -82,6 +83,9 @@ fn fill(name: &str, source: &'static str, ctx: impl Serialize) -> String {
     env.set_trim_blocks(true);
     env.set_lstrip_blocks(true);
     env.add_filter("md", markdown::escape);
+    env.add_filter("html", markdown::escape_html);
+    env.add_filter("code", markdown::code);
+    env.add_filter("fence", markdown::fence);
     env.add_template(name, source)
         .unwrap_or_else(|e| panic!("template {name}: {e:#}"));
     env.get_template(name)
@@ -92,7 +96,9 @@ fn fill(name: &str, source: &'static str, ctx: impl Serialize) -> String {
 /// `mmci report`: renders the comparison of `dir` in `format` to `output`
 /// (standard output without one) and, with `github_summary`, appends the
 /// markdown to the file named by `$GITHUB_STEP_SUMMARY` if it is set.
-/// Returns what was written, for the log.
+/// Returns what was written, for the log. Secrets this process holds are
+/// redacted (a report quotes what the build and the kernel printed), and
+/// an empty report is an error, never a file that stops posting.
 #[allow(clippy::too_many_arguments)]
 pub fn write_report(
     dir: &std::path::Path,
@@ -115,7 +121,20 @@ pub fn write_report(
         tested_by,
     };
     let mut written = vec![];
-    let text = render(format, &input);
+    let outgoing = |text: String| -> Result<String, String> {
+        if text.trim().is_empty() {
+            return Err(format!(
+                "{}: the {format:?} report rendered empty; nothing written (a bug: please report it)",
+                dir.display()
+            ));
+        }
+        Ok(crate::post::redact_outgoing(
+            &text,
+            &crate::post::process_env,
+            &[],
+        ))
+    };
+    let text = outgoing(render(format, &input))?;
     match output {
         Some(path) => {
             crate::host::fs::write_atomic(path, text.as_bytes())
@@ -134,7 +153,7 @@ pub fn write_report(
             let md = if format == Format::Markdown {
                 text
             } else {
-                render(Format::Markdown, &input)
+                outgoing(render(Format::Markdown, &input))?
             };
             use std::io::Write;
             // Appended: other steps of the job write their own summaries.

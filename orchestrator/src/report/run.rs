@@ -32,7 +32,7 @@ pub fn header(r: &RunResult) -> String {
         .map(|c| &c[..c.len().min(12)]);
     out.push_str(&format!(
         "kernel:  {}{}\n",
-        r.kernel.release,
+        crate::report::untrusted::release(&r.kernel.release),
         match (&r.kernel.tree, commit) {
             (Some(t), Some(c)) => format!(" (tree {t} @ {c})"),
             _ => format!(" ({})", r.kernel.image.display()),
@@ -482,8 +482,13 @@ pub fn script_section(
     out
 }
 
-/// Header, the metrics table, and the crash report if there is one.
+/// Header, the metrics table, and the crash report if there is one;
+/// console and script lines in it cannot drive the terminal.
 pub fn render_run(r: &RunResult) -> String {
+    crate::report::untrusted::text(&render_raw(r))
+}
+
+fn render_raw(r: &RunResult) -> String {
     let mut out = header(r);
     if let Some(m) = &r.metrics {
         let mut table = Table::new();

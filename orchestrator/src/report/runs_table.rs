@@ -14,8 +14,13 @@ fn short(commit: Option<&str>) -> String {
     commit.map_or("-".into(), |c| c[..c.len().min(12)].to_string())
 }
 
-/// The kernels block: one line per variant and arch, new warnings below.
+/// The kernels block: one line per variant and arch, new warnings below;
+/// build text in it cannot drive the terminal.
 pub fn render_kernels(m: &Manifest) -> String {
+    crate::report::untrusted::text(&kernels_raw(m))
+}
+
+fn kernels_raw(m: &Manifest) -> String {
     let mut out = String::new();
     for k in &m.kernels {
         out.push_str(&format!(
@@ -23,7 +28,7 @@ pub fn render_kernels(m: &Manifest) -> String {
             k.variant,
             k.target(),
             k.description,
-            k.kernel.release,
+            crate::report::untrusted::release(&k.kernel.release),
             short(k.kernel.head_commit.as_deref()),
             k.kernel
                 .series_hash
@@ -122,5 +127,7 @@ pub fn render_runs(m: &Manifest, runs: &[(Slot, Option<RunResult>)]) -> String {
             col.set_cell_alignment(CellAlignment::Right);
         }
     }
-    format!("{table}\nper run: ISOLATED throttles / nr_isolated peak / touches (oom: OOM kills)\n")
+    crate::report::untrusted::text(&format!(
+        "{table}\nper run: ISOLATED throttles / nr_isolated peak / touches (oom: OOM kills)\n"
+    ))
 }

@@ -27,22 +27,42 @@ pub fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// A "nice" axis range and ticks covering lo..hi (1, 2, 5 x 10^k steps).
+/// At most this many intervals between ticks on an axis.
+pub const MAX_TICKS: usize = 20;
+
+/// A "nice" axis range and ticks covering lo..hi (1, 2, 5 x 10^k steps),
+/// at most [`MAX_TICKS`] intervals, the range never empty. Ticks are
+/// computed by index, not by adding a step, and a step too small to
+/// move a value (two adjacent floats, 1e16 and 1e16 + 2) gives the data's
+/// own ends as the only ticks: the kernel controls these values.
 pub fn ticks(lo: f64, hi: f64) -> (f64, f64, Vec<f64>) {
-    let (lo, hi) = if hi <= lo || !(lo.is_finite() && hi.is_finite()) {
+    let (lo, hi) = if !(lo.is_finite() && hi.is_finite()) {
+        (0.0, 1.0)
+    } else if hi <= lo {
         // One value: all zero reads best as 0..1 (counts never go below
         // zero), anything else with 10% either side.
         if lo == 0.0 {
             (0.0, 1.0)
         } else {
             let pad = lo.abs() * 0.1;
-            (lo - pad, hi + pad)
+            (lo - pad, lo + pad)
         }
     } else {
         (lo, hi)
     };
+    // The data's ends, when no round step fits.
+    let plain = || {
+        if lo < hi && (hi - lo).is_finite() {
+            (lo, hi, vec![lo, hi])
+        } else {
+            (0.0, 1.0, vec![0.0, 1.0])
+        }
+    };
     // About five intervals: enough gridlines to read values off.
     let raw = (hi - lo) / 5.0;
+    if !(raw.is_finite() && raw > 0.0) {
+        return plain();
+    }
     let mag = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 5.0, 10.0]
         .iter()
@@ -51,12 +71,26 @@ pub fn ticks(lo: f64, hi: f64) -> (f64, f64, Vec<f64>) {
         .unwrap_or(10.0 * mag);
     let start = (lo / step).floor() * step;
     let end = (hi / step).ceil() * step;
-    let mut t = vec![];
-    let mut x = start;
-    while x <= end + step * 1e-9 {
-        t.push(if x.abs() < step * 1e-9 { 0.0 } else { x });
-        x += step;
+    let n = ((end - start) / step).round();
+    let usable = step.is_finite()
+        && step > 0.0
+        && start.is_finite()
+        && end.is_finite()
+        && (1.0..=MAX_TICKS as f64).contains(&n);
+    // A step below half an ulp of the values would not move them.
+    if !usable || start + step == start || end - step == end {
+        return plain();
     }
+    let t = (0..=n as usize)
+        .map(|i| {
+            let x = start + step * i as f64;
+            if x.abs() < step * 1e-9 {
+                0.0
+            } else {
+                x
+            }
+        })
+        .collect();
     (start, end, t)
 }
 
@@ -328,6 +362,76 @@ mod tests {
         assert_eq!(ticks(0.0, 0.0).0..ticks(0.0, 0.0).1, 0.0..1.0);
         assert_eq!(tick_label(0.5), "0.5");
         assert_eq!(tick_label(25000.0), "25k");
+    }
+
+    #[test]
+    fn ticks_are_bounded_on_hostile_values() {
+        let adjacent: f64 = 1e16 + 2.0;
+        assert_eq!(adjacent.to_bits(), 1e16f64.to_bits() + 1, "adjacent floats");
+        let huge: f64 = 1e19 / 1e3; // probe 37: 10^19 us in ms
+        let huge_next = f64::from_bits(huge.to_bits() + 1);
+        for (lo, hi) in [
+            (1e16, adjacent),
+            (-adjacent, -1e16),
+            (huge, huge_next),
+            (f64::MAX / 2.0, f64::MAX),
+            (-f64::MAX, f64::MAX),
+            (f64::MIN_POSITIVE, 2.0 * f64::MIN_POSITIVE),
+            (0.0, 5e-324),
+            (f64::NAN, 1.0),
+            (1.0, f64::NAN),
+            (f64::NEG_INFINITY, f64::INFINITY),
+            (f64::INFINITY, f64::INFINITY),
+            (f64::MAX, f64::MAX),
+            (-0.0, 0.0),
+            (3.0, 97.0),
+            (97.0, 3.0),
+        ] {
+            let (a, b, t) = ticks(lo, hi);
+            assert!(
+                a.is_finite() && b.is_finite() && a < b,
+                "{lo:e} {hi:e}: {a:e}..{b:e}"
+            );
+            assert!(
+                (2..=MAX_TICKS + 1).contains(&t.len()),
+                "{lo:e} {hi:e}: {t:?}"
+            );
+            assert!(t.iter().all(|x| x.is_finite()), "{lo:e} {hi:e}: {t:?}");
+            assert!(t.windows(2).all(|w| w[0] < w[1]), "{lo:e} {hi:e}: {t:?}");
+        }
+        // The data's own ends when no step moves them.
+        assert_eq!(
+            ticks(1e16, adjacent),
+            (1e16, adjacent, vec![1e16, adjacent])
+        );
+    }
+
+    #[test]
+    fn charts_of_adjacent_huge_values_are_drawn() {
+        // Probe 37: base and patched latencies 2048 us apart at 10^19 us,
+        // adjacent floats in ms; with a negative value the strip plot keeps
+        // its own lower end too.
+        let (a, b) = (1e16, 1e16 + 2.0);
+        let h = histogram(
+            "noio_latency_p50_ms",
+            "ms",
+            [("base", &[a, a]), ("patched", &[b])],
+        );
+        assert!(
+            h.starts_with("<svg") && h.ends_with("</svg>") && !h.contains("NaN"),
+            "{h}"
+        );
+        let s = strip("m", "x", [("base", &[-b, -b]), ("patched", &[-a])]);
+        assert!(s.ends_with("</svg>") && !s.contains("NaN"), "{s}");
+        let s = strip(
+            "m",
+            "x",
+            [
+                ("base", &[f64::NAN, f64::INFINITY]),
+                ("patched", &[-f64::MAX]),
+            ],
+        );
+        assert!(s.ends_with("</svg>"), "{s}");
     }
 
     #[test]

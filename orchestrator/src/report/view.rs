@@ -2,6 +2,12 @@
 //! rows in the order people should read them (failed expectations and
 //! regressions first), one table per scenario, the matrix's shape, the
 //! kernels and the command that reproduces a cell.
+//!
+//! Every string that comes from the kernel, the guest, the build, the
+//! series or the matrix is cleaned here ([`untrusted`]: no control
+//! characters, a release only if it is one), so that no format starts from
+//! raw text; a script's text is never shown, only its name; the reproduce
+//! command is POSIX-shell quoted.
 
 use serde::Serialize;
 
@@ -16,7 +22,7 @@ use std::collections::BTreeMap;
 use crate::matrix::plan::{shard_assignment, Cell, Plan};
 use crate::results::dir::Manifest;
 
-use super::ReportInput;
+use super::{untrusted, ReportInput};
 
 /// Reproduce commands for at most this many cells (failing ones first):
 /// nobody reads a thousand commands.
@@ -53,6 +59,11 @@ pub struct View {
     pub rows_cut: usize,
     pub expectations_cut: usize,
     pub reasons_cut: usize,
+    /// Splats left out to fit a size limit (new ones, pre-existing ones),
+    /// and splats shown without their first occurrence.
+    pub splats_cut_new: usize,
+    pub splats_cut_old: usize,
+    pub excerpts_cut: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -245,7 +256,9 @@ fn short(commit: &Option<String>) -> String {
         .map_or("-".into(), |c| c.chars().take(12).collect())
 }
 
-/// The job parameters of a cell, `threads=8 working_set_mb=24 ...`.
+/// The job parameters of a cell, `threads=8 working_set_mb=24 ...`. A
+/// script is named, not shown: its text is whatever file the matrix
+/// pointed at, and a report is public.
 fn job_values(cell: &Cell) -> Vec<(String, String)> {
     let v = serde_json::to_value(&cell.job).unwrap_or_default();
     let mut out = vec![];
@@ -254,12 +267,25 @@ fn job_values(cell: &Cell) -> Vec<(String, String)> {
             let v = match v {
                 serde_json::Value::String(s) => s.clone(),
                 serde_json::Value::Null => continue,
+                _ if k == "script" => match &cell.job.script {
+                    Some(s) => format!("{} (image {})", s.name, s.image),
+                    None => continue,
+                },
                 other => other.to_string(),
             };
-            out.push((k.clone(), v));
+            out.push((k.clone(), untrusted::line(&v)));
         }
     }
     out
+}
+
+/// One argument of a shell command as POSIX `sh` reads it back: quoted
+/// when it needs to be (`'x'\''$(id)'` stays a string), without control
+/// characters (which no quoting makes safe to paste into a terminal).
+pub fn shell_word(arg: &str) -> String {
+    let arg = untrusted::line(arg);
+    // try_quote refuses only a NUL, which line() removed.
+    shlex::try_quote(&arg).map_or_else(|_| "''".to_string(), |q| q.into_owned())
 }
 
 /// The command that runs exactly `cell` of `plan` again: the same matrix,
@@ -270,7 +296,7 @@ pub fn reproduce_command(plan: &Plan, cell: &Cell, shard_of: &BTreeMap<String, u
     let mut cmd = vec!["mmci".to_string(), "run".into()];
     // The embedded default matrix is what `mmci run` runs without --matrix.
     if !plan.source.ends_with("(embedded)") {
-        cmd.push(format!("--matrix {}", plan.source));
+        cmd.push(format!("--matrix {}", shell_word(&plan.source)));
     }
     let n = plan.cells.len() as u32;
     if n > 1 {
@@ -280,13 +306,17 @@ pub fn reproduce_command(plan: &Plan, cell: &Cell, shard_of: &BTreeMap<String, u
     }
     if let Some(v) = plan.variants.iter().find(|v| v.from_command_line) {
         if let Some(s) = &v.series {
-            cmd.push(format!("--series {}", s.display()));
+            cmd.push(format!("--series {}", shell_word(&s.to_string_lossy())));
         } else if let Some(l) = &v.lore {
-            cmd.push(format!("--lore '{l}'"));
+            cmd.push(format!("--lore {}", shell_word(l)));
         } else if let Some(pr) = &v.github_pr {
-            cmd.push(format!("--github-pr {pr}"));
+            cmd.push(format!("--github-pr {}", shell_word(pr)));
         } else if let Some(pw) = &v.patchwork {
-            cmd.push(format!("--patchwork {} --pw-series {}", pw.url, pw.series));
+            cmd.push(format!(
+                "--patchwork {} --pw-series {}",
+                shell_word(&pw.url),
+                pw.series
+            ));
         }
     }
     cmd.push(format!("--repeats {}", plan.repeats));
@@ -368,7 +398,7 @@ pub fn build(input: &ReportInput) -> View {
                     metric: e.metric.clone(),
                     kind: catalog::kind_name(e.kind).into(),
                     status: e.status.name().into(),
-                    reason: e.reason.clone(),
+                    reason: untrusted::line(&e.reason),
                 });
             }
         }
@@ -411,11 +441,11 @@ pub fn build(input: &ReportInput) -> View {
         .take(MAX_REPRODUCE)
         .filter_map(|cc| plan.cell(&cc.cell))
         .map(|cell| ReproduceView {
-            cell: if cell.label.is_empty() {
+            cell: untrusted::line(&if cell.label.is_empty() {
                 cell.id.clone()
             } else {
                 format!("{} ({})", cell.label, cell.id)
-            },
+            }),
             command: reproduce_command(plan, cell, &shard_of),
         })
         .collect();
@@ -425,11 +455,11 @@ pub fn build(input: &ReportInput) -> View {
         .iter()
         .map(|cell| CellView {
             id: cell.id.clone(),
-            name: if cell.label.is_empty() {
-                cell.id.clone()
+            name: untrusted::line(if cell.label.is_empty() {
+                &cell.id
             } else {
-                cell.label.clone()
-            },
+                &cell.label
+            }),
             machine: format!(
                 "{}, {} vCPU, {} MiB RAM, {} MiB swap{}",
                 cell.arch.name(),
@@ -456,27 +486,28 @@ pub fn build(input: &ReportInput) -> View {
         .map(|k| KernelView {
             variant: k.variant.clone(),
             arch: k.target(),
-            description: k.description.clone(),
-            release: k.kernel.release.clone(),
-            tree: k.kernel.tree.clone().unwrap_or_else(|| "-".into()),
+            description: untrusted::line(&k.description),
+            // Written by the build into its object dir: the series' own.
+            release: untrusted::release(&k.kernel.release),
+            tree: k.kernel.tree.as_deref().map_or("-".into(), untrusted::line),
             tree_commit: short(&k.kernel.tree_commit),
             head_commit: short(&k.kernel.head_commit),
             series_hash: short(&k.kernel.series_hash),
-            new_warnings: k.new_warnings.clone(),
+            new_warnings: k.new_warnings.iter().map(|w| untrusted::line(w)).collect(),
         })
         .collect();
 
     let runs = c
         .variants
         .iter()
-        .map(crate::report::comparison::runs_line)
+        .map(|r| untrusted::line(&crate::report::comparison::runs_line(r)))
         .collect();
 
     let splats = c
         .splats
         .iter()
         .map(|f| SplatView {
-            title: f.title.clone(),
+            title: untrusted::line(&f.title),
             kind: f.kind.name().into(),
             status: f.status.name().into(),
             new: f.status == crate::analysis::model::SplatStatus::New,
@@ -486,15 +517,19 @@ pub fn build(input: &ReportInput) -> View {
                 .iter()
                 .map(|h| (h.variant.clone(), h.runs, h.of))
                 .collect(),
-            first_run: f.first_run.clone(),
-            first_variant: f.first_variant.clone(),
-            excerpt: f.excerpt.lines().map(str::to_string).collect(),
+            first_run: untrusted::line(&f.first_run),
+            first_variant: untrusted::line(&f.first_variant),
+            excerpt: if f.excerpt.trim().is_empty() {
+                vec![]
+            } else {
+                untrusted::lines(f.excerpt.trim_end())
+            },
         })
         .collect();
 
     let o = &c.options;
     View {
-        title: c.description.clone().unwrap_or_else(|| c.source.clone()),
+        title: untrusted::line(c.description.as_deref().unwrap_or(&c.source)),
         plan_id: c.plan_id.clone(),
         source: c.source.clone(),
         baseline: c.baseline.clone(),
@@ -508,7 +543,7 @@ pub fn build(input: &ReportInput) -> View {
             v.expectations_failed,
             v.expectations_inconclusive
         ),
-        reasons: v.reasons.clone(),
+        reasons: v.reasons.iter().map(|r| untrusted::line(r)).collect(),
         marker: marker(m),
         method: format!(
             "significant: {} p <= {} and |change| >= the noise floor ({} by default); \
@@ -528,7 +563,11 @@ pub fn build(input: &ReportInput) -> View {
         ),
         cells,
         kernels,
-        accel: c.accel.iter().map(|(a, s)| format!("{a}: {s}")).collect(),
+        accel: c
+            .accel
+            .iter()
+            .map(|(a, s)| untrusted::line(&format!("{a}: {s}")))
+            .collect(),
         runs,
         expectations,
         tables,
@@ -539,6 +578,9 @@ pub fn build(input: &ReportInput) -> View {
         rows_cut: 0,
         expectations_cut: 0,
         reasons_cut: 0,
+        splats_cut_new: 0,
+        splats_cut_old: 0,
+        excerpts_cut: 0,
     }
 }
 
@@ -560,7 +602,102 @@ impl View {
         self.expectations.truncate(keep);
     }
 
+    /// Keeps the first `new` new splats and the first `old` pre-existing
+    /// ones, and the first occurrence of the first `excerpts` of those
+    /// kept (new ones come first), counting what is cut.
+    pub fn cut_splats(&mut self, new: usize, old: usize, excerpts: usize) {
+        let (mut n, mut o) = (0, 0);
+        let mut kept = Vec::with_capacity(self.splats.len());
+        for s in std::mem::take(&mut self.splats) {
+            let (count, max, cut) = if s.new {
+                (&mut n, new, &mut self.splats_cut_new)
+            } else {
+                (&mut o, old, &mut self.splats_cut_old)
+            };
+            if *count < max {
+                *count += 1;
+                kept.push(s);
+            } else {
+                *cut += 1;
+            }
+        }
+        for s in kept.iter_mut().skip(excerpts) {
+            if !s.excerpt.is_empty() {
+                s.excerpt.clear();
+                self.excerpts_cut += 1;
+            }
+        }
+        self.splats = kept;
+    }
+
     pub fn row_count(&self) -> usize {
         self.tables.iter().map(|t| t.rows.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_script_is_named_not_shown() {
+        let plan = crate::matrix::default_plan(&Default::default()).unwrap();
+        let mut cell = plan.cells[0].clone();
+        cell.job.script = Some(mmci_record::ScriptJob {
+            name: "leak".into(),
+            image: "tools".into(),
+            text: Some("root:$6$SHADOWHASH:19000:0:99999:7:::\n".into()),
+            ..Default::default()
+        });
+        let v = job_values(&cell);
+        let script = v.iter().find(|(k, _)| k == "script").unwrap();
+        assert_eq!(script.1, "leak (image tools)");
+        assert!(!v.iter().any(|(_, x)| x.contains("SHADOWHASH")), "{v:?}");
+    }
+
+    /// What `sh` makes of `word`: the one argument printf gets.
+    fn sh_reads(shell: &str, word: &str) -> String {
+        let out = std::process::Command::new(shell)
+            .arg("-c")
+            .arg(format!("printf '%s' {word}"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{shell} on {word}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn shell_words_read_back_as_given() {
+        let canary = tempfile::tempdir().unwrap();
+        let pwned = canary.path().join("pwned");
+        let touch = format!("x'$(touch${{IFS}}{})'@evil", pwned.display());
+        for (given, want) in [
+            ("plain@example.org", "plain@example.org"),
+            ("a b", "'a b'"),
+            ("", "''"),
+            (touch.as_str(), ""),
+            ("x'$(id)'`id`\"@evil", ""),
+            ("$(touch /tmp/x)", "'$(touch /tmp/x)'"),
+            ("`id`", "'`id`'"),
+            ("semi;colon&&amp|pipe", "'semi;colon&&amp|pipe'"),
+            ("glob*?[x]~", "'glob*?[x]~'"),
+            ("bang!hist", "'bang!hist'"),
+            ("new\nline", "'new line'"),
+            ("esc\u{1b}[2Jx", "escx"),
+            ("tab\there", "'tab here'"),
+            ("ünï", "'ünï'"),
+        ] {
+            let q = shell_word(given);
+            if !want.is_empty() {
+                assert_eq!(q, want, "{given:?}");
+            }
+            let clean = untrusted::line(given);
+            for shell in ["/bin/sh", "/bin/bash"] {
+                if std::path::Path::new(shell).exists() {
+                    assert_eq!(sh_reads(shell, &q), clean, "{shell}: {given:?} as {q}");
+                }
+            }
+        }
+        assert!(!pwned.exists(), "the quoted message-id ran a command");
     }
 }
