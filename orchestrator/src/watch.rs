@@ -9,8 +9,14 @@
 //! ([`crate::kernel::series::series_hash`]), kept in a state file written after
 //! each action, so a restart or a resend does not test a series twice,
 //! while a new revision (other content) is tested.
+//!
+//! One entry that cannot be handled (a thread that 404s, is over the size
+//! limit or corrupt; an unreadable maildir file; a patchwork series that
+//! cannot be fetched) is logged, recorded in the state with its attempts and
+//! tried again on later passes, up to [`MAX_ATTEMPTS`]; it never stops the
+//! pass. A pass handles at most [`MAX_ENTRIES_PER_PASS`] entries.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -21,6 +27,21 @@ use crate::kernel::series::{self, fetch, Mail, Series};
 /// How long one `mmci run` started by the watcher may take: a full matrix
 /// with its kernel builds is hours on a small host; a day means it hangs.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// How many times an entry that fails is tried (one pass each) before it
+/// is given up.
+pub const MAX_ATTEMPTS: u32 = 5;
+
+/// Most entries one pass fetches (feed entries' threads, patchwork
+/// series): lore's new.atom holds a few dozen; a feed of 150,000 would
+/// otherwise be 150,000 requests in one pass. Further feed entries are
+/// logged and not fetched in that pass; further patchwork events wait for
+/// the next one (the cursor stays before them).
+pub const MAX_ENTRIES_PER_PASS: usize = 100;
+
+/// How long a failure is remembered after its last attempt (the entry has
+/// long left the feed by then).
+pub const FAILURE_MEMORY: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
 pub mod patchwork;
 
@@ -46,6 +67,8 @@ pub enum WatchError {
     },
     #[error(transparent)]
     Fetch(#[from] fetch::FetchError),
+    #[error(transparent)]
+    Series(#[from] series::SeriesError),
     #[error("{url}: not an Atom feed ({why})")]
     BadFeed { url: String, why: String },
     #[error(transparent)]
@@ -93,6 +116,20 @@ pub struct State {
     /// Patchwork sources (`URL PROJECT`) -> how far their events were handled.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub patchwork: BTreeMap<String, patchwork::Cursor>,
+    /// Entries that failed (`lore <message-id>`, `maildir <path>`,
+    /// `patchwork <url> <project> <series>`): tried again on later passes.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed: BTreeMap<String, Failure>,
+}
+
+/// An entry that could not be handled.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub attempts: u32,
+    /// The last attempt's error.
+    pub error: String,
+    /// When it was last tried.
+    pub unix: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -121,6 +158,42 @@ impl State {
                 source,
             }),
         }
+    }
+
+    /// True when `key` failed [`MAX_ATTEMPTS`] times: not tried again.
+    pub fn given_up(&self, key: &str) -> bool {
+        self.failed
+            .get(key)
+            .is_some_and(|f| f.attempts >= MAX_ATTEMPTS)
+    }
+
+    /// Records a failed attempt at `key` and logs it.
+    pub fn record_failure(&mut self, key: &str, error: &(dyn std::error::Error + 'static)) {
+        let error = crate::host::error_chain(error);
+        let f = self.failed.entry(key.to_string()).or_insert(Failure {
+            attempts: 0,
+            error: String::new(),
+            unix: 0,
+        });
+        f.attempts += 1;
+        f.error = error;
+        f.unix = crate::post::github::now();
+        if f.attempts >= MAX_ATTEMPTS {
+            tracing::warn!(entry = key, attempts = f.attempts, error = %f.error, "failed; given up (MAX_ATTEMPTS)");
+        } else {
+            tracing::warn!(entry = key, attempts = f.attempts, error = %f.error, "failed; tried again on a later pass");
+        }
+    }
+
+    /// `key` was handled: its failures are forgotten.
+    pub fn record_success(&mut self, key: &str) {
+        self.failed.remove(key);
+    }
+
+    /// Forgets failures last tried more than [`FAILURE_MEMORY`] before `now`.
+    pub fn forget_old_failures(&mut self, now: u64) {
+        self.failed
+            .retain(|_, f| f.unix.saturating_add(FAILURE_MEMORY.as_secs()) >= now);
     }
 
     pub fn save(&self, path: &Path) -> Result<(), WatchError> {
@@ -277,8 +350,11 @@ pub fn threads(mails: Vec<Mail>) -> Vec<Vec<Mail>> {
         .collect()
 }
 
-/// The mails of a maildir (`cur/` and `new/`), in name order.
-pub fn maildir_mails(dir: &Path) -> Result<Vec<Mail>, WatchError> {
+/// The mails of a maildir (`cur/` and `new/`), in name order. Each file is
+/// read by the bytes actually read, at most [`fetch::MAX_MBOX_BYTES`]; one
+/// that cannot be read (a FIFO, a device, too large, no permission) is
+/// recorded in `state` and skipped.
+pub fn maildir_mails(dir: &Path, state: &mut State) -> Result<Vec<Mail>, WatchError> {
     let mut files = Vec::new();
     for sub in ["cur", "new"] {
         let d = dir.join(sub);
@@ -292,13 +368,38 @@ pub fn maildir_mails(dir: &Path) -> Result<Vec<Mail>, WatchError> {
     files.sort();
     let mut mails = Vec::new();
     for f in files {
-        let bytes = std::fs::read(&f).map_err(|source| WatchError::Read {
-            path: f.clone(),
-            source,
-        })?;
-        mails.extend(series::parse_mail(&bytes));
+        let key = format!("maildir {}", f.display());
+        if state.given_up(&key) {
+            continue;
+        }
+        match read_maildir_file(&f) {
+            Ok(bytes) => {
+                state.record_success(&key);
+                mails.extend(series::parse_mail(&bytes));
+            }
+            Err(e) => state.record_failure(&key, &e),
+        }
     }
     Ok(mails)
+}
+
+/// One maildir file: a regular file (a FIFO would block, a device never
+/// end), read by the bytes actually read.
+fn read_maildir_file(f: &Path) -> Result<Vec<u8>, WatchError> {
+    let read = |source| WatchError::Read {
+        path: f.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::symlink_metadata(f).map_err(read)?;
+    if !meta.is_file() {
+        return Err(read(std::io::Error::other(
+            "not a regular file (a maildir holds one mail per regular file)",
+        )));
+    }
+    series::read_capped(f, fetch::MAX_MBOX_BYTES).map_err(|e| match e {
+        series::MboxReadError::Io(source) => read(source),
+        e => WatchError::Series(e.into_series(&f.display().to_string(), f)),
+    })
 }
 
 /// A complete series found in the source, with its mails (to hand to
@@ -361,32 +462,54 @@ pub fn series_in(mails: Vec<Mail>) -> Vec<Found> {
         .collect()
 }
 
-/// Reads the source: the complete series in it now.
-pub async fn poll(source: &Source, fetcher: &fetch::Fetcher) -> Result<Vec<Found>, WatchError> {
+/// Reads the source: the complete series in it now. Entries that fail
+/// are recorded in `state` (see [`State::record_failure`]) and skipped.
+pub async fn poll(
+    source: &Source,
+    fetcher: &fetch::Fetcher,
+    state: &mut State,
+) -> Result<Vec<Found>, WatchError> {
     match source {
         Source::Mbox(path) => {
-            let bytes = std::fs::read(path).map_err(|source| WatchError::Read {
-                path: path.clone(),
-                source,
-            })?;
+            let bytes = series::read_mbox_file(path, &path.display().to_string())?;
             Ok(series_in(series::mails_from_mbox(&bytes)))
         }
-        Source::Maildir(dir) => Ok(series_in(maildir_mails(dir)?)),
+        Source::Maildir(dir) => Ok(series_in(maildir_mails(dir, state)?)),
         Source::Atom { url, lore_url } => {
             let xml = fetcher.get_text(url).await?;
             let entries = parse_atom(&xml, url)?;
             let mut found: Vec<Found> = Vec::new();
-            let mut fetched: Vec<String> = Vec::new();
+            let mut hashes: HashSet<String> = HashSet::new();
+            // Message-ids whose thread is at hand: the entries' own (a
+            // thread need not hold the mail its entry names) and their
+            // threads' mails.
+            let mut fetched: HashSet<String> = HashSet::new();
+            let mut fetches = 0;
+            let mut waiting = 0;
             for e in entries {
                 // Patch mails only; replies and discussion are not series.
                 if series::parse_subject(&e.title).is_none() {
                     continue;
                 }
                 let Some(id) = e.message_id else { continue };
-                if fetched.contains(&id) {
+                let key = format!("lore {id}");
+                if fetched.contains(&id) || state.given_up(&key) {
                     continue;
                 }
-                let mbox = fetcher.lore_thread(lore_url, &id).await?;
+                if fetches == MAX_ENTRIES_PER_PASS {
+                    waiting += 1;
+                    continue;
+                }
+                fetches += 1;
+                fetched.insert(id.clone());
+                let mbox = match fetcher.lore_thread(lore_url, &id).await {
+                    Ok(mbox) => mbox,
+                    Err(err) => {
+                        state.record_failure(&key, &err);
+                        continue;
+                    }
+                };
+                state.record_success(&key);
                 let mails = series::mails_from_mbox(&mbox);
                 fetched.extend(mails.iter().map(|m| m.message_id.clone()));
                 let sel = series::Selection {
@@ -394,10 +517,18 @@ pub async fn poll(source: &Source, fetcher: &fetch::Fetcher) -> Result<Vec<Found
                     revision: None,
                 };
                 if let Ok(s) = series::assemble_with(&mails, &id, &sel) {
-                    if !found.iter().any(|f| f.series.hash == s.hash) {
+                    if hashes.insert(s.hash.clone()) {
                         found.push(Found { series: s, mails });
                     }
                 }
+            }
+            if waiting > 0 {
+                tracing::warn!(
+                    %url,
+                    waiting,
+                    limit = MAX_ENTRIES_PER_PASS,
+                    "more patch entries than one pass fetches (MAX_ENTRIES_PER_PASS); the rest are not fetched in this pass"
+                );
             }
             Ok(found)
         }
@@ -461,7 +592,12 @@ pub async fn pass(
     fetcher: &fetch::Fetcher,
 ) -> Result<Vec<String>, WatchError> {
     let mut state = State::load(state_path)?;
-    let found = poll(source, fetcher).await?;
+    state.forget_old_failures(crate::post::github::now());
+    let failures_before = state.failed.clone();
+    let found = poll(source, fetcher, &mut state).await?;
+    if state.failed != failures_before && !dry_run {
+        state.save(state_path)?;
+    }
     let mut lines = Vec::new();
     let store = state_path.with_extension("series");
     for f in found {

@@ -259,6 +259,7 @@ async fn lore_threads_and_atom_feed_from_a_real_public_inbox() {
             lore_url: pi.base.clone(),
         },
         &quick(),
+        &mut mmci::watch::State::default(),
     )
     .await
     .unwrap();

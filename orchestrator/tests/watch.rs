@@ -331,3 +331,214 @@ fn dispatch_without_token_fails_before_reading_the_list() {
         out(&o)
     );
 }
+
+/// A feed of `entries` (title, message-id), links on `base`.
+fn feed(base: &str, entries: &[(&str, String)]) -> String {
+    let mut f = String::from(
+        r#"<?xml version="1.0" encoding="us-ascii"?><feed xmlns="http://www.w3.org/2005/Atom"><title>linux-mm</title>"#,
+    );
+    for (i, (title, id)) in entries.iter().enumerate() {
+        f.push_str(&format!(
+            r#"<entry><title>{title}</title><link href="{base}/linux-mm/{}/"/><id>urn:uuid:{i}</id></entry>"#,
+            id.replace('@', "%40")
+        ));
+    }
+    f.push_str("</feed>");
+    f
+}
+
+fn state_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// One entry whose thread cannot be had (not gzip, as a broken mirror
+/// answers) does not stop the pass: the good series after it is
+/// dispatched; the bad entry is recorded with its attempts, tried again on
+/// each later pass, and given up after MAX_ATTEMPTS. Before, the whole pass
+/// ended with exit 7 on every poll.
+#[tokio::test]
+async fn a_failing_entry_is_recorded_retried_and_never_stops_the_pass() {
+    let server = MockServer::start().await;
+    let url = server.uri();
+    let bad = "bad-1@example.org";
+    let good = "5d4fd0b0625b9680253034873147ac1f2b3ff186.1796033954.git.mmci-dev@example.org";
+    let entries = [
+        ("[PATCH] mm: broken thread", bad.to_string()),
+        (
+            "[PATCH v1 1/2] mm/vmscan: fix missing NR_ISOLATED counter update in MGLRU reclaim path",
+            good.to_string(),
+        ),
+    ];
+    Mock::given(method("GET"))
+        .and(path("/linux-mm/new.atom"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(feed(&url, &entries)))
+        .mount(&server)
+        .await;
+    Mock::given(method("GET"))
+        .and(path(format!("/all/{bad}/t.mbox.gz")))
+        .respond_with(ResponseTemplate::new(200).set_body_string("not gzip"))
+        .with_priority(1)
+        .mount(&server)
+        .await;
+    http::lore_thread()
+        .respond_with(http::gzipped(bundled_mbox().as_bytes()))
+        .mount(&server)
+        .await;
+    dispatches(&server).await;
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state.json");
+    let feed_url = format!("{url}/linux-mm/new.atom");
+    let args = [
+        "--atom",
+        &feed_url,
+        "--lore-url",
+        &url,
+        "--dispatch",
+        "mm/ci",
+        "--api",
+        &url,
+        "--state",
+        state.to_str().unwrap(),
+    ];
+    let env = [("GITHUB_TOKEN", TOKEN)];
+    let bad_get = format!("GET /all/{bad}/t.mbox.gz");
+    for pass in 1..=6u64 {
+        let before = http::calls(&server).await.len();
+        let o = mmci_async(&args, &env).await;
+        assert!(o.status.success(), "pass {pass}: {}", out(&o));
+        let calls = http::calls(&server).await[before..].to_vec();
+        // Tried on passes 1 to 5 (MAX_ATTEMPTS), then given up.
+        assert_eq!(
+            calls.iter().filter(|c| **c == bad_get).count(),
+            usize::from(pass <= 5),
+            "pass {pass}: {calls:?}"
+        );
+        let dispatched = calls.iter().filter(|c| c.starts_with("POST")).count();
+        assert_eq!(dispatched, usize::from(pass == 1), "pass {pass}: {calls:?}");
+        let failure = &state_json(&state)["failed"][format!("lore {bad}")];
+        assert_eq!(failure["attempts"], pass.min(5), "pass {pass}");
+        assert!(
+            failure["error"]
+                .as_str()
+                .unwrap()
+                .contains("the thread is not valid gzip"),
+            "{failure}"
+        );
+        if pass == 1 {
+            assert!(
+                out(&o).contains("tried again on a later pass"),
+                "{}",
+                out(&o)
+            );
+            assert_eq!(
+                String::from_utf8_lossy(&o.stdout),
+                "[PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation: dispatched to mm/ci\n"
+            );
+        }
+    }
+}
+
+/// Feed entries whose thread does not hold them are fetched once each, and
+/// at most MAX_ENTRIES_PER_PASS (100) threads are fetched in one pass: a
+/// feed of 150,000 such entries took 150,000 requests.
+#[tokio::test]
+async fn one_pass_fetches_each_entry_once_and_at_most_a_hundred() {
+    let server = MockServer::start().await;
+    let url = server.uri();
+    let mut entries: Vec<(&str, String)> = (0..130)
+        .map(|i| ("[PATCH] mm: one of many", format!("many-{i}@example.org")))
+        .collect();
+    // The same entry twice.
+    entries.push(("[PATCH] mm: one of many", "many-0@example.org".to_string()));
+    Mock::given(method("GET"))
+        .and(path("/linux-mm/new.atom"))
+        .respond_with(ResponseTemplate::new(200).set_body_string(feed(&url, &entries)))
+        .mount(&server)
+        .await;
+    // Every thread is the reply and the lonely patch: none holds its entry.
+    http::lore_thread()
+        .respond_with(http::gzipped(noise().as_bytes()))
+        .mount(&server)
+        .await;
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state.json");
+    let feed_url = format!("{url}/linux-mm/new.atom");
+    let o = mmci_async(
+        &[
+            "--atom",
+            &feed_url,
+            "--lore-url",
+            &url,
+            "--run",
+            "--dry-run",
+            "--state",
+            state.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .await;
+    assert!(o.status.success(), "{}", out(&o));
+    let calls = http::calls(&server).await;
+    let threads: Vec<&String> = calls
+        .iter()
+        .filter(|c| c.starts_with("GET /all/"))
+        .collect();
+    assert_eq!(threads.len(), 100, "{calls:?}");
+    let distinct: std::collections::HashSet<&&String> = threads.iter().collect();
+    assert_eq!(distinct.len(), 100);
+    assert!(
+        out(&o).contains("the rest are not fetched in this pass"),
+        "{}",
+        out(&o)
+    );
+}
+
+/// A maildir file that cannot be read (here a FIFO, which would block the
+/// watcher) is skipped and recorded; the series in the other files is run.
+#[test]
+fn a_bad_maildir_file_is_skipped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let maildir = tmp.path().join("Maildir");
+    std::fs::create_dir_all(maildir.join("new")).unwrap();
+    for (i, m) in bundled_mbox().split("\nFrom ").enumerate() {
+        let m = if i == 0 {
+            m.to_string()
+        } else {
+            format!("From {m}")
+        };
+        let m = m.split_once('\n').unwrap().1;
+        std::fs::write(maildir.join("new").join(format!("{i}.mmci:2,")), m).unwrap();
+    }
+    let fifo = maildir.join("new").join("0-fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo reads one NUL-terminated path we own.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let state = tmp.path().join("state.json");
+    let o = mmci(
+        &[
+            "--maildir",
+            maildir.to_str().unwrap(),
+            "--run",
+            "--results",
+            tmp.path().join("results").to_str().unwrap(),
+            "--state",
+            state.to_str().unwrap(),
+            "--run-arg=--kernel=/nonexistent/bzImage",
+        ],
+        &[],
+    );
+    assert!(o.status.success(), "{}", out(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "[PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation: ran: exit 2\n"
+    );
+    let failure = &state_json(&state)["failed"][format!("maildir {}", fifo.display())];
+    assert_eq!(failure["attempts"], 1, "{}", state_json(&state));
+    assert!(
+        failure["error"]
+            .as_str()
+            .unwrap()
+            .contains("not a regular file"),
+        "{failure}"
+    );
+}

@@ -2,6 +2,12 @@
 //! parsing, thread model, revision choice) over a corpus of lore
 //! `t.mbox.gz` threads, timed as one pass per round; the median is the
 //! figure (target: under 200 ms for the 30-thread corpus on one core).
+//!
+//! Then the hostile shapes anyone who can post to a list can send
+//! ([`shapes`]): a 10,000-mail reroll chain, 100,000 unthreaded patches of
+//! distinct authors under one ghost parent, 20,000 singles of one author.
+//! Each must be assembled or refused with a named limit in under a second
+//! (they took minutes when thread assembly was cubic).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -107,6 +113,166 @@ pub fn run(dir: &Path, rounds: usize) -> std::io::Result<SeriesBench> {
     })
 }
 
+/// One hostile thread shape: its name and its mbox.
+pub struct Shape {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub mbox: Vec<u8>,
+}
+
+/// One mail of a generated mbox (about 200 bytes, as short list mail goes).
+fn shape_mail(
+    out: &mut String,
+    from: &str,
+    id: &str,
+    in_reply_to: Option<&str>,
+    subject: &str,
+    n: usize,
+) {
+    use std::fmt::Write;
+    let _ = write!(
+        out,
+        "From mmci-bench Mon Sep 17 00:00:00 2001\nFrom: {from}\nMessage-ID: <{id}>\n"
+    );
+    if let Some(p) = in_reply_to {
+        let _ = write!(out, "In-Reply-To: <{p}>\n");
+    }
+    let _ = write!(
+        out,
+        "Subject: {subject}\n\nmsg\n---\ndiff --git a/mm/x.c b/mm/x.c\n+{n}\n\n"
+    );
+}
+
+/// `n` `[PATCH]` mails of one author, each In-Reply-To the one before: a
+/// chain of `n - 1` rerolls (2.2 MB for 10,000).
+pub fn reroll_chain(n: usize) -> Vec<u8> {
+    let mut s = String::new();
+    for i in 0..n {
+        let prev = (i > 0).then(|| format!("chain-{}@example.org", i - 1));
+        shape_mail(
+            &mut s,
+            "A U Thor <a@example.org>",
+            &format!("chain-{i}@example.org"),
+            prev.as_deref(),
+            &format!("[PATCH] mm: change {i}"),
+            i,
+        );
+    }
+    s.into_bytes()
+}
+
+/// `n` unthreaded `[PATCH 1/2]` mails, each of its own author, all
+/// In-Reply-To one cover that is not in the mbox (24 MB for 100,000).
+pub fn unthreaded_authors(n: usize) -> Vec<u8> {
+    let mut s = String::new();
+    for i in 0..n {
+        shape_mail(
+            &mut s,
+            &format!("Author {i} <a{i}@example.org>"),
+            &format!("wide-{i}@example.org"),
+            Some("cover.ghost@example.org"),
+            &format!("[PATCH 1/2] mm: change {i}"),
+            i,
+        );
+    }
+    s.into_bytes()
+}
+
+/// `n` unthreaded `[PATCH]` singles of one author (3.8 MB for 20,000).
+pub fn singles(n: usize) -> Vec<u8> {
+    let mut s = String::new();
+    for i in 0..n {
+        shape_mail(
+            &mut s,
+            "A U Thor <a@example.org>",
+            &format!("single-{i}@example.org"),
+            None,
+            &format!("[PATCH] mm: change {i}"),
+            i,
+        );
+    }
+    s.into_bytes()
+}
+
+/// The hostile shapes, full size.
+pub fn shapes() -> Vec<Shape> {
+    vec![
+        Shape {
+            name: "chain10000",
+            what: "10,000 [PATCH] mails, each In-Reply-To the one before",
+            mbox: reroll_chain(10_000),
+        },
+        Shape {
+            name: "wide100000",
+            what: "100,000 unthreaded [PATCH 1/2], distinct authors, one ghost In-Reply-To",
+            mbox: unthreaded_authors(100_000),
+        },
+        Shape {
+            name: "same20000",
+            what: "20,000 [PATCH] singles of one author",
+            mbox: singles(20_000),
+        },
+    ]
+}
+
+/// One shape's figures: what assembly gave, and how long it took.
+#[derive(Clone, Debug)]
+pub struct ShapeRun {
+    pub name: &'static str,
+    pub what: &'static str,
+    pub bytes: usize,
+    pub outcome: String,
+    pub ms: f64,
+}
+
+/// Parses and assembles each shape once, as `mmci series show FILE` does.
+pub fn run_shapes(shapes: &[Shape]) -> Vec<ShapeRun> {
+    shapes
+        .iter()
+        .map(|s| {
+            let t = Instant::now();
+            let mails = crate::kernel::series::mail::mails_from_mbox_at_most(
+                &s.mbox,
+                crate::kernel::series::thread::MAX_THREAD_MAILS + 1,
+            );
+            let outcome = match crate::kernel::series::assemble(&mails, s.name) {
+                Ok(series) => format!(
+                    "v{} of {} patch(es), {} mails left out",
+                    series.version,
+                    series.patches.len(),
+                    series.left_out.len()
+                ),
+                Err(e) => format!("refused: {e}"),
+            };
+            ShapeRun {
+                name: s.name,
+                what: s.what,
+                bytes: s.mbox.len(),
+                outcome,
+                ms: t.elapsed().as_secs_f64() * 1000.0,
+            }
+        })
+        .collect()
+}
+
+/// The shapes' lines: each under a second, or not.
+pub fn render_shapes(runs: &[ShapeRun]) -> String {
+    let mut out =
+        String::from("hostile shapes (parse and assemble once; target < 1000 ms each):\n");
+    for r in runs {
+        out.push_str(&format!(
+            "  {} ({}, {:.1} MB): {:.0} ms, {}: {}\n",
+            r.name,
+            r.what,
+            r.bytes as f64 / 1e6,
+            r.ms,
+            if r.ms < 1000.0 { "met" } else { "MISSED" },
+            r.outcome
+        ));
+    }
+    out
+}
+
 pub fn render(b: &SeriesBench) -> String {
     let (median_ms, min, max) = median(&b.rounds_ms);
     let (cpu, cpu_min, cpu_max) = median(&b.rounds_cpu_ms);
@@ -126,4 +292,44 @@ pub fn render(b: &SeriesBench) -> String {
         cpu_max,
         if median_ms < 200.0 { "met" } else if cpu < 200.0 { "met in CPU time (wall time includes waiting for a core on this busy host)" } else { "MISSED" }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shapes at a tenth of their size come out as the full ones do:
+    /// the chain is one revision completed through its rerolls, the
+    /// unthreaded patches are incomplete, the singles give the first.
+    #[test]
+    fn small_shapes_assemble_as_the_big_ones() {
+        let small = [
+            Shape {
+                name: "chain",
+                what: "",
+                mbox: reroll_chain(500),
+            },
+            Shape {
+                name: "wide",
+                what: "",
+                mbox: unthreaded_authors(1_000),
+            },
+            Shape {
+                name: "same",
+                what: "",
+                mbox: singles(200),
+            },
+        ];
+        let runs = run_shapes(&small);
+        let outcomes: Vec<&str> = runs.iter().map(|r| r.outcome.as_str()).collect();
+        assert_eq!(
+            outcomes,
+            [
+                "v1 of 1 patch(es), 499 mails left out",
+                "refused: wide: v1 is incomplete: patch(es) 2 of 2 missing from the thread; there is no complete older revision in it",
+                "v1 of 1 patch(es), 199 mails left out",
+            ]
+        );
+        assert!(render_shapes(&runs).contains("chain (, 0.1 MB)"));
+    }
 }

@@ -15,7 +15,9 @@ use crate::run::accel::{self, AccelRequest};
 #[derive(Subcommand)]
 pub enum BenchCommand {
     /// Assemble every thread of a corpus of lore t.mbox.gz files (gunzip,
-    /// parse, thread, choose) end to end; median of --rounds.
+    /// parse, thread, choose) end to end; median of --rounds. Then the
+    /// hostile shapes (a 10,000-mail reroll chain, 100,000 unthreaded
+    /// patches, 20,000 singles), once each.
     Series {
         /// Directory of *.t.mbox.gz [default: the test corpus,
         /// orchestrator/tests/fixtures/lore-threads].
@@ -23,6 +25,10 @@ pub enum BenchCommand {
         corpus: Option<PathBuf>,
         #[arg(long, default_value_t = 11)]
         rounds: usize,
+        /// Write the hostile shapes to DIR/<name>.mbox (for `mmci series
+        /// show` under a profiler) instead of benchmarking.
+        #[arg(long, value_name = "DIR")]
+        write_shapes: Option<PathBuf>,
     },
     /// Cold kernel build, cache hit and patched rebuild (one patch to
     /// mm/vmscan.c) side by side, against plain make. Takes two cold builds.
@@ -86,7 +92,22 @@ pub async fn bench(command: BenchCommand, work: &WorkDir) -> Result<i32, AppErro
             print!("{}", crate::bench::analysis::render(&b));
             Ok(exit::OK)
         }
-        BenchCommand::Series { corpus, rounds } => {
+        BenchCommand::Series {
+            write_shapes: Some(out),
+            ..
+        } => {
+            let err = |e: std::io::Error| {
+                AppError::BadOption(format!("--write-shapes {}: {e}", out.display()))
+            };
+            std::fs::create_dir_all(&out).map_err(err)?;
+            for s in crate::bench::series::shapes() {
+                let path = out.join(format!("{}.mbox", s.name));
+                std::fs::write(&path, &s.mbox).map_err(err)?;
+                println!("{} ({} bytes): {}", path.display(), s.mbox.len(), s.what);
+            }
+            Ok(exit::OK)
+        }
+        BenchCommand::Series { corpus, rounds, .. } => {
             let dir = corpus.unwrap_or_else(|| {
                 PathBuf::from(concat!(
                     env!("CARGO_MANIFEST_DIR"),
@@ -96,6 +117,8 @@ pub async fn bench(command: BenchCommand, work: &WorkDir) -> Result<i32, AppErro
             let b = crate::bench::series::run(&dir, rounds)
                 .map_err(|e| AppError::BadOption(format!("--corpus {}: {e}", dir.display())))?;
             print!("{}", crate::bench::series::render(&b));
+            let shapes = crate::bench::series::run_shapes(&crate::bench::series::shapes());
+            print!("{}", crate::bench::series::render_shapes(&shapes));
             Ok(exit::OK)
         }
         BenchCommand::Matrix { cells, rounds } => {

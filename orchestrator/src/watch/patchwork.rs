@@ -8,14 +8,16 @@
 //! with the series it let through: the date of the newest event handled and
 //! the ids of the events at that date (patchwork's `since` is inclusive).
 //! A restart asks again from the cursor, so it neither misses an event nor
-//! acts on one twice.
+//! acts on one twice. An event whose series cannot be fetched is recorded
+//! in the state's failures (by series id) and fetched again on later
+//! passes, up to [`super::MAX_ATTEMPTS`]; the cursor moves on past it.
 
 use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{touches, Action, Found, Handled, State, WatchError};
+use super::{touches, Action, Found, Handled, State, WatchError, MAX_ENTRIES_PER_PASS};
 use crate::kernel::series::patchwork::{self as pw, PatchworkError};
 
 /// Where events come from.
@@ -149,6 +151,7 @@ pub async fn pass(
     run_timeout: Duration,
 ) -> Result<Vec<String>, WatchError> {
     let mut state = State::load(state_path)?;
+    state.forget_old_failures(crate::post::github::now());
     let key = src.key();
     let mut cursor = state
         .patchwork
@@ -167,24 +170,65 @@ pub async fn pass(
         .await
         .map_err(remote)?;
     let mut lines = Vec::new();
-    for e in pending(events, &cursor) {
-        let what = act(
-            &client,
-            src,
-            &e,
-            prefixes,
-            action,
-            &state,
-            dry_run,
-            run_timeout,
-        )
-        .await?;
+    // Series that failed on earlier passes first, then the new events.
+    let failed_prefix = failure_key(src, "");
+    let retries: Vec<u64> = state
+        .failed
+        .iter()
+        .filter(|(k, f)| k.starts_with(&failed_prefix) && f.attempts < super::MAX_ATTEMPTS)
+        .filter_map(|(k, _)| k[failed_prefix.len()..].parse().ok())
+        .collect();
+    let pending = pending(events, &cursor);
+    let mut handled = 0;
+    for (id, event) in retries.into_iter().map(|id| (Some(id), None)).chain(
+        pending
+            .iter()
+            .map(|e| (e.payload.series.as_ref().map(|s| s.id), Some(e))),
+    ) {
+        if handled == MAX_ENTRIES_PER_PASS {
+            // The cursor stays before the rest: the next pass takes them.
+            tracing::warn!(
+                limit = MAX_ENTRIES_PER_PASS,
+                "more patchwork events than one pass handles (MAX_ENTRIES_PER_PASS); the rest wait for a later pass"
+            );
+            break;
+        }
+        handled += 1;
+        match id {
+            None => {
+                tracing::warn!(
+                    event = event.map(|e| e.id),
+                    "series-completed event without a series"
+                )
+            }
+            Some(id) => {
+                let fkey = failure_key(src, &id.to_string());
+                let outcome = match fetch(&client, id).await {
+                    Ok(found) => {
+                        state.record_success(&fkey);
+                        match found {
+                            Some(f) => {
+                                act(f, src, id, prefixes, action, &state, dry_run, run_timeout)
+                                    .await?
+                            }
+                            None => None,
+                        }
+                    }
+                    Err(err) => {
+                        state.record_failure(&fkey, &err);
+                        None
+                    }
+                };
+                if let Some((line, hash, handled)) = outcome {
+                    lines.push(line);
+                    state.series.insert(hash, handled);
+                }
+            }
+        }
         // A dry run keeps its state in memory only, so that it too shows
         // each series once.
-        cursor.advance(&e);
-        if let Some((line, hash, handled)) = what {
-            lines.push(line);
-            state.series.insert(hash, handled);
+        if let Some(e) = event {
+            cursor.advance(e);
         }
         state.patchwork.insert(key.clone(), cursor.clone());
         if !dry_run {
@@ -194,40 +238,43 @@ pub async fn pass(
     Ok(lines)
 }
 
+/// The state's failure key of a series of this source.
+fn failure_key(src: &Source, series: &str) -> String {
+    format!("patchwork {} {series}", src.key())
+}
+
+/// A series and its mails from patchwork: None when it does not assemble
+/// (a completed series that does not will not get better by asking again:
+/// said once, and skipped).
+async fn fetch(client: &pw::Client, id: u64) -> Result<Option<Found>, PatchworkError> {
+    let s = client.series(id).await?;
+    let mbox = client.series_mbox(&s).await?;
+    let mails = crate::kernel::series::mails_from_mbox(&mbox);
+    match crate::kernel::series::assemble(&mails, &format!("patchwork series {id}")) {
+        Ok(series) => Ok(Some(Found { series, mails })),
+        Err(err) => {
+            tracing::warn!(series = id, error = %err, "skipped");
+            Ok(None)
+        }
+    }
+}
+
 type Outcome = Option<(String, String, Handled)>;
 
-/// Handles one event: None when there is nothing to do (seen, elsewhere
+/// Acts on one fetched series: None when there is nothing to do (seen
 /// or not ours); else the line to print, the series hash and the entry for
 /// the state.
 #[allow(clippy::too_many_arguments)]
 async fn act(
-    client: &pw::Client,
+    f: Found,
     src: &Source,
-    e: &Event,
+    id: u64,
     prefixes: &[String],
     action: &Action,
     state: &State,
     dry_run: bool,
     run_timeout: Duration,
 ) -> Result<Outcome, WatchError> {
-    let Some(embedded) = &e.payload.series else {
-        tracing::warn!(event = e.id, "series-completed event without a series");
-        return Ok(None);
-    };
-    let id = embedded.id;
-    let s = client.series(id).await.map_err(remote)?;
-    let mbox = client.series_mbox(&s).await.map_err(remote)?;
-    let mails = crate::kernel::series::mails_from_mbox(&mbox);
-    let series = match crate::kernel::series::assemble(&mails, &format!("patchwork series {id}")) {
-        Ok(series) => series,
-        Err(err) => {
-            // A completed series that does not assemble will not get
-            // better by asking again: say so once and move on.
-            tracing::warn!(series = id, error = %err, "skipped");
-            return Ok(None);
-        }
-    };
-    let f = Found { series, mails };
     let hash = f.series.hash.clone();
     if state.series.contains_key(&hash) {
         tracing::debug!(series = id, "already handled");

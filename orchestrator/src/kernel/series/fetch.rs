@@ -325,10 +325,12 @@ impl Fetcher {
 }
 
 /// Decompresses a lore thread, refusing one over [`MAX_MBOX_BYTES`] (a
-/// few KiB of gzip can claim gigabytes).
+/// few KiB of gzip can claim gigabytes). Every gzip member is read: a
+/// server (or `cat a.gz b.gz`) may concatenate them, and the mails of the
+/// later ones are part of the thread.
 pub fn gunzip_limited(gz: &[u8], url: &str) -> Result<Vec<u8>, FetchError> {
     let mut mbox = Vec::new();
-    flate2::read::GzDecoder::new(gz)
+    flate2::read::MultiGzDecoder::new(gz)
         .take(MAX_MBOX_BYTES + 1)
         .read_to_end(&mut mbox)
         .map_err(|source| FetchError::CorruptGzip {
@@ -505,5 +507,41 @@ mod tests {
             gunzip_limited(&ok.finish().unwrap(), "u").unwrap(),
             b"From x\n"
         );
+        // A bomb split over many members is held to the same limit.
+        let member = {
+            let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            z.write_all(&vec![0u8; 8 << 20]).unwrap();
+            z.finish().unwrap()
+        };
+        let many = member.repeat((MAX_MBOX_BYTES >> 23) as usize + 1);
+        assert!(matches!(
+            gunzip_limited(&many, "u"),
+            Err(FetchError::TooLarge { .. })
+        ));
+    }
+
+    /// Two gzip members (lore's own answer is one; `cat a.gz b.gz` is
+    /// two): the mails of both come out.
+    #[test]
+    fn every_gzip_member_is_read() {
+        use std::io::Write;
+        let gz = |text: &str| {
+            let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            z.write_all(text.as_bytes()).unwrap();
+            z.finish().unwrap()
+        };
+        let one = "From a\nSubject: one\n\nx\n";
+        let two = "From b\nSubject: two\n\ny\n";
+        let both = [gz(one), gz(two)].concat();
+        assert_eq!(
+            gunzip_limited(&both, "u").unwrap(),
+            format!("{one}{two}").as_bytes()
+        );
+        let mut truncated = both.clone();
+        truncated.truncate(both.len() - 3);
+        assert!(matches!(
+            gunzip_limited(&truncated, "u"),
+            Err(FetchError::CorruptGzip { .. })
+        ));
     }
 }

@@ -86,14 +86,19 @@ fn in_body_from(body: &str) -> Option<String> {
 }
 
 /// Strips `<>` and surrounding junk from one message-id header value.
-fn clean_id(s: &str) -> Option<String> {
+/// Whitespace inside (a folded header's CR, LF and indent) is dropped; an
+/// id with anything else outside printable ASCII (control characters,
+/// `<`, `>`, non-ASCII) is no id: ids go into a dispatch payload, a mail
+/// header and a command line, where a newline would split them.
+pub fn clean_id(s: &str) -> Option<String> {
     let s = s.trim();
     let s = match (s.find('<'), s.rfind('>')) {
         (Some(i), Some(j)) if i < j => &s[i + 1..j],
         _ => s,
     };
-    let s = s.trim();
-    (!s.is_empty()).then(|| s.to_string())
+    let id: String = s.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+    let printable = |c: char| c.is_ascii_graphic() && c != '<' && c != '>';
+    (!id.is_empty() && id.chars().all(printable)).then_some(id)
 }
 
 fn header_ids(v: &mail_parser::HeaderValue) -> Vec<String> {
@@ -168,9 +173,16 @@ fn addr_text(a: &mail_parser::Addr) -> String {
 
 /// The mails of an mbox (mboxrd `>From ` quoting undone).
 pub fn mails_from_mbox(bytes: &[u8]) -> Vec<Mail> {
+    mails_from_mbox_at_most(bytes, usize::MAX)
+}
+
+/// The first `max` mails of an mbox: a thread with more is refused anyway
+/// (`MAX_THREAD_MAILS`), so the rest need not be parsed.
+pub fn mails_from_mbox_at_most(bytes: &[u8], max: usize) -> Vec<Mail> {
     MessageIterator::new(bytes)
         .filter_map(|m| m.ok())
         .filter_map(|m| parse_mail(m.contents()))
+        .take(max)
         .collect()
 }
 
@@ -189,6 +201,49 @@ mod tests {
         ] {
             assert_eq!(address_of(given), want, "{given}");
         }
+    }
+
+    #[test]
+    fn message_ids_are_printable_ascii() {
+        for (given, want) in [
+            (
+                "<20261130.1-1-a@example.org>",
+                Some("20261130.1-1-a@example.org"),
+            ),
+            ("  <a@b>  (comment)", Some("a@b")),
+            ("a@b", Some("a@b")),
+            // A folded id loses its folding, not its text.
+            (
+                "<a@b\r\n Bcc: victim@evil.org>",
+                Some("a@bBcc:victim@evil.org"),
+            ),
+            ("<a\tb@c>", Some("ab@c")),
+            ("<x'$(id)'@evil>", Some("x'$(id)'@evil")),
+            ("<a\u{0}b@c>", None),
+            ("<a\u{1b}[31m@c>", None),
+            ("<a\u{7f}@c>", None),
+            ("<ü@x>", None),
+            ("<a<b@c>", None),
+            ("<>", None),
+            ("   ", None),
+        ] {
+            assert_eq!(clean_id(given).as_deref(), want, "{given:?}");
+        }
+    }
+
+    /// Folded and CR/LF-laden threading headers give ids without
+    /// whitespace; an id with a control character gives none.
+    #[test]
+    fn threading_headers_cannot_carry_newlines() {
+        let raw = "Message-ID: <a@b\r\n Bcc: victim@evil.org>\r\nIn-Reply-To: <p@x\r\n X-Evil: 1>\r\nReferences: <r@x>\r\n <q\u{1}@x>\r\n <p@x>\r\nFrom: A <a@x>\r\nSubject: [PATCH] t\r\n\r\nbody\r\n";
+        let m = parse_mail(raw.as_bytes()).unwrap();
+        for id in std::iter::once(&m.message_id)
+            .chain(&m.in_reply_to)
+            .chain(&m.references)
+        {
+            assert!(id.chars().all(|c| c.is_ascii_graphic()), "{id:?}");
+        }
+        assert_eq!(m.message_id, "a@bBcc:victim@evil.org");
     }
 
     #[test]

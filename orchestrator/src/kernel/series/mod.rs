@@ -3,7 +3,8 @@
 //! files; the thread model ([`thread`]), revision choice ([`revision`]),
 //! subjects ([`subject`]) and mail parsing ([`mail`]) assemble the series a
 //! maintainer would apply, identified by a stable hash. Files are read with a
-//! size limit ([`read_mbox_file`]).
+//! size limit counted in bytes actually read, gzip'd ones decompressed
+//! ([`read_mbox_file`]).
 
 pub mod apply;
 pub mod base;
@@ -34,12 +35,15 @@ pub enum SeriesError {
     },
     #[error(transparent)]
     Fetch(#[from] fetch::FetchError),
-    #[error("{path}: {size} bytes; the limit for an mbox or patch file is {limit} bytes (MAX_MBOX_BYTES)")]
+    #[error("{path}: {}; the limit for an mbox or patch file is {limit} bytes (MAX_MBOX_BYTES)", match .size { Some(n) => format!("{n} bytes"), None => format!("more than {limit} bytes") })]
     TooLarge {
         path: PathBuf,
-        size: u64,
+        /// None when read from a pipe (cut at the limit).
+        size: Option<u64>,
         limit: u64,
     },
+    #[error("{path}: not a regular file or a pipe but a {kind}; give an mbox or patch file")]
+    NotAFile { path: PathBuf, kind: &'static str },
     #[error(transparent)]
     Patchwork(#[from] patchwork::PatchworkError),
     #[error(transparent)]
@@ -54,6 +58,15 @@ pub enum SeriesError {
         missing: Vec<u32>,
         newest_complete: Option<u32>,
     },
+    #[error("{source_name}: v{version} is completed through a chain of {depth} partial rerolls, each In-Reply-To the one before; the limit is {limit} (MAX_REROLL_DEPTH): refused")]
+    TooDeep {
+        source_name: String,
+        version: u32,
+        depth: usize,
+        limit: usize,
+    },
+    #[error("{source_name}: more than {limit} mails in one thread, the limit (MAX_THREAD_MAILS): refused")]
+    TooManyMails { source_name: String, limit: usize },
     #[error("{source_name}: --revision {wanted}: no such revision in the thread (revisions: {})", .seen.iter().map(|v| format!("v{v}")).collect::<Vec<_>>().join(", "))]
     NoSuchRevision {
         source_name: String,
@@ -62,8 +75,20 @@ pub enum SeriesError {
     },
 }
 
+/// `2, 3, 5`; after 20 numbers, how many more (a hostile `1/99999`
+/// misses 99,998).
 fn list(v: &[u32]) -> String {
-    v.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+    const SHOWN: usize = 20;
+    let mut s = v
+        .iter()
+        .take(SHOWN)
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if v.len() > SHOWN {
+        s.push_str(&format!(" and {} more", v.len() - SHOWN));
+    }
+    s
 }
 
 /// A patch of the series, in order.
@@ -229,6 +254,12 @@ pub fn assemble_with(
     source_name: &str,
     sel: &Selection,
 ) -> Result<Series, SeriesError> {
+    if mails.len() > thread::MAX_THREAD_MAILS {
+        return Err(SeriesError::TooManyMails {
+            source_name: source_name.to_string(),
+            limit: thread::MAX_THREAD_MAILS,
+        });
+    }
     let t = thread::Thread::build(mails);
     let choice = revision::choose(&t, sel.requested.as_deref(), sel.revision).map_err(|r| {
         let source_name = source_name.to_string();
@@ -250,6 +281,12 @@ pub fn assemble_with(
                 source_name,
                 wanted,
                 seen,
+            },
+            revision::Refusal::TooDeep { version, depth } => SeriesError::TooDeep {
+                source_name,
+                version,
+                depth,
+                limit: thread::MAX_REROLL_DEPTH,
             },
         }
     })?;
@@ -289,9 +326,10 @@ pub fn assemble_with(
             .collect::<Vec<_>>(),
     );
     let mut versions_seen: Vec<u32> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for &f in &choice.family {
         let v = t.revision_version(f);
-        if !versions_seen.contains(&v) {
+        if seen.insert(v) {
             versions_seen.push(v);
         }
     }
@@ -321,22 +359,94 @@ pub fn assemble_with(
     })
 }
 
-/// Why an mbox file was not read.
+/// Why a file was not read.
+#[derive(Debug)]
 pub enum MboxReadError {
     Io(std::io::Error),
-    TooLarge { path: PathBuf, size: u64 },
+    /// Over the limit: its size, or None when cut while reading a pipe.
+    TooLarge {
+        size: Option<u64>,
+    },
+    /// A character or block device or a socket: `/dev/zero` never ends.
+    NotAFile {
+        kind: &'static str,
+    },
 }
 
-/// Reads an mbox or patch file of at most [`fetch::MAX_MBOX_BYTES`].
-pub fn read_mbox_file(path: &Path) -> Result<Vec<u8>, MboxReadError> {
-    let size = std::fs::metadata(path).map_err(MboxReadError::Io)?.len();
-    if size > fetch::MAX_MBOX_BYTES {
+impl MboxReadError {
+    /// The error of the series source `source_name` (the path, or the
+    /// option that gave it).
+    pub fn into_series(self, source_name: &str, path: &Path) -> SeriesError {
+        match self {
+            MboxReadError::Io(source) => SeriesError::Io {
+                source_name: source_name.to_string(),
+                source,
+            },
+            MboxReadError::TooLarge { size } => SeriesError::TooLarge {
+                path: path.to_path_buf(),
+                size,
+                limit: fetch::MAX_MBOX_BYTES,
+            },
+            MboxReadError::NotAFile { kind } => SeriesError::NotAFile {
+                path: path.to_path_buf(),
+                kind,
+            },
+        }
+    }
+}
+
+/// Reads a regular file or a pipe (`<(zcat x.gz)`, a FIFO) by the bytes
+/// actually read: more than `limit` is refused whatever the metadata said
+/// (a pipe has no size, and a file can grow). Devices and sockets are
+/// refused without reading.
+pub fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, MboxReadError> {
+    use std::io::Read;
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path).map_err(MboxReadError::Io)?;
+    let t = meta.file_type();
+    let kind = if t.is_char_device() {
+        Some("character device")
+    } else if t.is_block_device() {
+        Some("block device")
+    } else if t.is_socket() {
+        Some("socket")
+    } else if t.is_dir() {
+        Some("directory")
+    } else {
+        None
+    };
+    if let Some(kind) = kind {
+        return Err(MboxReadError::NotAFile { kind });
+    }
+    if t.is_file() && meta.len() > limit {
         return Err(MboxReadError::TooLarge {
-            path: path.to_path_buf(),
-            size,
+            size: Some(meta.len()),
         });
     }
-    std::fs::read(path).map_err(MboxReadError::Io)
+    let file = std::fs::File::open(path).map_err(MboxReadError::Io)?;
+    let mut bytes = Vec::new();
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(MboxReadError::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(MboxReadError::TooLarge { size: None });
+    }
+    Ok(bytes)
+}
+
+/// gzip's magic bytes: a `t.mbox.gz` as lore serves it.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Reads an mbox or patch file of at most [`fetch::MAX_MBOX_BYTES`]
+/// ([`read_capped`]); a gzip'd one (told by its first bytes, not its name)
+/// is decompressed, to at most as many bytes.
+pub fn read_mbox_file(path: &Path, source_name: &str) -> Result<Vec<u8>, SeriesError> {
+    let bytes =
+        read_capped(path, fetch::MAX_MBOX_BYTES).map_err(|e| e.into_series(source_name, path))?;
+    if bytes.starts_with(&GZIP_MAGIC) {
+        return Ok(fetch::gunzip_limited(&bytes, &path.display().to_string())?);
+    }
+    Ok(bytes)
 }
 
 /// Where a series comes from.
@@ -452,19 +562,10 @@ pub async fn load_source_with(
         std::fs::create_dir_all(store).map_err(io)?;
         crate::host::fs::write_atomic(&store.join(file), bytes).map_err(io)
     };
-    let mbox_err = |e: MboxReadError| match e {
-        MboxReadError::Io(e) => SeriesError::Io {
-            source_name: name.clone(),
-            source: e,
-        },
-        MboxReadError::TooLarge { path, size } => SeriesError::TooLarge {
-            path,
-            size,
-            limit: fetch::MAX_MBOX_BYTES,
-        },
-    };
+    // One more than a thread may hold is enough to refuse it.
+    let thread_mails = |b: &[u8]| mail::mails_from_mbox_at_most(b, thread::MAX_THREAD_MAILS + 1);
     let mails = match source {
-        SeriesSource::Mbox(path) => mails_from_mbox(&read_mbox_file(path).map_err(mbox_err)?),
+        SeriesSource::Mbox(path) => thread_mails(&read_mbox_file(path, &name)?),
         SeriesSource::PatchDir(dir) => {
             let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
                 .map_err(io)?
@@ -473,8 +574,22 @@ pub async fn load_source_with(
                 .collect();
             files.sort();
             let mut mails = Vec::new();
+            let mut bytes = 0;
             for f in files {
-                mails.extend(mails_from_mbox(&read_mbox_file(&f).map_err(mbox_err)?));
+                let text = read_mbox_file(&f, &name)?;
+                // The directory as a whole is held to the limit of one mbox.
+                bytes += text.len() as u64;
+                if bytes > fetch::MAX_MBOX_BYTES {
+                    return Err(SeriesError::TooLarge {
+                        path: dir.clone(),
+                        size: None,
+                        limit: fetch::MAX_MBOX_BYTES,
+                    });
+                }
+                mails.extend(thread_mails(&text));
+                if mails.len() > thread::MAX_THREAD_MAILS {
+                    break;
+                }
             }
             mails
         }
@@ -487,7 +602,7 @@ pub async fn load_source_with(
                 format!("lore-{}.mbox", fetch::escape_message_id(message_id)),
                 &mbox,
             )?;
-            mails_from_mbox(&mbox)
+            thread_mails(&mbox)
         }
         SeriesSource::GitHub {
             api,
@@ -502,7 +617,7 @@ pub async fn load_source_with(
                 format!("github-{}-{number}.mbox", repo.replace('/', "-")),
                 &mbox,
             )?;
-            mails_from_mbox(&mbox)
+            thread_mails(&mbox)
         }
         SeriesSource::Patchwork { url, series } => {
             let limits = patchwork::Limits {
@@ -514,26 +629,17 @@ pub async fn load_source_with(
             let (o, mbox) = patchwork::fetch_series(url, *series, limits).await?;
             keep(format!("patchwork-{series}.mbox"), &mbox)?;
             origin = Some(o);
-            mails_from_mbox(&mbox)
+            thread_mails(&mbox)
         }
     };
     let mut series = assemble_with(&mails, &name, &sel)?;
     if !series.prerequisite_patch_ids.is_empty() {
         let mut pool = mails;
         for p in &options.prerequisites {
-            pool.extend(mails_from_mbox(&read_mbox_file(p).map_err(
-                |e| match e {
-                    MboxReadError::Io(e) => SeriesError::Io {
-                        source_name: format!("--prerequisites {}", p.display()),
-                        source: e,
-                    },
-                    MboxReadError::TooLarge { path, size } => SeriesError::TooLarge {
-                        path,
-                        size,
-                        limit: fetch::MAX_MBOX_BYTES,
-                    },
-                },
-            )?));
+            pool.extend(mail::mails_from_mbox_at_most(
+                &read_mbox_file(p, &format!("--prerequisites {}", p.display()))?,
+                thread::MAX_THREAD_MAILS,
+            ));
         }
         let scratch = store.join(format!("patch-ids-{}", std::process::id()));
         let found = prerequisite::resolve(&mut series, &pool, &scratch).await;
@@ -868,18 +974,7 @@ mod tests {
         let path = tmp.path().join("huge.mbox");
         let f = std::fs::File::create(&path).unwrap();
         f.set_len(fetch::MAX_MBOX_BYTES + 1).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let err = rt
-            .block_on(load(
-                &SeriesSource::Mbox(path.clone()),
-                &fetch::Fetcher::default(),
-                tmp.path(),
-            ))
-            .unwrap_err()
-            .to_string();
+        let err = load_file(&path, tmp.path()).unwrap_err().to_string();
         assert_eq!(
             err,
             format!(
@@ -887,5 +982,247 @@ mod tests {
                 path.display()
             )
         );
+    }
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
+    fn load_file(path: &Path, store: &Path) -> Result<Series, SeriesError> {
+        block_on(load(
+            &SeriesSource::Mbox(path.to_path_buf()),
+            &fetch::Fetcher::default(),
+            store,
+        ))
+    }
+
+    /// `n` `[PATCH]` mails of `from`, each In-Reply-To the one before.
+    fn chain(n: usize, from: &str, id: &str) -> Vec<Mail> {
+        (0..n)
+            .map(|i| {
+                let m = by(mail("[PATCH] a", &format!("{id}{i}"), DIFF), from);
+                if i == 0 {
+                    m
+                } else {
+                    reply_to(m, &format!("{id}{}", i - 1))
+                }
+            })
+            .collect()
+    }
+
+    /// A chain of rerolls as deep as allowed is assembled; one deeper is
+    /// refused naming the limit (a 10,000-mail chain took minutes when
+    /// every revision walked its whole chain, recursively).
+    #[test]
+    fn reroll_chains_up_to_the_limit() {
+        let a = "A U Thor <a@example.org>";
+        let ok = chain(thread::MAX_REROLL_DEPTH + 1, a, "c");
+        let s = assemble(&ok, "t").unwrap();
+        assert_eq!((s.version, s.patches.len()), (1, 1));
+        assert_eq!(
+            s.patches[0].message_id,
+            format!("c{}", thread::MAX_REROLL_DEPTH)
+        );
+        assert_eq!(s.left_out.len(), thread::MAX_REROLL_DEPTH);
+        assert!(s.left_out.iter().all(|l| l.reason == Reason::OlderRevision));
+        let deep = chain(10_000, a, "c");
+        let err = assemble(&deep, "t").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "t: v1 is completed through a chain of 9999 partial rerolls, each In-Reply-To the one before; the limit is 1000 (MAX_REROLL_DEPTH): refused"
+        );
+        // Another author's chain in the thread is not the series asked for.
+        let mut mixed = vec![mail("[PATCH v2 1/1] mine", "m", DIFF)];
+        mixed.extend(chain(5_000, "O Ther <o@example.org>", "o"));
+        let sel = Selection {
+            requested: Some("m".into()),
+            revision: None,
+        };
+        let s = assemble_with(&mixed, "t", &sel).unwrap();
+        assert_eq!((s.version, s.patches[0].message_id.as_str()), (2, "m"));
+        assert_eq!(s.left_out.len(), 5_000);
+    }
+
+    /// A versioned chain (v2 In-Reply-To v1, v3 In-Reply-To v2, ...):
+    /// the newest version, every older one left out.
+    #[test]
+    fn versioned_reroll_chain() {
+        let mails: Vec<Mail> = (1..=300)
+            .map(|v| {
+                let m = mail(&format!("[PATCH v{v}] a"), &format!("v{v}"), DIFF);
+                if v == 1 {
+                    m
+                } else {
+                    reply_to(m, &format!("v{}", v - 1))
+                }
+            })
+            .collect();
+        let s = assemble(&mails, "t").unwrap();
+        assert_eq!((s.version, s.versions_seen.len()), (300, 300));
+        assert_eq!(s.assembly, "v300 = v300 1/1");
+        assert_eq!(s.left_out.len(), 299);
+    }
+
+    #[test]
+    fn a_thread_over_the_mail_limit_is_refused() {
+        let mails = vec![mail("[PATCH] a", "x", DIFF); thread::MAX_THREAD_MAILS + 1];
+        assert_eq!(
+            assemble(&mails, "t").unwrap_err().to_string(),
+            "t: more than 50000 mails in one thread, the limit (MAX_THREAD_MAILS): refused"
+        );
+        assert!(assemble(&mails[..thread::MAX_THREAD_MAILS], "t").is_ok());
+    }
+
+    /// 20,000 unthreaded singles of one author, 20,000 unthreaded patches
+    /// of distinct authors under one ghost cover: assembled by the same
+    /// rules as ever (the newest single; an incomplete 1/2).
+    #[test]
+    fn many_unthreaded_mails() {
+        let singles: Vec<Mail> = (0..20_000)
+            .map(|i| mail("[PATCH] a", &format!("s{i}"), DIFF))
+            .collect();
+        let s = assemble(&singles, "t").unwrap();
+        assert_eq!(s.patches[0].message_id, "s19999");
+        assert_eq!(s.left_out.len(), 19_999);
+        let wide: Vec<Mail> = (0..20_000)
+            .map(|i| {
+                let mut m = by(
+                    mail("[PATCH 1/2] a", &format!("w{i}"), DIFF),
+                    &format!("A{i} <a{i}@x>"),
+                );
+                m.in_reply_to = Some("ghost".into());
+                m
+            })
+            .collect();
+        assert!(matches!(
+            assemble(&wide, "t"),
+            Err(SeriesError::Incomplete { total: 2, .. })
+        ));
+    }
+
+    /// The prerequisite lookup on a thread where a reply quotes a patch
+    /// with `>From 00..00ffffffff ...` before it (mboxrd quoting, undone
+    /// when read): that line once made git patch-id start a "patch" whose
+    /// made-up index crashed the lookup. The quoted diff is found in the
+    /// reply it is in.
+    #[test]
+    fn forged_patch_start_in_a_reply_is_only_text() {
+        let prereq_diff =
+            "diff --git a/mm/y.c b/mm/y.c\n--- a/mm/y.c\n+++ b/mm/y.c\n@@ -1 +1 @@\n-a\n+b\n";
+        let id = {
+            use std::io::Write;
+            let mut c = std::process::Command::new("git")
+                .args(["patch-id", "--stable"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            c.stdin
+                .take()
+                .unwrap()
+                .write_all(prereq_diff.as_bytes())
+                .unwrap();
+            let out = c.wait_with_output().unwrap();
+            String::from_utf8(out.stdout).unwrap()[..40].to_string()
+        };
+        let mbox = format!(
+            "From x Mon Sep 17 00:00:00 2001\nMessage-ID: <p1@x>\nFrom: A <a@x>\nSubject: [PATCH] mm: x\n\nmsg\n\nprerequisite-patch-id: {id}\n---\ndiff --git a/mm/x.c b/mm/x.c\n--- a/mm/x.c\n+++ b/mm/x.c\n@@ -1 +1 @@\n-a\n+b\n\n\
+             From x Mon Sep 17 00:00:00 2001\nMessage-ID: <r1@x>\nIn-Reply-To: <p1@x>\nFrom: B <b@x>\nSubject: Re: [PATCH] mm: x\n\nNeeds this:\n\n>From 00000000000000000000000000000000ffffffff Mon Sep 17 00:00:00 2001\n{prereq_diff}\n\
+             From x Mon Sep 17 00:00:00 2001\nMessage-ID: <s1@x>\nIn-Reply-To: <p1@x>\nFrom: C <c@x>\nSubject: [PATCH 5.15] mm: z\n\ncommit 0123456789abcdef0123456789abcdef01234567 upstream.\n\nmsg\n---\n{}\n",
+            prereq_diff.replace("+b", "+c")
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("prereq.mbox");
+        std::fs::write(&path, mbox).unwrap();
+        let s = load_file(&path, tmp.path()).unwrap();
+        assert_eq!(s.prerequisite_patch_ids, [id]);
+        let found: Vec<&str> = s
+            .prerequisites
+            .iter()
+            .map(|p| p.message_id.as_str())
+            .collect();
+        assert_eq!(found, ["r1@x"]);
+        assert!(s.missing_prerequisites.is_empty());
+    }
+
+    /// Devices are refused without reading; pipes are read up to the
+    /// limit, by the bytes that came (a FIFO or `<(...)` has no size).
+    #[test]
+    fn devices_and_endless_pipes_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = load_file(Path::new("/dev/zero"), tmp.path())
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "/dev/zero: not a regular file or a pipe but a character device; give an mbox or patch file"
+        );
+        let fifo = tmp.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads one NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+                // Until the reader stops reading (EPIPE).
+                let chunk = vec![b'x'; 1 << 16];
+                while f.write_all(&chunk).is_ok() {}
+            })
+        };
+        assert!(matches!(
+            read_capped(&fifo, 100_000),
+            Err(MboxReadError::TooLarge { size: None })
+        ));
+        writer.join().unwrap();
+        // A pipe that ends in time is read whole.
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::write(fifo, b"From x\n\n").unwrap())
+        };
+        assert_eq!(read_capped(&fifo, 100).unwrap(), b"From x\n\n");
+        writer.join().unwrap();
+        assert_eq!(
+            SeriesError::TooLarge {
+                path: fifo.clone(),
+                size: None,
+                limit: fetch::MAX_MBOX_BYTES
+            }
+            .to_string(),
+            format!(
+                "{}: more than 67108864 bytes; the limit for an mbox or patch file is 67108864 bytes (MAX_MBOX_BYTES)",
+                fifo.display()
+            )
+        );
+    }
+
+    /// A gzip'd mbox (lore's t.mbox.gz) is read as the mbox inside it,
+    /// whatever its name; a gzip bomb is refused at the mbox limit.
+    #[test]
+    fn gzipped_mbox_files_are_read() {
+        use std::io::Write;
+        let tmp = tempfile::tempdir().unwrap();
+        let plain =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation.mbox");
+        let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(&std::fs::read(&plain).unwrap()).unwrap();
+        let gz = tmp.path().join("thread");
+        std::fs::write(&gz, z.finish().unwrap()).unwrap();
+        let want = load_file(&plain, tmp.path()).unwrap();
+        assert_eq!(load_file(&gz, tmp.path()).unwrap(), want);
+        let mut bomb = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        let mb = vec![0u8; 1 << 20];
+        for _ in 0..=(fetch::MAX_MBOX_BYTES >> 20) {
+            bomb.write_all(&mb).unwrap();
+        }
+        let bomb_path = tmp.path().join("bomb.mbox.gz");
+        std::fs::write(&bomb_path, bomb.finish().unwrap()).unwrap();
+        let err = load_file(&bomb_path, tmp.path()).unwrap_err().to_string();
+        assert!(err.ends_with("the decompressed thread is larger than 67108864 bytes, the limit (MAX_MBOX_BYTES); refused"), "{err}");
     }
 }

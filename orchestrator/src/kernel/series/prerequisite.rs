@@ -11,7 +11,7 @@
 //! whitespace and line numbers in ways that are easy to get subtly wrong,
 //! and an id that differs from git's by one byte finds nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -32,10 +32,54 @@ pub enum PrerequisiteError {
     Git(#[from] CommandError),
 }
 
-/// The commit-id git patch-id prints for the `i`-th input: any 40 hex
-/// digits do, and the index gives the mail back.
-fn fake_commit(i: usize) -> String {
-    format!("{i:040x}")
+/// A line `git patch-id` takes for the start of another patch: an object
+/// id (40 hex digits, or more for SHA-256), bare or after `commit `,
+/// `From ` or `diff-tree ` (builtin/patch-id.c, `get_one_patchid`). A mail
+/// body's `>From <hex>` (unquoted by the mbox reader) or a stable backport's
+/// `commit <sha> upstream.` is such a line.
+pub fn starts_patch(line: &[u8]) -> bool {
+    let rest = [&b"commit "[..], b"From ", b"diff-tree "]
+        .iter()
+        .find_map(|p| line.strip_prefix(*p))
+        .unwrap_or(line);
+    rest.len() >= 40 && rest[..40].iter().all(u8::is_ascii_hexdigit)
+}
+
+/// The input of one `git patch-id` run for many mails, and which mail each
+/// commit-id in its output stands for.
+#[derive(Debug, Default)]
+pub struct PatchIdInput {
+    pub text: String,
+    /// Commit-id written before a mail's body -> the mail's index.
+    pub commits: HashMap<String, usize>,
+}
+
+/// Each mail with a diff becomes one patch, under a `From <commit-id>`
+/// line of ours (as in `git log -p | git patch-id`). A body line git would
+/// take for the start of a patch is prefixed with `>`: before or after the
+/// diff it is ignored either way, so the mail's patch-id does not change,
+/// but it can no longer start a patch of its own and get the diff that
+/// follows it attributed to another mail, or to none. The commit-ids are
+/// numbered from 1: git prints the all-zero id for diff text after a
+/// patch's end (a second diff after prose), which then matches no mail.
+pub fn patch_id_input(mails: &[&Mail]) -> PatchIdInput {
+    let mut input = PatchIdInput::default();
+    for (i, m) in mails.iter().enumerate() {
+        if !m.has_diff() {
+            continue;
+        }
+        let commit = format!("{:040x}", i + 1);
+        let _ = writeln!(input.text, "From {commit} Mon Sep 17 00:00:00 2001");
+        input.commits.insert(commit, i);
+        for line in m.body.split('\n') {
+            if starts_patch(line.as_bytes()) {
+                input.text.push('>');
+            }
+            input.text.push_str(line);
+            input.text.push('\n');
+        }
+    }
+    input
 }
 
 /// Stable patch-ids of the mails' diffs, by index into `mails`; mails
@@ -48,24 +92,20 @@ pub async fn patch_ids(
         dir: scratch.display().to_string(),
         source,
     };
-    // One git run for all of them: each patch starts with a
-    // "From <commit-id>" line, as in `git log -p | git patch-id`.
-    let mut input = String::new();
-    for (i, m) in mails.iter().enumerate() {
-        if m.has_diff() {
-            let _ = writeln!(input, "From {} Mon Sep 17 00:00:00 2001", fake_commit(i));
-            input.push_str(&m.body);
-            input.push('\n');
-        }
-    }
-    if input.is_empty() {
+    // One git run for all of them (a thread has hundreds of mails).
+    let input = patch_id_input(mails);
+    if input.commits.is_empty() {
         return Ok(BTreeMap::new());
     }
     std::fs::create_dir_all(scratch).map_err(io)?;
     let file = scratch.join("patches.txt");
-    std::fs::write(&file, input).map_err(io)?;
+    std::fs::write(&file, &input.text).map_err(io)?;
+    // Run in the scratch directory: a repository around the caller's
+    // directory (its patchid.* settings, its hash) plays no part.
     let out = process::output_from_file(
-        Command::new("git").args(["patch-id", "--stable"]),
+        Command::new("git")
+            .args(["patch-id", "--stable"])
+            .current_dir(scratch),
         &file,
         "git patch-id --stable",
         Limits::LOCAL,
@@ -73,18 +113,26 @@ pub async fn patch_ids(
     .await;
     let _ = std::fs::remove_file(&file);
     let out = out?;
-    Ok(parse_patch_ids(&String::from_utf8_lossy(&out.stdout)))
+    Ok(parse_patch_ids(
+        &String::from_utf8_lossy(&out.stdout),
+        &input.commits,
+    ))
 }
 
-/// git patch-id's lines, "<patch-id> <commit-id>", by input index.
-pub fn parse_patch_ids(out: &str) -> BTreeMap<usize, String> {
-    out.lines()
-        .filter_map(|l| {
-            let (id, commit) = l.split_once(' ')?;
-            let i = usize::from_str_radix(commit.trim(), 16).ok()?;
-            Some((i, id.to_string()))
-        })
-        .collect()
+/// git patch-id's lines, "<patch-id> <commit-id>", by the index of the mail
+/// `commits` maps the commit-id to; a commit-id of no mail (the all-zero
+/// one) gives nothing, and the first id of a mail counts.
+pub fn parse_patch_ids(out: &str, commits: &HashMap<String, usize>) -> BTreeMap<usize, String> {
+    let mut ids = BTreeMap::new();
+    for l in out.lines() {
+        let Some((id, commit)) = l.split_once(' ') else {
+            continue;
+        };
+        if let Some(&i) = commits.get(commit.trim()) {
+            ids.entry(i).or_insert_with(|| id.to_string());
+        }
+    }
+    ids
 }
 
 /// Finds the series' prerequisites among `pool` (the source's mails and
@@ -113,8 +161,12 @@ pub async fn resolve(
     let mut found = Vec::new();
     let mut missing = Vec::new();
     for wanted in &series.prerequisite_patch_ids {
-        match ids.iter().find(|(_, id)| *id == wanted) {
-            Some((&i, _)) => found.push(as_patch(candidates[i], found.len() as u32 + 1)),
+        match ids
+            .iter()
+            .find(|(_, id)| *id == wanted)
+            .and_then(|(&i, _)| candidates.get(i))
+        {
+            Some(m) => found.push(as_patch(m, found.len() as u32 + 1)),
             None => missing.push(wanted.clone()),
         }
     }
@@ -157,28 +209,179 @@ pub fn missing_hint(missing: &[String]) -> String {
 mod tests {
     use super::*;
 
+    const HEX40: &str = "0123456789abcdef0123456789abcdef01234567";
+
     #[test]
-    fn patch_id_lines_come_back_by_index() {
-        for (out, want) in [
-            ("", vec![]),
+    fn lines_git_takes_for_a_patch_start() {
+        for (line, want) in [
+            (format!("From {HEX40} Mon Sep 17 00:00:00 2001"), true),
+            (format!("commit {HEX40} upstream."), true),
+            (format!("diff-tree {HEX40}"), true),
+            (HEX40.to_string(), true),
+            (HEX40.to_uppercase(), true),
+            (format!("{HEX40}{HEX40}"), true),
+            (format!(">From {HEX40}"), false),
+            (format!(" commit {HEX40}"), false),
+            (format!("From: {HEX40}"), false),
+            (format!("commit {}", &HEX40[..39]), false),
             (
-                "f00dfeed00000000000000000000000000000001 0000000000000000000000000000000000000000\n",
-                vec![(0, "f00dfeed00000000000000000000000000000001")],
+                "From 00000000000000000000000000000000ffffffffx".into(),
+                true,
             ),
-            (
-                "aa00000000000000000000000000000000000000 0000000000000000000000000000000000000003\nbb00000000000000000000000000000000000000 000000000000000000000000000000000000000c\n",
-                vec![
-                    (3, "aa00000000000000000000000000000000000000"),
-                    (12, "bb00000000000000000000000000000000000000"),
-                ],
-            ),
-            ("garbage\nid not-hex\n", vec![]),
+            ("deleted file mode 100644".into(), false),
+            ("diff --git a/mm/x.c b/mm/x.c".into(), false),
+            (String::new(), false),
         ] {
-            let got: Vec<(usize, String)> = parse_patch_ids(out).into_iter().collect();
+            assert_eq!(starts_patch(line.as_bytes()), want, "{line:?}");
+        }
+    }
+
+    fn mail(body: &str) -> Mail {
+        Mail {
+            body: body.into(),
+            ..Mail::default()
+        }
+    }
+
+    const DIFF: &str =
+        "diff --git a/mm/x.c b/mm/x.c\n--- a/mm/x.c\n+++ b/mm/x.c\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n";
+
+    #[test]
+    fn only_our_lines_start_patches_in_the_input() {
+        let forged = format!(
+            "reply\n\nFrom 00000000000000000000000000000000ffffffff Mon Sep 17 00:00:00 2001\n{DIFF}"
+        );
+        let backport = format!("commit {HEX40} upstream.\n\nmsg\n---\n{DIFF}");
+        let bare = format!("{HEX40}\n{DIFF}");
+        let mails = [
+            mail("no diff here"),
+            mail(&forged),
+            mail(&backport),
+            mail(&bare),
+        ];
+        let refs: Vec<&Mail> = mails.iter().collect();
+        let input = patch_id_input(&refs);
+        let starts: Vec<&str> = input
+            .text
+            .lines()
+            .filter(|l| starts_patch(l.as_bytes()))
+            .collect();
+        let ours: Vec<String> = (2..=4)
+            .map(|i| format!("From {i:040x} Mon Sep 17 00:00:00 2001"))
+            .collect();
+        assert_eq!(starts, ours);
+        let mut by_commit: Vec<(&String, &usize)> = input.commits.iter().collect();
+        by_commit.sort();
+        assert_eq!(
+            by_commit,
+            [
+                (&format!("{:040x}", 2), &1),
+                (&format!("{:040x}", 3), &2),
+                (&format!("{:040x}", 4), &3)
+            ]
+        );
+        // The forged lines are kept, quoted.
+        assert!(input.text.contains(&format!(">commit {HEX40} upstream.")));
+    }
+
+    #[test]
+    fn patch_id_lines_come_back_by_the_mail_their_commit_stands_for() {
+        let commits: HashMap<String, usize> = [
+            (format!("{:040x}", 1), 0),
+            (format!("{:040x}", 4), 3),
+            (format!("{:040x}", 13), 12),
+        ]
+        .into_iter()
+        .collect();
+        let zero = "0".repeat(40);
+        let ff = format!("{}ffffffff", "0".repeat(32));
+        for (out, want) in [
+            (String::new(), vec![]),
+            (
+                format!(
+                    "f00d {}\n",
+                    commits.keys().find(|k| k.ends_with('1')).unwrap()
+                ),
+                vec![(0, "f00d")],
+            ),
+            (
+                format!("aa {:040x}\nbb {:040x}\ncc {zero}\ndd {ff}\n", 4, 13),
+                vec![(3, "aa"), (12, "bb")],
+            ),
+            // A mail's first id counts.
+            (format!("aa {:040x}\nbb {:040x}\n", 4, 4), vec![(3, "aa")]),
+            ("garbage\nid not-hex\n\n ".into(), vec![]),
+        ] {
+            let got: Vec<(usize, String)> = parse_patch_ids(&out, &commits).into_iter().collect();
             let want: Vec<(usize, String)> =
                 want.into_iter().map(|(i, s)| (i, s.to_string())).collect();
             assert_eq!(got, want, "{out:?}");
         }
-        assert_eq!(fake_commit(12), format!("{}c", "0".repeat(39)));
+    }
+
+    /// git's own patch-id of one body, fed alone.
+    fn git_patch_id(body: &str) -> String {
+        use std::io::Write;
+        let mut child = std::process::Command::new("git")
+            .args(["patch-id", "--stable"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(body.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    /// Through git: a forged `From <hex>` line, a backport's `commit <sha>
+    /// upstream.` and a bare id neither shift nor lose a diff: every mail
+    /// gets the id of its own diff.
+    #[test]
+    fn forged_boundaries_keep_each_diff_with_its_mail() {
+        let plain = format!("msg\n---\n{DIFF}");
+        let other = format!("msg\n---\n{}", DIFF.replace("+c", "+d"));
+        let forged = format!(
+            "reply\n\nFrom 00000000000000000000000000000000ffffffff Mon Sep 17 00:00:00 2001\n{other}"
+        );
+        let backport = format!("commit {HEX40} upstream.\n\n{plain}");
+        let bare = format!("{HEX40}\n{other}");
+        let mails = [
+            mail(&forged),
+            mail("text only"),
+            mail(&backport),
+            mail(&bare),
+            mail(&plain),
+        ];
+        let refs: Vec<&Mail> = mails.iter().collect();
+        let scratch = tempfile::tempdir().unwrap();
+        let ids = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(patch_ids(&refs, scratch.path()))
+            .unwrap();
+        let want_plain = git_patch_id(&plain);
+        let want_other = git_patch_id(&other);
+        assert_eq!(want_plain.len(), 40);
+        assert_ne!(want_plain, want_other);
+        let got: Vec<(usize, &str)> = ids.iter().map(|(i, s)| (*i, s.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                (0, want_other.as_str()),
+                (2, want_plain.as_str()),
+                (3, want_other.as_str()),
+                (4, want_plain.as_str())
+            ]
+        );
     }
 }

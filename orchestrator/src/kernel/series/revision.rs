@@ -4,7 +4,9 @@
 //! rerolls are completed from what they reply to, or `--revision N`; and
 //! why every other mail was left out. Pure: a Thread in, a choice out.
 
-use super::thread::{Kind, Thread};
+use std::collections::HashSet;
+
+use super::thread::{Kind, Thread, MAX_REROLL_DEPTH};
 
 /// Why a mail of the thread is not applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -66,6 +68,12 @@ pub enum Refusal {
         wanted: u32,
         seen: Vec<u32>,
     },
+    /// The revision picked is completed through more than
+    /// [`MAX_REROLL_DEPTH`] rerolls, each In-Reply-To the one before.
+    TooDeep {
+        version: u32,
+        depth: usize,
+    },
 }
 
 /// The revision picked, with how.
@@ -87,7 +95,9 @@ fn requested_revision(t: &Thread, requested: Option<&str>) -> Option<usize> {
     let Some(mut i) = requested.and_then(|id| t.by_id.get(id).copied()) else {
         return first();
     };
-    for _ in 0..t.mails.len() {
+    // In-Reply-To and References can loop: each mail is looked at once.
+    let mut seen = HashSet::new();
+    while seen.insert(i) {
         if let Some(&r) = t.home.get(&i) {
             if !t.revisions[r].slots.is_empty() || t.revisions[r].total > 0 {
                 return Some(r);
@@ -126,6 +136,9 @@ pub fn family(t: &Thread, requested: Option<&str>) -> Option<(usize, Vec<usize>)
 
 /// Counters 1..=total missing from a revision once completed.
 pub fn missing(t: &Thread, r: usize) -> Vec<u32> {
+    if t.is_complete(r) {
+        return vec![];
+    }
     let full = t.full_slots(r);
     let total = t.revisions[r].total.max(1);
     (1..=total).filter(|k| !full.contains_key(k)).collect()
@@ -134,7 +147,20 @@ pub fn missing(t: &Thread, r: usize) -> Vec<u32> {
 /// The newest complete revision of the family, or `wanted`'s newest posting.
 pub fn choose(t: &Thread, requested: Option<&str>, wanted: Option<u32>) -> Result<Choice, Refusal> {
     let (_, fam) = family(t, requested).ok_or(Refusal::NoPatches)?;
-    let complete = |r: &usize| missing(t, *r).is_empty();
+    let choice = choose_in(t, fam, wanted)?;
+    let depth = t.depth(choice.revision);
+    if depth > MAX_REROLL_DEPTH {
+        return Err(Refusal::TooDeep {
+            version: t.revision_version(choice.revision),
+            depth,
+        });
+    }
+    Ok(choice)
+}
+
+/// [`choose`] within the family.
+fn choose_in(t: &Thread, fam: Vec<usize>, wanted: Option<u32>) -> Result<Choice, Refusal> {
+    let complete = |r: &usize| t.is_complete(*r);
     let newest_complete = fam.iter().rev().find(|r| complete(r)).copied();
     if let Some(v) = wanted {
         let of_v: Vec<usize> = fam
@@ -174,12 +200,7 @@ pub fn choose(t: &Thread, requested: Option<&str>, wanted: Option<u32>) -> Resul
         });
     }
     // Revisions the chosen one is completed from are not "left out".
-    let mut chain = 0;
-    let mut r = t.revisions[newest].based_on;
-    while let Some(b) = r {
-        chain += 1;
-        r = t.revisions[b].based_on;
-    }
+    let chain = t.depth(newest);
     let older = fam.len().saturating_sub(1 + chain);
     Ok(Choice {
         revision: newest,
@@ -226,10 +247,17 @@ pub fn assembly(t: &Thread, r: usize) -> String {
 pub fn left_out(t: &Thread, choice: &Choice) -> Vec<LeftOut> {
     let chosen = choice.revision;
     let full = t.full_slots(chosen);
-    let used: Vec<usize> = full
+    let used: HashSet<usize> = full
         .values()
         .map(|(_, s)| s.mail)
         .chain(t.cover_of(chosen))
+        .collect();
+    let homes: HashSet<usize> = full.values().map(|(h, _)| *h).collect();
+    let family: HashSet<usize> = choice.family.iter().copied().collect();
+    let replaced: HashSet<usize> = t
+        .revisions
+        .iter()
+        .flat_map(|r| r.replaced.iter().copied())
         .collect();
     let chosen_last = t.revisions[chosen].last;
     let mut out = Vec::new();
@@ -258,7 +286,8 @@ pub fn left_out(t: &Thread, choice: &Choice) -> Vec<LeftOut> {
                             .unwrap_or_default()
                     };
                     let counter = t.classes[i].tag.as_ref().map_or(1, |g| g.index());
-                    if rev.replaced.contains(&i) {
+                    // A mail is replaced only in its own revision.
+                    if replaced.contains(&i) {
                         let newer = rev.slots.get(&counter).map(|s| s.mail);
                         (
                             Reason::Replaced,
@@ -276,9 +305,9 @@ pub fn left_out(t: &Thread, choice: &Choice) -> Vec<LeftOut> {
                             Reason::OtherSeries,
                             format!("another author: {}", t.mails[rev.first].author()),
                         )
-                    } else if !choice.family.contains(&r) {
+                    } else if !family.contains(&r) {
                         (Reason::Stray, String::new())
-                    } else if r == chosen || full.values().any(|(h, _)| *h == r) {
+                    } else if r == chosen || homes.contains(&r) {
                         (Reason::Rerolled, by(counter))
                     } else {
                         let v = t.revision_version(r);

@@ -2,8 +2,14 @@
 //! how patches group into revisions through Message-ID / In-Reply-To /
 //! References (a posting under its cover or first patch; a partial reroll
 //! sent In-Reply-To the patch it replaces). Pure: mails in, revisions out.
+//!
+//! Near-linear in the mails, whatever they are: placing a mail looks its
+//! candidates up by ghost parent, by author or by reroll base instead of
+//! scanning every revision, and what depends on a revision's whole reroll
+//! chain (its version, completeness, cover) is computed once per revision,
+//! in order, without recursion ([`Thread::build`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::mail::Mail;
 use super::subject::{self, SubjectTag};
@@ -62,6 +68,23 @@ pub fn classify(mail: &Mail) -> Classified {
     }
 }
 
+/// Most mails one thread (one mbox, one lore thread) may hold: the
+/// biggest patch threads on lore have a few thousand; a list archive given
+/// as one mbox is not a thread. Over it, the source is refused.
+pub const MAX_THREAD_MAILS: usize = 50_000;
+
+/// Longest chain of partial rerolls (each `[PATCH vN k/n]` In-Reply-To the
+/// k/n it replaces) a chosen revision may be completed through: real
+/// series have a few; a longer one is refused.
+pub const MAX_REROLL_DEPTH: usize = 1_000;
+
+/// How many of an author's open postings (or of a base's rerolls) a mail
+/// is tried against, newest first, when it could join one of several: an
+/// unthreaded patch, a patch In-Reply-To a cover that was never sent, a
+/// reroll. Real threads have a handful; a hostile one with thousands would
+/// make every mail scan them all.
+pub const MAX_OPEN_POSTINGS: usize = 64;
+
 /// One patch placed in a revision.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Slot {
@@ -90,12 +113,82 @@ pub struct Revision {
     pub replaced: Vec<usize>,
     /// A ghost parent (an In-Reply-To not in the thread) its patches share.
     pub ghost: Option<String>,
+    /// How many slots state each explicit version (None: none stated), so
+    /// "all slots are of version v" is one look-up.
+    pub explicit_versions: BTreeMap<Option<u32>, u32>,
 }
 
 impl Revision {
     pub fn is_reroll(&self) -> bool {
         self.based_on.is_some()
     }
+
+    /// Every slot states `version` (or none does, for None); true without slots.
+    fn all_slots_of(&self, version: Option<u32>) -> bool {
+        self.explicit_versions.keys().all(|v| *v == version)
+    }
+
+    /// Every counter 1..=total is taken: no further patch of this total
+    /// can join (counters never exceed their total).
+    fn is_full(&self) -> bool {
+        self.total > 0
+            && self.slots.len() >= self.total as usize
+            && self.slots.range(1..=self.total).count() == self.total as usize
+    }
+}
+
+/// Where a new mail may go, looked up instead of scanned for.
+#[derive(Clone, Debug, Default)]
+struct Index {
+    /// (ghost id, author address, total) -> the newest revision of
+    /// patches replying to that ghost.
+    ghosts: HashMap<(String, String, u32), usize>,
+    /// Author address -> covers still without patches or ghost, in order.
+    open_covers: HashMap<String, Vec<usize>>,
+    /// Author address -> unthreaded postings (cover and first patch
+    /// without In-Reply-To and References), in order.
+    unthreaded: HashMap<String, Vec<usize>>,
+    /// Revision -> the rerolls based on it, in order.
+    rerolls: HashMap<usize, Vec<usize>>,
+}
+
+/// The newest entries of `list` (ascending) that are not `closed`, at most
+/// [`MAX_OPEN_POSTINGS`], newest first; closed ones met on the way are
+/// dropped from the list (a closed revision never opens again).
+fn newest_open(list: &mut Vec<usize>, closed: impl Fn(usize) -> bool) -> Vec<usize> {
+    let mut open = Vec::new();
+    let mut j = list.len();
+    let mut dropped = false;
+    while j > 0 && open.len() < MAX_OPEN_POSTINGS {
+        j -= 1;
+        if closed(list[j]) {
+            dropped = true;
+        } else {
+            open.push(list[j]);
+        }
+    }
+    if dropped {
+        let tail: Vec<usize> = list.drain(j..).filter(|&r| !closed(r)).collect();
+        list.extend(tail);
+    }
+    open
+}
+
+/// What depends on a revision's whole reroll chain, computed once per
+/// revision after placement (see [`Thread::build`]).
+#[derive(Clone, Debug, Default)]
+struct Memo {
+    /// The revision's number: the highest version of its patches and cover.
+    version: Vec<u32>,
+    /// The version of its own slots that state none.
+    own_version: Vec<u32>,
+    cover_of: Vec<Option<usize>>,
+    rfc: Vec<bool>,
+    /// Rerolls between the revision and the posting it is completed from.
+    depth: Vec<usize>,
+    /// Every counter 1..=total present once completed from its bases.
+    complete: Vec<bool>,
+    stray: Vec<bool>,
 }
 
 /// The thread: classified mails and the revisions they form.
@@ -107,6 +200,8 @@ pub struct Thread<'a> {
     /// Mail index -> the revision it was placed in.
     pub home: HashMap<usize, usize>,
     pub by_id: HashMap<&'a str, usize>,
+    index: Index,
+    memo: Memo,
 }
 
 fn same_author(a: &[String], b: &[String]) -> bool {
@@ -121,6 +216,8 @@ impl<'a> Thread<'a> {
             revisions: Vec::new(),
             home: HashMap::new(),
             by_id: HashMap::new(),
+            index: Index::default(),
+            memo: Memo::default(),
         };
         for (i, m) in mails.iter().enumerate() {
             if !m.message_id.is_empty() {
@@ -135,7 +232,12 @@ impl<'a> Thread<'a> {
                 _ => {}
             }
         }
+        t.memoise();
         t
+    }
+
+    fn unthreaded(&self, m: usize) -> bool {
+        self.mails[m].in_reply_to.is_none() && self.mails[m].references.is_empty()
     }
 
     fn tag(&self, i: usize) -> &SubjectTag {
@@ -170,6 +272,13 @@ impl<'a> Thread<'a> {
         rev.cover = Some(i);
         rev.cover_version = tag.version;
         self.home.insert(i, r);
+        let unthreaded = self.unthreaded(i);
+        for a in self.revisions[r].author.clone() {
+            if unthreaded {
+                self.index.unthreaded.entry(a.clone()).or_default().push(r);
+            }
+            self.index.open_covers.entry(a).or_default().push(r);
+        }
     }
 
     fn join(&mut self, r: usize, i: usize) {
@@ -184,11 +293,31 @@ impl<'a> Thread<'a> {
             mail: i,
             explicit: tag.version,
         };
+        *rev.explicit_versions.entry(tag.version).or_default() += 1;
         // Of two mails with the same counter, the later one wins.
         if let Some(old) = rev.slots.insert(tag.index(), slot) {
+            if let Some(n) = rev.explicit_versions.get_mut(&old.explicit) {
+                *n -= 1;
+                if *n == 0 {
+                    rev.explicit_versions.remove(&old.explicit);
+                }
+            }
             rev.replaced.push(old.mail);
         }
         self.home.insert(i, r);
+    }
+
+    /// Records that revision `r`'s patches reply to the ghost `g`.
+    fn index_ghost(&mut self, r: usize, g: &str) {
+        let total = self.revisions[r].total;
+        for a in &self.revisions[r].author {
+            let e = self
+                .index
+                .ghosts
+                .entry((g.to_string(), a.clone(), total))
+                .or_insert(r);
+            *e = (*e).max(r);
+        }
     }
 
     fn place(&mut self, i: usize) {
@@ -219,76 +348,116 @@ impl<'a> Thread<'a> {
         if let Some(g) = &ghost {
             // Patches of a hand-written cover reply to a `cover.NNN.git` id
             // that was never sent: they share it.
-            if let Some(r) = self.revisions.iter().rposition(|r| {
-                r.ghost.as_deref() == Some(g.as_str())
-                    && same_author(&r.author, &author)
-                    && r.total == tag.total()
-            }) {
+            let shared = author
+                .iter()
+                .filter_map(|a| {
+                    self.index
+                        .ghosts
+                        .get(&(g.clone(), a.clone(), tag.total()))
+                        .copied()
+                })
+                .max();
+            if let Some(r) = shared {
                 return self.join(r, i);
             }
             if let Some(r) = self.adopting_cover(i, g) {
                 self.revisions[r].ghost = Some(g.clone());
-                return self.join(r, i);
+                self.join(r, i);
+                return self.index_ghost(r, g);
             }
-        } else if self.mails[i].in_reply_to.is_none() && self.mails[i].references.is_empty() {
+        } else if self.unthreaded(i) {
             // Unthreaded mails (format-patch without --thread): the newest
             // unthreaded posting of the same author, total and version with
             // that counter still free.
-            if let Some(r) = self.revisions.iter().rposition(|r| {
-                !r.is_reroll()
-                    && r.ghost.is_none()
-                    && same_author(&r.author, &author)
-                    && (r.total == tag.total() || r.total == 0)
-                    && !r.slots.contains_key(&tag.index())
-                    && r.slots.values().all(|s| s.explicit == tag.version)
-                    && (tag.version.is_none()
-                        || r.cover_version.is_none_or(|v| Some(v) == tag.version))
-                    && [r.cover, r.slots.values().next().map(|s| s.mail)]
-                        .into_iter()
-                        .flatten()
-                        .all(|m| {
-                            self.mails[m].in_reply_to.is_none()
-                                && self.mails[m].references.is_empty()
-                        })
-            }) {
+            if let Some(r) = self.unthreaded_posting(&tag, &author) {
                 return self.join(r, i);
             }
         }
         let r = self.new_revision(i);
-        self.revisions[r].ghost = ghost;
+        self.revisions[r].ghost = ghost.clone();
         self.join(r, i);
+        match &ghost {
+            Some(g) => self.index_ghost(r, g),
+            None if self.unthreaded(i) => {
+                for a in &author {
+                    self.index.unthreaded.entry(a.clone()).or_default().push(r);
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// The posting an unthreaded patch joins, among its author's newest
+    /// open unthreaded ones (see [`MAX_OPEN_POSTINGS`]).
+    fn unthreaded_posting(&mut self, tag: &SubjectTag, author: &[String]) -> Option<usize> {
+        let (mails, revisions) = (self.mails, &self.revisions);
+        let unthreaded =
+            |m: usize| mails[m].in_reply_to.is_none() && mails[m].references.is_empty();
+        // No unthreaded patch can join these again.
+        let closed = |r: usize| {
+            let rev = &revisions[r];
+            rev.ghost.is_some()
+                || rev.is_full()
+                || rev
+                    .slots
+                    .values()
+                    .next()
+                    .is_some_and(|s| !unthreaded(s.mail))
+        };
+        let fits = |r: usize| {
+            let rev = &revisions[r];
+            same_author(&rev.author, author)
+                && (rev.total == tag.total() || rev.total == 0)
+                && !rev.slots.contains_key(&tag.index())
+                && rev.all_slots_of(tag.version)
+                && (tag.version.is_none()
+                    || rev.cover_version.is_none_or(|v| Some(v) == tag.version))
+        };
+        author
+            .iter()
+            .filter_map(|a| {
+                let list = self.index.unthreaded.get_mut(a)?;
+                newest_open(list, closed).into_iter().find(|&r| fits(r))
+            })
+            .max()
     }
 
     /// The cover a ghost-parented patch belongs to: same author and total,
     /// still without patches, and replying where the patch's References say
-    /// the ghost cover replied (else the newest such cover before it).
-    fn adopting_cover(&self, i: usize, ghost: &str) -> Option<usize> {
-        let tag = self.tag(i);
-        let author = self.mails[i].author_addresses();
-        let refs = &self.mails[i].references;
+    /// the ghost cover replied (else the newest such cover before it), among
+    /// the author's newest open covers (see [`MAX_OPEN_POSTINGS`]).
+    fn adopting_cover(&mut self, i: usize, ghost: &str) -> Option<usize> {
+        let (mails, revisions) = (self.mails, &self.revisions);
+        let tag = self.classes[i].tag.as_ref()?;
+        let author = mails[i].author_addresses();
+        let refs = &mails[i].references;
         let grandparent = refs
             .iter()
             .position(|r| r == ghost)
             .and_then(|p| p.checked_sub(1))
             .map(|p| refs[p].as_str());
-        let candidates: Vec<usize> = (0..self.revisions.len())
-            .filter(|&r| {
-                let rev = &self.revisions[r];
-                rev.cover.is_some_and(|c| c < i)
-                    && rev.slots.is_empty()
-                    && rev.ghost.is_none()
-                    && same_author(&rev.author, &author)
-                    && (rev.total == 0 || rev.total == tag.total())
-            })
-            .collect();
+        let closed = |r: usize| {
+            let rev = &revisions[r];
+            !rev.slots.is_empty() || rev.ghost.is_some()
+        };
+        let mut candidates: Vec<usize> = Vec::new();
+        for a in &author {
+            if let Some(list) = self.index.open_covers.get_mut(a) {
+                candidates.extend(newest_open(list, closed).into_iter().filter(|&r| {
+                    let rev = &revisions[r];
+                    rev.cover.is_some_and(|c| c < i) && (rev.total == 0 || rev.total == tag.total())
+                }));
+            }
+        }
+        let replies_there = |r: &&usize| {
+            let c = revisions[**r].cover.unwrap_or(0);
+            grandparent.is_some() && mails[c].in_reply_to.as_deref() == grandparent
+        };
         candidates
             .iter()
-            .rev()
-            .find(|&&r| {
-                let c = self.revisions[r].cover.unwrap_or(0);
-                grandparent.is_some() && self.mails[c].in_reply_to.as_deref() == grandparent
-            })
-            .or(candidates.last())
+            .filter(replies_there)
+            .max()
+            .or(candidates.iter().max())
             .copied()
     }
 
@@ -298,12 +467,18 @@ impl<'a> Thread<'a> {
     fn reroll(&mut self, base: usize, i: usize) {
         let tag = self.tag(i).clone();
         let author = self.mails[i].author_addresses();
-        if let Some(r) = self.revisions.iter().rposition(|r| {
-            r.based_on == Some(base)
-                && same_author(&r.author, &author)
-                && !r.slots.contains_key(&tag.index())
-                && r.slots.values().all(|s| s.explicit == tag.version)
-        }) {
+        let revisions = &self.revisions;
+        let same = self.index.rerolls.get_mut(&base).and_then(|list| {
+            newest_open(list, |r| revisions[r].is_full())
+                .into_iter()
+                .find(|&r| {
+                    let rev = &revisions[r];
+                    same_author(&rev.author, &author)
+                        && !rev.slots.contains_key(&tag.index())
+                        && rev.all_slots_of(tag.version)
+                })
+        });
+        if let Some(r) = same {
             return self.join(r, i);
         }
         let r = self.new_revision(i);
@@ -314,89 +489,208 @@ impl<'a> Thread<'a> {
         rev.total = total;
         rev.cover_version = cover_version;
         self.join(r, i);
+        self.index.rerolls.entry(base).or_default().push(r);
     }
 
     /// Version of a placed patch: its own tag's, else its posting's (the
-    /// cover's, else the highest any patch of the posting states), else 1.
+    /// cover's, else the version of the revision a reroll is based on,
+    /// else the highest any patch of the posting states), else 1.
     pub fn slot_version(&self, r: usize, slot: &Slot) -> u32 {
-        if let Some(v) = slot.explicit {
-            return v;
+        slot.explicit.unwrap_or(self.memo.own_version[r])
+    }
+
+    /// The revisions a reroll is completed from, the revision itself first:
+    /// `r`, its base, the base's base, ...
+    pub fn chain(&self, r: usize) -> Vec<usize> {
+        let mut chain = vec![r];
+        while let Some(b) = self.revisions[*chain.last().expect("not empty")].based_on {
+            chain.push(b);
         }
-        let rev = &self.revisions[r];
-        if let Some(v) = rev.cover_version {
-            return v;
-        }
-        if let Some(b) = rev.based_on {
-            // A RESEND without a version keeps its base's.
-            return self.revision_version(b);
-        }
-        rev.slots
-            .values()
-            .filter_map(|s| s.explicit)
-            .max()
-            .unwrap_or(1)
+        chain
     }
 
     /// All patches of a revision, rerolls completed from their bases:
     /// counter -> (revision the patch comes from, slot).
     pub fn full_slots(&self, r: usize) -> BTreeMap<u32, (usize, Slot)> {
-        let mut out = match self.revisions[r].based_on {
-            Some(b) => self.full_slots(b),
-            None => BTreeMap::new(),
-        };
-        for (k, s) in &self.revisions[r].slots {
-            out.insert(*k, (r, s.clone()));
+        let mut out = BTreeMap::new();
+        for &c in self.chain(r).iter().rev() {
+            for (k, s) in &self.revisions[c].slots {
+                out.insert(*k, (c, s.clone()));
+            }
         }
         out
     }
 
     /// The cover of a revision, a reroll's from its base.
     pub fn cover_of(&self, r: usize) -> Option<usize> {
-        let rev = &self.revisions[r];
-        rev.cover
-            .or_else(|| rev.based_on.and_then(|b| self.cover_of(b)))
+        self.memo.cover_of[r]
     }
 
     /// The revision's number: the highest version of its patches and cover.
     pub fn revision_version(&self, r: usize) -> u32 {
-        let from_patches = self
-            .full_slots(r)
-            .values()
-            .map(|(home, s)| self.slot_version(*home, s))
-            .max();
-        let cover = self.cover_of(r).and_then(|c| self.tag(c).version);
-        from_patches.max(cover).unwrap_or(1)
+        self.memo.version[r]
     }
 
     pub fn revision_rfc(&self, r: usize) -> bool {
-        let rev = &self.revisions[r];
-        rev.rfc || rev.based_on.is_some_and(|b| self.revision_rfc(b))
+        self.memo.rfc[r]
+    }
+
+    /// How many rerolls lie between `r` and the posting it is completed
+    /// from (0 for a posting).
+    pub fn depth(&self, r: usize) -> usize {
+        self.memo.depth[r]
+    }
+
+    /// Every counter 1..=total is present once the revision is completed
+    /// from its bases.
+    pub fn is_complete(&self, r: usize) -> bool {
+        self.memo.complete[r]
     }
 
     /// True when a tagged mail of a posting of `r`'s author would be a
     /// follow-up single patch: `[PATCH] title` (no counter, no version, no
     /// cover) sent after a multi-patch or versioned revision of the author.
     pub fn is_stray(&self, r: usize) -> bool {
-        let rev = &self.revisions[r];
-        if rev.is_reroll() || rev.cover.is_some() || rev.total > 1 {
-            return false;
+        self.memo.stray[r]
+    }
+
+    /// Fills [`Memo`] once every mail is placed. A revision's base always
+    /// comes before it (a reroll is made after what it replies to), so one
+    /// pass in order settles cover, RFC and depth; versions and
+    /// completeness walk the forest of rerolls depth first with an
+    /// explicit stack, keeping the completed slots of the revision at hand
+    /// in one map that is undone on the way back: each slot is inserted
+    /// and removed once, whatever the depth.
+    fn memoise(&mut self) {
+        let n = self.revisions.len();
+        let mut m = Memo {
+            version: vec![1; n],
+            own_version: vec![1; n],
+            cover_of: vec![None; n],
+            rfc: vec![false; n],
+            depth: vec![0; n],
+            complete: vec![false; n],
+            stray: vec![false; n],
+        };
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut roots = Vec::new();
+        for (r, rev) in self.revisions.iter().enumerate() {
+            match rev.based_on {
+                Some(b) => {
+                    debug_assert!(b < r, "a reroll comes after its base");
+                    children[b].push(r);
+                    m.cover_of[r] = rev.cover.or(m.cover_of[b]);
+                    m.rfc[r] = rev.rfc || m.rfc[b];
+                    m.depth[r] = m.depth[b] + 1;
+                }
+                None => {
+                    roots.push(r);
+                    m.cover_of[r] = rev.cover;
+                    m.rfc[r] = rev.rfc;
+                }
+            }
         }
-        if rev.slots.values().any(|s| s.explicit.is_some()) {
-            return false;
+        enum Step {
+            /// Enter a revision; its parent's total and present count.
+            Enter(usize, u32, usize),
+            /// Undo a revision's slots: (counter, version it replaced).
+            Leave(Vec<(u32, Option<u32>)>),
         }
-        if rev
-            .slots
-            .values()
-            .any(|s| self.tag(s.mail).counter.is_some())
-        {
-            return false;
+        // Counter -> version of the slot there, for the revision at hand.
+        let mut full: BTreeMap<u32, u32> = BTreeMap::new();
+        // The versions in `full`, counted: the highest is the last key.
+        let mut versions: BTreeMap<u32, usize> = BTreeMap::new();
+        fn count(versions: &mut BTreeMap<u32, usize>, v: u32, add: bool) {
+            let n = versions.entry(v).or_default();
+            if add {
+                *n += 1;
+            } else {
+                *n -= 1;
+                if *n == 0 {
+                    versions.remove(&v);
+                }
+            }
         }
-        self.revisions[..r].iter().enumerate().any(|(o, other)| {
-            same_author(&other.author, &rev.author)
-                && other.first < rev.first
-                && (other.total > 1 || self.revision_version(o) > 1)
-                && !other.slots.is_empty()
-        })
+        let mut stack: Vec<Step> = roots.iter().rev().map(|&r| Step::Enter(r, 0, 0)).collect();
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Enter(r, parent_total, parent_present) => {
+                    let rev = &self.revisions[r];
+                    let own = rev
+                        .cover_version
+                        .or(rev.based_on.map(|b| m.version[b]))
+                        .unwrap_or_else(|| {
+                            rev.explicit_versions
+                                .keys()
+                                .flatten()
+                                .max()
+                                .copied()
+                                .unwrap_or(1)
+                        });
+                    m.own_version[r] = own;
+                    let total = rev.total.max(1);
+                    let mut present = parent_present;
+                    let mut undo = Vec::with_capacity(rev.slots.len());
+                    for (&k, s) in &rev.slots {
+                        let v = s.explicit.unwrap_or(own);
+                        let old = full.insert(k, v);
+                        match old {
+                            Some(o) => count(&mut versions, o, false),
+                            None if (1..=total).contains(&k) => present += 1,
+                            None => {}
+                        }
+                        count(&mut versions, v, true);
+                        undo.push((k, old));
+                    }
+                    if rev.based_on.is_none() || total != parent_total {
+                        // Rerolls keep their base's total; this is for the odd one out.
+                        present = full.range(1..=total).count();
+                    }
+                    let from_patches = versions.keys().next_back().copied();
+                    let cover = m.cover_of[r].and_then(|c| self.tag(c).version);
+                    m.version[r] = from_patches.max(cover).unwrap_or(1);
+                    m.complete[r] = present == total as usize;
+                    stack.push(Step::Leave(undo));
+                    for &c in children[r].iter().rev() {
+                        stack.push(Step::Enter(c, total, present));
+                    }
+                }
+                Step::Leave(undo) => {
+                    for (k, old) in undo.into_iter().rev() {
+                        let v = match old {
+                            Some(o) => {
+                                count(&mut versions, o, true);
+                                full.insert(k, o)
+                            }
+                            None => full.remove(&k),
+                        };
+                        if let Some(v) = v {
+                            count(&mut versions, v, false);
+                        }
+                    }
+                }
+            }
+        }
+        // Strays: a revision of an author who posted a multi-patch or
+        // versioned revision before it (revisions are made in mail order).
+        let mut multi: HashSet<&str> = HashSet::new();
+        for (r, rev) in self.revisions.iter().enumerate() {
+            m.stray[r] = !rev.is_reroll()
+                && rev.cover.is_none()
+                && rev.total <= 1
+                && rev.slots.values().all(|s| {
+                    s.explicit.is_none()
+                        && self.classes[s.mail]
+                            .tag
+                            .as_ref()
+                            .is_some_and(|t| t.counter.is_none())
+                })
+                && rev.author.iter().any(|a| multi.contains(a.as_str()));
+            if (rev.total > 1 || m.version[r] > 1) && !rev.slots.is_empty() {
+                multi.extend(rev.author.iter().map(String::as_str));
+            }
+        }
+        self.memo = m;
     }
 
     pub fn same_author(&self, a: usize, b: usize) -> bool {
