@@ -135,7 +135,7 @@ fn shape_mail(
         "From mmci-bench Mon Sep 17 00:00:00 2001\nFrom: {from}\nMessage-ID: <{id}>\n"
     );
     if let Some(p) = in_reply_to {
-        let _ = write!(out, "In-Reply-To: <{p}>\n");
+        let _ = writeln!(out, "In-Reply-To: <{p}>");
     }
     let _ = write!(
         out,

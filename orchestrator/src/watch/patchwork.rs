@@ -179,12 +179,16 @@ pub async fn pass(
         .filter_map(|(k, _)| k[failed_prefix.len()..].parse().ok())
         .collect();
     let pending = pending(events, &cursor);
-    let mut handled = 0;
-    for (id, event) in retries.into_iter().map(|id| (Some(id), None)).chain(
-        pending
-            .iter()
-            .map(|e| (e.payload.series.as_ref().map(|s| s.id), Some(e))),
-    ) {
+    for (handled, (id, event)) in retries
+        .into_iter()
+        .map(|id| (Some(id), None))
+        .chain(
+            pending
+                .iter()
+                .map(|e| (e.payload.series.as_ref().map(|s| s.id), Some(e))),
+        )
+        .enumerate()
+    {
         if handled == MAX_ENTRIES_PER_PASS {
             // The cursor stays before the rest: the next pass takes them.
             tracing::warn!(
@@ -193,7 +197,6 @@ pub async fn pass(
             );
             break;
         }
-        handled += 1;
         match id {
             None => {
                 tracing::warn!(
