@@ -430,5 +430,12 @@ mod tests {
             (3, Some(2), &["v6.12".to_string()][..])
         );
         assert!(s.series.is_none() && s.image.is_none() && s.pinned_base.is_none());
+        assert!(!s.unsandboxed_builds, "the sandbox is required by default");
+        assert!(
+            kernel_args(&["--unsandboxed-builds"])
+                .source()
+                .unwrap()
+                .unsandboxed_builds
+        );
     }
 }
