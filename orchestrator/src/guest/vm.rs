@@ -177,6 +177,9 @@ pub struct VmRun {
     pub accel_failed: bool,
     /// QEMU connected to the record socket (it started the machine).
     pub connected: bool,
+    /// The console file passed [`MAX_CONSOLE_BYTES`] and the guest was
+    /// stopped: QEMU's `-serial file:` has no cap of its own.
+    pub console_flooded: bool,
     pub console: String,
     pub qemu_stderr: String,
     /// From spawn to exit.
@@ -213,6 +216,10 @@ pub const MAX_BAD_LINE_KEPT: usize = 4096;
 pub const CONSOLE_HEAD: u64 = 4 << 20;
 /// Console bytes read back from its end (where the run ended).
 pub const CONSOLE_TAIL: u64 = 28 << 20;
+/// Console file size at which the guest is stopped. A run's console is a
+/// few MiB (the debug flavour's lockdep and a WARN per batch included); a
+/// kernel printing in a loop would fill the host's disk within its timeout.
+pub const MAX_CONSOLE_BYTES: u64 = 256 << 20;
 /// QEMU stderr bytes kept (its own messages: a few lines).
 pub const QEMU_STDERR_HEAD: u64 = 64 << 10;
 pub const QEMU_STDERR_TAIL: u64 = 960 << 10;
@@ -423,6 +430,11 @@ fn read_file_head_tail(path: &Path, head: u64, tail: u64, what: &str) -> String 
         .unwrap_or_default()
 }
 
+/// Has the console file passed [`MAX_CONSOLE_BYTES`]?
+fn console_flooded(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.len() > MAX_CONSOLE_BYTES)
+}
+
 /// QEMU's stderr while it runs: only what was added since the last look
 /// is read, and whole lines are searched for an accelerator failure.
 #[derive(Debug, Default)]
@@ -510,6 +522,7 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
         timed_out: false,
         accel_failed: false,
         connected: false,
+        console_flooded: false,
         console: String::new(),
         qemu_stderr: String::new(),
         lifetime: Duration::ZERO,
@@ -549,6 +562,10 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
                         run.accel_failed = true;
                         break;
                     }
+                    if console_flooded(&spec.console_log) {
+                        run.console_flooded = true;
+                        break;
+                    }
                 }
                 _ = tokio::time::sleep_until(deadline) => { run.timed_out = true; break; }
             }
@@ -558,7 +575,7 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
     run.records = std::mem::take(&mut sink.records);
     if run.exit.is_none() {
         let grace = Duration::from_secs(2);
-        let status = if run.timed_out || run.accel_failed {
+        let status = if run.timed_out || run.accel_failed || run.console_flooded {
             child.terminate(grace).await
         } else {
             let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
@@ -574,6 +591,11 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
     }
     run.lifetime = start.elapsed();
     run.console = read_file_head_tail(&spec.console_log, CONSOLE_HEAD, CONSOLE_TAIL, "console");
+    if run.console_flooded {
+        // What was read back (head, cut line, tail) replaces the flood on
+        // disk, so the results dir holds at most that.
+        let _ = std::fs::write(&spec.console_log, &run.console);
+    }
     run.qemu_stderr = read_file_head_tail(
         &stderr_path,
         QEMU_STDERR_HEAD,
@@ -858,6 +880,20 @@ mod tests {
             &text[..80]
         );
         assert!(text.len() < 300, "{}", text.len());
+    }
+
+    /// The console file is watched by its size: a sparse file one byte past
+    /// the cap counts as a flood, one at the cap does not.
+    #[test]
+    fn a_console_past_its_cap_is_a_flood() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("console.log");
+        assert!(!console_flooded(&path), "a missing console is no flood");
+        let f = std::fs::File::create(&path).unwrap();
+        f.set_len(MAX_CONSOLE_BYTES).unwrap();
+        assert!(!console_flooded(&path));
+        f.set_len(MAX_CONSOLE_BYTES + 1).unwrap();
+        assert!(console_flooded(&path));
     }
 
     /// QEMU's stderr is looked at incrementally: a failure is found when

@@ -82,6 +82,18 @@ pub fn classify(run: &VmRun) -> Classification {
             crate::guest::vm::accel_failure(&run.qemu_stderr).unwrap_or("accelerator failed");
         return result(Outcome::InfraFailure, format!("QEMU: {line}"), None);
     }
+    if run.console_flooded {
+        // The kernel's own output: it printed past the cap, so it was
+        // stopped before it filled the host's disk.
+        return result(
+            Outcome::KernelCrash,
+            format!(
+                "the guest's console passed {} MiB (MAX_CONSOLE_BYTES) and the guest was stopped",
+                crate::guest::vm::MAX_CONSOLE_BYTES >> 20
+            ),
+            None,
+        );
+    }
     if !run.connected && !run.timed_out {
         let first = run
             .qemu_stderr
@@ -206,6 +218,7 @@ mod tests {
             timed_out,
             accel_failed: false,
             connected: true,
+            console_flooded: false,
             console: console.into(),
             qemu_stderr: String::new(),
             lifetime: Duration::ZERO,
@@ -232,6 +245,20 @@ mod tests {
     fn completed() {
         let c = classify(&run(vec![hello(), done(true)], "boot log", false));
         assert_eq!(c.outcome, Outcome::Completed);
+    }
+
+    #[test]
+    fn a_flooded_console_is_the_kernels_failure_whatever_else_it_did() {
+        // Even a run that got as far as its Done record: the guest was
+        // stopped for its output, not for its work.
+        let mut r = run(vec![hello(), done(true)], "boot log", false);
+        r.console_flooded = true;
+        let c = classify(&r);
+        assert_eq!(c.outcome, Outcome::KernelCrash);
+        assert_eq!(
+            c.reason,
+            "the guest's console passed 256 MiB (MAX_CONSOLE_BYTES) and the guest was stopped"
+        );
     }
 
     #[test]
