@@ -1,10 +1,12 @@
 //! The host mmci runs on: child processes that cannot outlive it
 //! (`process`), where its caches live (`paths`), files written atomically
-//! (`fs`), the tools on PATH (`tools`), and errors as one line.
+//! (`fs`), the tools on PATH (`tools`), the process's secrets and their
+//! redaction (`secrets`), and errors as one line.
 
 pub mod fs;
 pub mod paths;
 pub mod process;
+pub mod secrets;
 pub mod tools;
 
 /// An error and its causes on one line: `a: b: c`, and what to do when the

@@ -128,9 +128,9 @@ pub fn write_report(
                 dir.display()
             ));
         }
-        Ok(crate::post::redact_outgoing(
+        Ok(crate::host::secrets::redact_outgoing(
             &text,
-            &crate::post::process_env,
+            &crate::host::secrets::process_env,
             &[],
         ))
     };
