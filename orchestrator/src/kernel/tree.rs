@@ -653,6 +653,12 @@ pub async fn prepare_checkout(
         .map_err(fail)?;
         return Ok(path);
     }
+    // A git killed with -9 (mmci's group killed mid-checkout) leaves its
+    // index.lock, and every later git here fails on it. The caller holds
+    // this checkout's slot lock, so no live git of ours owns it.
+    if let Some(lock) = worktree_index_lock(&path) {
+        let _ = std::fs::remove_file(lock);
+    }
     // A previous failed `git am` may have left its state behind.
     let _ = process::output(
         git(&path).args(["am", "--abort"]),
@@ -696,6 +702,14 @@ pub async fn prepare_checkout(
     Ok(path)
 }
 
+/// The index.lock of the linked worktree at `checkout`: its `.git` file
+/// names the worktree's git dir (`gitdir: <repo>/.git/worktrees/<name>`).
+fn worktree_index_lock(checkout: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(checkout.join(".git")).ok()?;
+    let dir = text.lines().next()?.strip_prefix("gitdir: ")?.trim();
+    Some(checkout.join(dir).join("index.lock"))
+}
+
 /// Where [`prepare_checkout`] keeps the checkout of `tree` for `slot`.
 pub fn checkout_path(tree: &SourceTree, slot: &str, work: &WorkDir) -> PathBuf {
     work.checkouts().join(format!("{}-{slot}", tree.name))
@@ -732,6 +746,26 @@ pub async fn head(checkout: &Path) -> Result<String, TreeError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_worktrees_index_lock_is_found_through_its_git_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let checkout = tmp.path().join("co");
+        std::fs::create_dir_all(&checkout).unwrap();
+        assert_eq!(worktree_index_lock(&checkout), None, "no .git file");
+        std::fs::write(checkout.join(".git"), "gitdir: /r/.git/worktrees/co\n").unwrap();
+        assert_eq!(
+            worktree_index_lock(&checkout),
+            Some(PathBuf::from("/r/.git/worktrees/co/index.lock"))
+        );
+        std::fs::write(checkout.join(".git"), "gitdir: ../r/.git/worktrees/co\n").unwrap();
+        assert_eq!(
+            worktree_index_lock(&checkout),
+            Some(checkout.join("../r/.git/worktrees/co/index.lock"))
+        );
+        std::fs::write(checkout.join(".git"), "not a git file\n").unwrap();
+        assert_eq!(worktree_index_lock(&checkout), None);
+    }
     use super::*;
 
     #[test]
