@@ -386,19 +386,12 @@ pub fn maildir_mails(dir: &Path, state: &mut State) -> Result<Vec<Mail>, WatchEr
 /// One maildir file: a regular file (a FIFO would block, a device never
 /// end), read by the bytes actually read.
 fn read_maildir_file(f: &Path) -> Result<Vec<u8>, WatchError> {
-    let read = |source| WatchError::Read {
-        path: f.to_path_buf(),
-        source,
-    };
-    let meta = std::fs::symlink_metadata(f).map_err(read)?;
-    if !meta.is_file() {
-        return Err(read(std::io::Error::other(
-            "not a regular file (a maildir holds one mail per regular file)",
-        )));
-    }
-    series::read_capped(f, fetch::MAX_MBOX_BYTES).map_err(|e| match e {
-        series::MboxReadError::Io(source) => read(source),
-        e => WatchError::Series(e.into_series(&f.display().to_string(), f)),
+    use crate::host::fs::{read_capped, Accept};
+    read_capped(f, fetch::MAX_MBOX_BYTES, "MAX_MBOX_BYTES", Accept::Regular).map_err(|source| {
+        WatchError::Read {
+            path: f.to_path_buf(),
+            source,
+        }
     })
 }
 

@@ -1267,3 +1267,87 @@ async fn watch_dispatches_each_series_once_across_restarts() {
     );
     assert!(lines[1].contains("--pw-series 7 "), "{so}");
 }
+
+/// A series-completed event whose series cannot be fetched (here: not on
+/// the server, 404) does not stop the pass: the next event's series is
+/// dispatched, the failed one is recorded in the state with its attempts,
+/// and asked for again on the next pass, where it is handled once it can
+/// be had. Before, the pass ended with the error at that event, every poll.
+#[tokio::test]
+async fn watch_records_a_series_it_cannot_fetch_and_tries_again() {
+    let (server, fake) = patchwork().await;
+    let gh = github().await;
+    let base = server.uri();
+    {
+        let mut pw = fake.0.lock().unwrap();
+        pw.series.push(pw_series(2, "b", None));
+        pw.events = vec![
+            event(
+                10,
+                "2026-11-30T10:00:00",
+                "linux-mm",
+                "series-completed",
+                1,
+                &base,
+            ),
+            event(
+                11,
+                "2026-11-30T10:01:00",
+                "linux-mm",
+                "series-completed",
+                2,
+                &base,
+            ),
+        ];
+    }
+    let root = work();
+    let state = root.path().join("state.json");
+    let st = state.display().to_string();
+    let gh_uri = gh.uri();
+    let args = [
+        "watch",
+        "--patchwork",
+        &base,
+        "--project",
+        "linux-mm",
+        "--pw-since",
+        "2026-11-30T00:00:00",
+        "--state",
+        &st,
+        "--dispatch",
+        "mmci/linux",
+        "--api",
+        &gh_uri,
+    ];
+    let env = [("GITHUB_TOKEN", GH_TOKEN)];
+    let failed = || -> Value {
+        let v: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+        v["failed"].clone()
+    };
+    let o = mmci(&args, &env, root.path()).await;
+    assert!(o.status.success(), "{}", out(&o).1);
+    assert_eq!(dispatched(&gh).await, [2], "{}", out(&o).0);
+    let key = format!("patchwork {base} linux-mm 1");
+    assert_eq!(failed()[&key]["attempts"], 1, "{}", failed());
+    assert!(
+        failed()[&key]["error"]
+            .as_str()
+            .unwrap()
+            .contains("HTTP 404"),
+        "{}",
+        failed()
+    );
+    // Still missing: a second attempt.
+    let o = mmci(&args, &env, root.path()).await;
+    assert!(o.status.success(), "{}", out(&o).1);
+    assert_eq!(failed()[&key]["attempts"], 2);
+    // It appears: handled once, and forgotten as a failure.
+    fake.0.lock().unwrap().series.push(pw_series(1, "a", None));
+    let o = mmci(&args, &env, root.path()).await;
+    assert!(o.status.success(), "{}", out(&o).1);
+    assert_eq!(dispatched(&gh).await, [2, 1], "{}", out(&o).0);
+    assert_eq!(failed(), Value::Null);
+    let o = mmci(&args, &env, root.path()).await;
+    assert!(o.status.success());
+    assert_eq!(dispatched(&gh).await, [2, 1]);
+}

@@ -179,7 +179,7 @@ pub async fn pass(
         .filter_map(|(k, _)| k[failed_prefix.len()..].parse().ok())
         .collect();
     let pending = pending(events, &cursor);
-    for (handled, (id, event)) in retries
+    for (n, (id, event)) in retries
         .into_iter()
         .map(|id| (Some(id), None))
         .chain(
@@ -189,7 +189,7 @@ pub async fn pass(
         )
         .enumerate()
     {
-        if handled == MAX_ENTRIES_PER_PASS {
+        if n == MAX_ENTRIES_PER_PASS {
             // The cursor stays before the rest: the next pass takes them.
             tracing::warn!(
                 limit = MAX_ENTRIES_PER_PASS,

@@ -90,7 +90,7 @@ fn in_body_from(body: &str) -> Option<String> {
 /// id with anything else outside printable ASCII (control characters,
 /// `<`, `>`, non-ASCII) is no id: ids go into a dispatch payload, a mail
 /// header and a command line, where a newline would split them.
-pub fn clean_id(s: &str) -> Option<String> {
+fn clean_id(s: &str) -> Option<String> {
     let s = s.trim();
     let s = match (s.find('<'), s.rfind('>')) {
         (Some(i), Some(j)) if i < j => &s[i + 1..j],

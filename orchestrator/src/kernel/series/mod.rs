@@ -38,12 +38,10 @@ pub enum SeriesError {
     #[error("{path}: {}; the limit for an mbox or patch file is {limit} bytes (MAX_MBOX_BYTES)", match .size { Some(n) => format!("{n} bytes"), None => format!("more than {limit} bytes") })]
     TooLarge {
         path: PathBuf,
-        /// None when read from a pipe (cut at the limit).
+        /// None when not a regular file (a pipe, a device: cut at the limit).
         size: Option<u64>,
         limit: u64,
     },
-    #[error("{path}: not a regular file or a pipe but a {kind}; give an mbox or patch file")]
-    NotAFile { path: PathBuf, kind: &'static str },
     #[error(transparent)]
     Patchwork(#[from] patchwork::PatchworkError),
     #[error(transparent)]
@@ -359,90 +357,33 @@ pub fn assemble_with(
     })
 }
 
-/// Why a file was not read.
-#[derive(Debug)]
-pub enum MboxReadError {
-    Io(std::io::Error),
-    /// Over the limit: its size, or None when cut while reading a pipe.
-    TooLarge {
-        size: Option<u64>,
-    },
-    /// A character or block device or a socket: `/dev/zero` never ends.
-    NotAFile {
-        kind: &'static str,
-    },
-}
-
-impl MboxReadError {
-    /// The error of the series source `source_name` (the path, or the
-    /// option that gave it).
-    pub fn into_series(self, source_name: &str, path: &Path) -> SeriesError {
-        match self {
-            MboxReadError::Io(source) => SeriesError::Io {
-                source_name: source_name.to_string(),
-                source,
-            },
-            MboxReadError::TooLarge { size } => SeriesError::TooLarge {
-                path: path.to_path_buf(),
-                size,
-                limit: fetch::MAX_MBOX_BYTES,
-            },
-            MboxReadError::NotAFile { kind } => SeriesError::NotAFile {
-                path: path.to_path_buf(),
-                kind,
-            },
-        }
-    }
-}
-
-/// Reads a regular file or a pipe (`<(zcat x.gz)`, a FIFO) by the bytes
-/// actually read: more than `limit` is refused whatever the metadata said
-/// (a pipe has no size, and a file can grow). Devices and sockets are
-/// refused without reading.
-pub fn read_capped(path: &Path, limit: u64) -> Result<Vec<u8>, MboxReadError> {
-    use std::io::Read;
-    use std::os::unix::fs::FileTypeExt;
-    let meta = std::fs::metadata(path).map_err(MboxReadError::Io)?;
-    let t = meta.file_type();
-    let kind = if t.is_char_device() {
-        Some("character device")
-    } else if t.is_block_device() {
-        Some("block device")
-    } else if t.is_socket() {
-        Some("socket")
-    } else if t.is_dir() {
-        Some("directory")
-    } else {
-        None
-    };
-    if let Some(kind) = kind {
-        return Err(MboxReadError::NotAFile { kind });
-    }
-    if t.is_file() && meta.len() > limit {
-        return Err(MboxReadError::TooLarge {
-            size: Some(meta.len()),
-        });
-    }
-    let file = std::fs::File::open(path).map_err(MboxReadError::Io)?;
-    let mut bytes = Vec::new();
-    file.take(limit + 1)
-        .read_to_end(&mut bytes)
-        .map_err(MboxReadError::Io)?;
-    if bytes.len() as u64 > limit {
-        return Err(MboxReadError::TooLarge { size: None });
-    }
-    Ok(bytes)
-}
-
 /// gzip's magic bytes: a `t.mbox.gz` as lore serves it.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
-/// Reads an mbox or patch file of at most [`fetch::MAX_MBOX_BYTES`]
-/// ([`read_capped`]); a gzip'd one (told by its first bytes, not its name)
-/// is decompressed, to at most as many bytes.
+/// Reads an mbox or patch file of at most [`fetch::MAX_MBOX_BYTES`],
+/// counted in bytes actually read (a pipe, `<(zcat ...)` or a FIFO too;
+/// /dev/zero stops at the limit); a gzip'd one (told by its first bytes,
+/// not its name) is decompressed, to at most as many bytes.
 pub fn read_mbox_file(path: &Path, source_name: &str) -> Result<Vec<u8>, SeriesError> {
-    let bytes =
-        read_capped(path, fetch::MAX_MBOX_BYTES).map_err(|e| e.into_series(source_name, path))?;
+    use crate::host::fs::{read_capped, Accept};
+    let limit = fetch::MAX_MBOX_BYTES;
+    let bytes = read_capped(path, limit, "MAX_MBOX_BYTES", Accept::Any).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::FileTooLarge {
+            SeriesError::TooLarge {
+                path: path.to_path_buf(),
+                size: std::fs::metadata(path)
+                    .ok()
+                    .filter(|m| m.is_file())
+                    .map(|m| m.len()),
+                limit,
+            }
+        } else {
+            SeriesError::Io {
+                source_name: source_name.to_string(),
+                source,
+            }
+        }
+    })?;
     if bytes.starts_with(&GZIP_MAGIC) {
         return Ok(fetch::gunzip_limited(&bytes, &path.display().to_string())?);
     }
@@ -1149,17 +1090,18 @@ mod tests {
         assert!(s.missing_prerequisites.is_empty());
     }
 
-    /// Devices are refused without reading; pipes are read up to the
-    /// limit, by the bytes that came (a FIFO or `<(...)` has no size).
+    /// Reads stop at the limit by the bytes that came: /dev/zero (its
+    /// size is 0 to metadata) and an endless FIFO are refused naming it;
+    /// a pipe that ends in time is read whole.
     #[test]
-    fn devices_and_endless_pipes_are_refused() {
+    fn devices_and_endless_pipes_are_cut_at_the_limit() {
         let tmp = tempfile::tempdir().unwrap();
         let err = load_file(Path::new("/dev/zero"), tmp.path())
             .unwrap_err()
             .to_string();
         assert_eq!(
             err,
-            "/dev/zero: not a regular file or a pipe but a character device; give an mbox or patch file"
+            "/dev/zero: more than 67108864 bytes; the limit for an mbox or patch file is 67108864 bytes (MAX_MBOX_BYTES)"
         );
         let fifo = tmp.path().join("fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
@@ -1175,30 +1117,31 @@ mod tests {
                 while f.write_all(&chunk).is_ok() {}
             })
         };
-        assert!(matches!(
-            read_capped(&fifo, 100_000),
-            Err(MboxReadError::TooLarge { size: None })
-        ));
-        writer.join().unwrap();
-        // A pipe that ends in time is read whole.
-        let writer = {
-            let fifo = fifo.clone();
-            std::thread::spawn(move || std::fs::write(fifo, b"From x\n\n").unwrap())
-        };
-        assert_eq!(read_capped(&fifo, 100).unwrap(), b"From x\n\n");
-        writer.join().unwrap();
+        let err = load_file(&fifo, tmp.path()).unwrap_err().to_string();
         assert_eq!(
-            SeriesError::TooLarge {
-                path: fifo.clone(),
-                size: None,
-                limit: fetch::MAX_MBOX_BYTES
-            }
-            .to_string(),
+            err,
             format!(
                 "{}: more than 67108864 bytes; the limit for an mbox or patch file is 67108864 bytes (MAX_MBOX_BYTES)",
                 fifo.display()
             )
         );
+        writer.join().unwrap();
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || {
+                std::fs::write(
+                    fifo,
+                    std::fs::read(
+                        Path::new(env!("CARGO_MANIFEST_DIR"))
+                            .join("../kernels/series/mglru-isolation-v1.mbox"),
+                    )
+                    .unwrap(),
+                )
+                .unwrap()
+            })
+        };
+        assert_eq!(load_file(&fifo, tmp.path()).unwrap().total, 2);
+        writer.join().unwrap();
     }
 
     /// A gzip'd mbox (lore's t.mbox.gz) is read as the mbox inside it,
