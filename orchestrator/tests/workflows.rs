@@ -1674,6 +1674,11 @@ fn a_failed_build_still_gets_a_failing_report_and_check() {
         report.contains("build (failure) shard (skipped)"),
         "{report}"
     );
+    assert!(report.contains("Shards with results: 0."), "{report}");
+    assert!(
+        !report.contains("shard-*"),
+        "an unmatched glob in the report: {report}"
+    );
     assert!(
         report.contains("https://github.com/o/r/actions/runs/7"),
         "{report}"
@@ -1715,6 +1720,10 @@ fn a_failed_build_still_gets_a_failing_report_and_check() {
     );
     assert!(
         report.contains("shard (failure)") && report.ends_with("report\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains("- shards/shard-1: exit code 0\n"),
         "{report}"
     );
 }
