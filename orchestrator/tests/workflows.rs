@@ -182,24 +182,44 @@ fn maintainer_matrix_builds_once_shards_and_merges() {
         assert!(inputs.get(i).is_some(), "matrix.yml lacks input {i}");
     }
     let jobs = &m["jobs"];
+    assert_eq!(jobs["plan"]["needs"], "mmci");
+    assert_eq!(jobs["build"]["needs"], serde_json::json!(["plan", "mmci"]));
+    assert_eq!(
+        jobs["build"]["strategy"]["matrix"],
+        serde_json::json!({
+            "arch": "${{ fromJSON(needs.plan.outputs.arches) }}",
+            "flavour": "${{ fromJSON(needs.plan.outputs.flavours) }}",
+        })
+    );
     assert_eq!(
         jobs["shard"]["needs"],
-        serde_json::json!(["plan", "mmci", "build"])
+        serde_json::json!(["plan", "mmci", "build", "images"])
     );
     assert_eq!(
         jobs["shard"]["strategy"]["matrix"]["shard"],
         "${{ fromJSON(needs.plan.outputs.shards) }}"
     );
+    assert_eq!(
+        jobs["merge"]["needs"],
+        serde_json::json!(["plan", "mmci", "build", "images", "shard"])
+    );
+    assert_eq!(jobs["merge"]["if"], "always()");
     let text = |j: &str| serde_json::to_string(&jobs[j]).unwrap();
-    // The build cache travels from the build job to the shards.
-    assert!(text("build").contains("actions/cache@"));
-    assert!(text("shard").contains("actions/cache/restore@"));
+    // The kernels travel from the build jobs to the shards as artifacts;
+    // the build cache stays with the build jobs.
+    assert!(text("build").contains("actions/cache/restore@"));
+    assert!(text("build").contains("actions/cache/save@"));
+    assert!(text("build").contains("kernels-${{ matrix.arch }}-${{ matrix.flavour }}"));
+    assert!(!text("shard").contains("actions/cache"));
+    assert!(text("shard").contains("\"pattern\":\"kernels-*\""));
     assert!(text("shard").contains("udevadm trigger --name-match=kvm"));
+    assert!(text("images").contains("--privileged bash .github/mmci-matrix-step images"));
     assert!(text("merge").contains("actions/upload-artifact@"));
     let step = std::fs::read_to_string(root().join(".github/mmci-matrix-step")).unwrap();
     assert!(step.contains("mmci run --matrix \"$MATRIX\" --shard \"$SHARD\""));
-    assert!(step.contains("mmci merge --into merged/results shards/shard-*/results"));
+    assert!(step.contains("mmci merge --into merged/results \"${results[@]}\""));
     assert!(step.contains("mmci post github"));
+    assert!(step.contains("mmci matrix show \"$MATRIX\" > plan/show.txt"));
 }
 
 #[test]
@@ -255,8 +275,9 @@ fn patchwork_checks_are_posted_only_with_the_token_secret() {
     // The token goes to the dispatch's instance, never to the one the
     // results dir names (a series' build could have rewritten it).
     assert!(step.contains(
-        "mmci post patchwork --patchwork \"${PW_URL:-https://patchwork.kernel.org}\" --results merged/results --context mmci --send"
+        "mmci post patchwork --patchwork \"${PW_URL:-https://patchwork.kernel.org}\" \"${check[@]}\" --context mmci --send"
     ));
+    assert!(step.contains("check=(--results merged/results)"));
     assert!(step.contains(
         "--patchwork \"${PW_URL:-https://patchwork.kernel.org}\" --pw-series \"$PW_SERIES\""
     ));
@@ -535,7 +556,8 @@ mod rules {
     }
 
     /// C2: a series runs only in `.ci/in-debian --mmci` (checkout
-    /// read-only, no toolchain), never on the runner or with --toolchain.
+    /// read-only, no toolchain), never on the runner, with --toolchain or
+    /// in a privileged container.
     pub fn series_run_only_in_the_read_only_container(all: &[Wf]) -> Vec<String> {
         let mut v = vec![];
         for w in all {
@@ -545,7 +567,10 @@ mod rules {
                         if !SERIES_COMMANDS.iter().any(|c| l.contains(c)) {
                             continue;
                         }
-                        if !l.starts_with(".ci/in-debian --mmci ") || l.contains("--toolchain") {
+                        if !l.starts_with(".ci/in-debian --mmci ")
+                            || l.contains("--toolchain")
+                            || l.contains("--privileged")
+                        {
                             v.push(format!(
                                 "{}: job {name}, {}: the series runs outside `.ci/in-debian --mmci` (writable checkout or toolchain): {l}",
                                 w.name,
@@ -559,8 +584,9 @@ mod rules {
         v
     }
 
-    /// C2: every job that holds a secret or runs a series runs only the
-    /// mmci binary of a trusted build job it needs, downloaded and checked
+    /// C2: every job that holds a secret, runs a series or runs mmci at
+    /// all (`.ci/in-debian --mmci`) runs only the mmci binary of a trusted
+    /// build job it needs, downloaded and checked
     /// against that job's sha256 output before its first use; it builds
     /// nothing and runs nothing from target/.
     pub fn mmci_comes_from_a_trusted_artifact(all: &[Wf]) -> Vec<String> {
@@ -568,7 +594,10 @@ mod rules {
         let re = Regex::new(r"^\$\{\{ needs\.([A-Za-z0-9_-]+)\.outputs\.sha256 \}\}$").unwrap();
         for w in all {
             for (name, job) in jobs(w) {
-                if uploads_mmci(job) || !(holds_secret(w, job) || runs_series(job)) {
+                let runs_mmci = steps(job)
+                    .iter()
+                    .any(|s| run(s).contains(".ci/in-debian --mmci"));
+                if uploads_mmci(job) || !(holds_secret(w, job) || runs_series(job) || runs_mmci) {
                     continue;
                 }
                 let at = format!("{}: job {name}", w.name);
@@ -756,6 +785,11 @@ mod rules {
             "v4.3.0",
         ),
         (
+            "actions/cache/save",
+            "0057852bfaa89a56745cba8c7296529d2fc39830",
+            "v4.3.0",
+        ),
+        (
             "actions/upload-artifact",
             "ea165f8d65b6e75b540449e92b4886f43607fa02",
             "v4.6.2",
@@ -801,6 +835,310 @@ mod rules {
         v
     }
 
+    /// Issue 31: a job that holds a secret restores no cache at all, not
+    /// even one no series writes today (the only jobs that restore one
+    /// are those that run the code it was built from).
+    pub fn secret_jobs_restore_no_cache(all: &[Wf]) -> Vec<String> {
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                if !holds_secret(w, job) {
+                    continue;
+                }
+                for (step, key) in cache_restores(job) {
+                    v.push(format!(
+                        "{}: job {name} holds a secret and its {step} restores cache key {key:?}",
+                        w.name
+                    ));
+                }
+            }
+        }
+        v
+    }
+
+    /// Issue 31: a privileged container (`.ci/in-debian --mmci ...
+    /// --privileged`, for `mmci image build`) runs in a job that runs no
+    /// series, holds no secret and restores no cache.
+    pub fn privileged_only_for_images(all: &[Wf]) -> Vec<String> {
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                for (i, s) in steps(job).iter().enumerate() {
+                    for l in lines(run(s)) {
+                        if !(l.contains(".ci/in-debian --mmci") && l.contains("--privileged")) {
+                            continue;
+                        }
+                        let at = format!("{}: job {name}, {}", w.name, step_name(i, s));
+                        if !l.ends_with("bash .github/mmci-matrix-step images") {
+                            v.push(format!("{at}: a privileged container for something else than the images: {l}"));
+                        }
+                        if runs_series(job)
+                            || holds_secret(w, job)
+                            || !cache_restores(job).is_empty()
+                        {
+                            v.push(format!("{at}: a privileged container in a job that runs a series, holds a secret or restores a cache"));
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// What each cache key must be made of: (literal prefix, the
+    /// expressions the key must contain).
+    pub const CACHE_INPUTS: &[(&str, &[&str])] = &[
+        (
+            "mmci-kernels-",
+            &[
+                "${{ runner.os }}",
+                "${{ matrix.arch }}",
+                "${{ matrix.flavour }}",
+                "${{ hashFiles('kernels/**') }}",
+                "${{ needs.plan.outputs.inputs }}",
+            ],
+        ),
+        (
+            "mmci-series-",
+            &[
+                "${{ runner.os }}",
+                "${{ hashFiles('kernels/**') }}",
+                "${{ steps.series.outputs.key }}",
+            ],
+        ),
+        (
+            "mmci-ci-toolchain-",
+            &["${{ runner.os }}", "${{ hashFiles('Cargo.lock') }}"],
+        ),
+        (
+            "mmci-ci-target-",
+            &[
+                "${{ runner.os }}",
+                "${{ hashFiles('Cargo.lock') }}",
+                "'**/*.rs'",
+                "'!target/**'",
+            ],
+        ),
+        (
+            "mmci-ci-test-",
+            &[
+                "${{ runner.os }}",
+                "'kernels/**'",
+                "'images/**'",
+                "'guest-init/**'",
+            ],
+        ),
+    ];
+
+    /// Issue 31: every cache is restored (actions/cache/restore) under a
+    /// key of its inputs (CACHE_INPUTS) with a cascade of restore-keys,
+    /// each a prefix of the key; saved (actions/cache/save) on the same
+    /// paths under a key that starts with the restored one, only when the
+    /// restore did not hit that key exactly (never actions/cache, whose
+    /// exact hit never saves again).
+    pub fn caches_keyed_on_inputs_and_saved_when_new(all: &[Wf]) -> Vec<String> {
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                let ss = steps(job);
+                for (i, s) in ss.iter().enumerate() {
+                    let at = format!("{}: job {name}, {}", w.name, step_name(i, s));
+                    let key = s["with"]["key"].as_str().unwrap_or("");
+                    match action(s) {
+                        "actions/cache" => v.push(format!(
+                            "{at}: actions/cache saves only on a miss of its fixed key; restore and save separately"
+                        )),
+                        "actions/cache/restore" => {
+                            match CACHE_INPUTS.iter().find(|(p, _)| key.starts_with(p)) {
+                                None => v.push(format!("{at}: cache key {key:?} is none of CACHE_INPUTS")),
+                                Some((p, inputs)) => {
+                                    for input in *inputs {
+                                        if !key.contains(input) {
+                                            v.push(format!("{at}: cache key {p}... lacks its input {input}"));
+                                        }
+                                    }
+                                }
+                            }
+                            let restore: Vec<&str> = s["with"]["restore-keys"]
+                                .as_str()
+                                .unwrap_or("")
+                                .lines()
+                                .map(str::trim)
+                                .filter(|k| !k.is_empty())
+                                .collect();
+                            if restore.is_empty() {
+                                v.push(format!("{at}: no restore-keys: a new input starts from nothing"));
+                            }
+                            for r in &restore {
+                                if !key.starts_with(r) {
+                                    v.push(format!("{at}: restore key {r:?} is not a prefix of the key"));
+                                }
+                            }
+                            let Some(id) = s["id"].as_str() else {
+                                v.push(format!("{at}: a restore without an id: no save can tell whether it hit"));
+                                continue;
+                            };
+                            let saves: Vec<&Value> = ss
+                                .iter()
+                                .filter(|t| {
+                                    action(t) == "actions/cache/save"
+                                        && t["with"]["path"] == s["with"]["path"]
+                                })
+                                .collect();
+                            if saves.is_empty() {
+                                v.push(format!("{at}: restored but never saved"));
+                            }
+                            for t in saves {
+                                let skey = t["with"]["key"].as_str().unwrap_or("");
+                                let cond = t["if"].as_str().unwrap_or("");
+                                if !skey.starts_with(key) {
+                                    v.push(format!("{at}: saved under {skey:?}, which does not start with the key restored"));
+                                }
+                                let hit = format!("steps.{id}.outputs.cache-hit != 'true'");
+                                let matched = format!("!= steps.{id}.outputs.cache-matched-key");
+                                if !(cond.contains(&hit) || (skey != key && cond.contains(&matched))) {
+                                    v.push(format!("{at}: saved without `if:` on the restore's exact hit ({hit}, or a longer key {matched})"));
+                                }
+                            }
+                        }
+                        "actions/cache/save" => {
+                            let restored = ss.iter().any(|t| {
+                                action(t) == "actions/cache/restore"
+                                    && t["with"]["path"] == s["with"]["path"]
+                            });
+                            if !restored {
+                                v.push(format!("{at}: saves a cache this job never restores"));
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// The jobs of `w` that run `mmci-matrix-step STEP`.
+    fn jobs_running<'a>(w: &'a Wf, step: &str) -> Vec<(&'a str, &'a Value)> {
+        let pat = format!(".github/mmci-matrix-step {step}");
+        jobs(w)
+            .into_iter()
+            .filter(|(_, j)| steps(j).iter().any(|s| run(s).contains(&pat)))
+            .collect()
+    }
+
+    /// Where the shards' mmci finds the kernels (its work dir's builds/).
+    pub const BUILDS: &str = "/home/runner/.cache/mmci-ci/work/builds";
+
+    /// Issue 31 (vmtest's structure): the kernels are built once, by a
+    /// build job per arch and flavour that uploads them (its builds/) as
+    /// an artifact named after both; every shard job needs that job,
+    /// builds nothing, restores no cache, and downloads the kernels into
+    /// mmci's builds/ before it runs.
+    pub fn kernels_built_once_and_passed_as_artifacts(all: &[Wf]) -> Vec<String> {
+        let mut v = vec![];
+        for w in all {
+            let builders = jobs_running(w, "build");
+            for (name, job) in jobs_running(w, "shard") {
+                let at = format!("{}: job {name}", w.name);
+                let ss = steps(job);
+                let Some(shard) = ss
+                    .iter()
+                    .position(|s| run(s).contains(".github/mmci-matrix-step shard"))
+                else {
+                    continue;
+                };
+                for (i, s) in ss.iter().enumerate() {
+                    let r = run(s);
+                    if r.contains("mmci kernel build") || r.contains("mmci-matrix-step build") {
+                        v.push(format!("{at}, {}: a shard builds kernels", step_name(i, s)));
+                    }
+                    if action(s).starts_with("actions/cache") {
+                        v.push(format!("{at}, {}: a shard restores a cache (the kernels come from the build job's artifact)", step_name(i, s)));
+                    }
+                }
+                let download = ss.iter().position(|s| {
+                    action(s) == "actions/download-artifact"
+                        && s["with"]["pattern"] == "kernels-*"
+                        && s["with"]["merge-multiple"] == true
+                        && s["with"]["path"] == BUILDS
+                });
+                match download {
+                    Some(d) if d < shard => {}
+                    _ => v.push(format!("{at}: the kernels (artifacts kernels-*) are not downloaded into {BUILDS} before the shard runs")),
+                }
+                let needed: Vec<String> = needs(job);
+                if !builders.iter().any(|(b, _)| needed.iter().any(|n| n == b)) {
+                    v.push(format!("{at}: needs no job that builds the kernels"));
+                }
+            }
+            for (name, job) in builders {
+                let at = format!("{}: job {name}", w.name);
+                let m = &job["strategy"]["matrix"];
+                if m.get("arch").is_none() || m.get("flavour").is_none() {
+                    v.push(format!("{at}: not one build job per arch and flavour (strategy.matrix arch, flavour)"));
+                }
+                let up = steps(job).iter().any(|s| {
+                    action(s) == "actions/upload-artifact"
+                        && s["with"]["name"] == "kernels-${{ matrix.arch }}-${{ matrix.flavour }}"
+                        && s["with"]["path"]
+                            .as_str()
+                            .is_some_and(|p| p.trim_end_matches('/') == BUILDS)
+                });
+                if !up {
+                    v.push(format!(
+                        "{at}: does not upload {BUILDS} as the artifact kernels-ARCH-FLAVOUR"
+                    ));
+                }
+            }
+        }
+        v
+    }
+
+    /// Issue 31: the job that merges and posts a matrix runs `if:
+    /// always()`, whatever the build and shard jobs did, gated on nothing
+    /// but the trusted mmci build; without that binary it still posts a
+    /// failed check run (a step on `needs.mmci.result != 'success'`).
+    pub fn merge_runs_always_and_posts_failures(all: &[Wf]) -> Vec<String> {
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs_running(w, "merge") {
+                let at = format!("{}: job {name}", w.name);
+                let cond = job["if"].as_str().unwrap_or("");
+                if cond.trim() != "always()" {
+                    v.push(format!("{at}: `if: {cond}`: not `always()`, so a failed build or shard posts nothing"));
+                }
+                let posts_without_mmci = steps(job).iter().any(|s| {
+                    s["if"] == "needs.mmci.result != 'success'"
+                        && run(s).contains("check-runs")
+                        && run(s).contains("conclusion=failure")
+                });
+                if !posts_without_mmci {
+                    v.push(format!(
+                        "{at}: no failed check run when the mmci binary did not build"
+                    ));
+                }
+                for (i, s) in steps(job).iter().enumerate() {
+                    if run(s).contains("mmci-matrix-step merge") {
+                        let env = s["env"]["MMCI_PASS_ENV"].as_str().unwrap_or("");
+                        let results = job["env"]["NEEDS_RESULTS"].as_str().unwrap_or("");
+                        if !env.split(' ').any(|e| e == "NEEDS_RESULTS") {
+                            v.push(format!("{at}, {}: the merge step is not told which jobs failed (NEEDS_RESULTS)", step_name(i, s)));
+                        }
+                        for n in needs(job) {
+                            if n != "mmci"
+                                && !results.contains(&format!("{n}=${{{{ needs.{n}.result }}}}"))
+                            {
+                                v.push(format!("{at}: NEEDS_RESULTS lacks {n}"));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+
     /// Every rule on `all`.
     pub fn check(all: &[Wf]) -> Vec<String> {
         let mut v = secret_jobs_restore_no_untrusted_cache(all);
@@ -809,6 +1147,11 @@ mod rules {
         v.extend(pr_number_comes_from_the_event(all));
         v.extend(checkouts_keep_no_credentials(all));
         v.extend(actions_pinned_by_commit(all));
+        v.extend(secret_jobs_restore_no_cache(all));
+        v.extend(privileged_only_for_images(all));
+        v.extend(caches_keyed_on_inputs_and_saved_when_new(all));
+        v.extend(kernels_built_once_and_passed_as_artifacts(all));
+        v.extend(merge_runs_always_and_posts_failures(all));
         for w in all {
             for (name, job) in jobs(w) {
                 if uploads_mmci(job) {
@@ -864,6 +1207,10 @@ fn the_workflows_keep_every_rule() {
         assert!(rules::runs_series(&job(f, j)), "{f} {j}");
         assert!(!rules::holds_secret(find(f), &job(f, j)), "{f} {j}");
     }
+    for (f, j) in [("matrix.yml", "plan"), ("matrix.yml", "images")] {
+        assert!(!rules::runs_untrusted(&job(f, j)), "{f} {j}");
+        assert!(!rules::holds_secret(find(f), &job(f, j)), "{f} {j}");
+    }
     for (f, j) in [
         ("matrix.yml", "merge"),
         ("series.yml", "post"),
@@ -887,8 +1234,8 @@ fn a_secret_job_restoring_a_cache_the_series_writes_is_found() {
     // The chain of C2 as it was: merge restored the kernels' cache.
     let all = planted("matrix.yml", |t| {
         t.replace(
-            "      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          pattern: shard-*",
-            "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: /home/runner/.cache/mmci-ci\n          key: mmci-kernels-${{ runner.os }}-x\n      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          pattern: shard-*",
+            "      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        continue-on-error: true\n        with:\n          pattern: shard-*",
+            "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: /home/runner/.cache/mmci-ci\n          key: mmci-kernels-${{ runner.os }}-x\n      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        continue-on-error: true\n        with:\n          pattern: shard-*",
         )
     });
     let v = rules::secret_jobs_restore_no_untrusted_cache(&all);
@@ -898,7 +1245,7 @@ fn a_secret_job_restoring_a_cache_the_series_writes_is_found() {
         "{v:?}"
     );
     assert!(
-        v[0].contains("matrix.yml: job build, step 2 (actions/cache@"),
+        v[0].contains("matrix.yml: job build, step 7 (actions/cache/save@"),
         "{v:?}"
     );
     // Across files and by prefix: a restore key that a series' cache key
@@ -921,7 +1268,8 @@ fn a_secret_job_restoring_a_cache_the_series_writes_is_found() {
 fn a_series_run_with_a_writable_checkout_or_toolchain_is_found() {
     for (file, from, to) in [
         ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --rw out bash .github/mmci-matrix-step shard", ".ci/in-debian --toolchain bash .github/mmci-matrix-step shard"),
-        ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work bash .github/mmci-matrix-step build", "bash .github/mmci-matrix-step build"),
+        ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --rw built bash .github/mmci-matrix-step build", "bash .github/mmci-matrix-step build"),
+        ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --rw built bash .github/mmci-matrix-step build", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --privileged bash .github/mmci-matrix-step build"),
         ("series.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --rw out \\", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --toolchain --rw out \\"),
     ] {
         let all = planted(file, |t| t.replace(from, to));
@@ -950,14 +1298,22 @@ fn mmci_built_or_unchecked_in_a_secret_job_is_found() {
     assert!(v.iter().any(|m| m.contains("`target/release`")), "{v:#?}");
     // The check against the trusted job's output removed.
     let all = planted("matrix.yml", |t| {
-        t.replacen(
+        t.replace(
             "printf '%s  mmci\\n' \"$SHA256\" | sha256sum --check --strict\n",
             "",
-            3,
         )
     });
     let v = rules::mmci_comes_from_a_trusted_artifact(&all);
-    assert_eq!(v.len(), 3, "{v:#?}");
+    // Every job that runs mmci: plan and images too, which hold no secret
+    // and run no series.
+    assert_eq!(v.len(), 5, "{v:#?}");
+    for job in ["plan", "build", "images", "shard", "merge"] {
+        assert!(
+            v.iter()
+                .any(|m| m.starts_with(&format!("matrix.yml: job {job} runs mmci without"))),
+            "{job}: {v:#?}"
+        );
+    }
     assert!(
         v.iter()
             .all(|m| m.contains("runs mmci without downloading the artifact mmci")),
@@ -973,7 +1329,7 @@ fn mmci_built_or_unchecked_in_a_secret_job_is_found() {
     let v = rules::mmci_comes_from_a_trusted_artifact(&all);
     assert!(
         v.iter().any(|m| m.starts_with(
-            "matrix.yml: job merge: the sha256 checked is not the output of a job it needs"
+            "matrix.yml: job plan: the sha256 checked is not the output of a job it needs"
         )),
         "{v:#?}"
     );
@@ -1087,6 +1443,292 @@ fn an_action_by_tag_or_unknown_commit_is_found() {
 }
 
 #[test]
+fn a_secret_job_restoring_any_cache_is_found() {
+    // Even a cache no series writes today: series-post.yml's post job
+    // restoring the toolchain cache of ci.yml.
+    let all = planted("series-post.yml", |t| {
+        t.replacen(
+            "      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262 # v4.4.0\n",
+            "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: x\n          key: mmci-ci-toolchain-${{ runner.os }}\n      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262 # v4.4.0\n",
+            1,
+        )
+    });
+    let v = rules::secret_jobs_restore_no_cache(&all);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].starts_with(
+            "series-post.yml: job post holds a secret and its step 1 (actions/cache/restore@"
+        ),
+        "{v:?}"
+    );
+    assert!(rules::secret_jobs_restore_no_cache(&real_workflows()).is_empty());
+}
+
+#[test]
+fn a_privileged_container_outside_the_images_job_is_found() {
+    let all = planted("matrix.yml", |t| {
+        t.replace(
+            ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --summary bash .github/mmci-matrix-step post-github",
+            ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --privileged --summary bash .github/mmci-matrix-step post-github",
+        )
+    });
+    let v = rules::privileged_only_for_images(&all);
+    assert_eq!(v.len(), 2, "{v:#?}");
+    assert!(
+        v.iter()
+            .all(|m| m.starts_with("matrix.yml: job merge, step ")),
+        "{v:#?}"
+    );
+    assert!(v[0].contains("something else than the images"), "{v:?}");
+    assert!(v[1].contains("holds a secret"), "{v:?}");
+    assert!(rules::privileged_only_for_images(&real_workflows()).is_empty());
+}
+
+#[test]
+fn caches_without_their_inputs_or_saved_every_time_are_found() {
+    // (file, edit from, to, the violation expected)
+    let kernels_save_if = "        if: format('mmci-kernels-{0}-{1}-{2}-{3}-{4}-{5}', runner.os, matrix.arch, matrix.flavour, hashFiles('kernels/**'), needs.plan.outputs.inputs, steps.built.outputs.kernels) != steps.cache.outputs.cache-matched-key\n";
+    for (file, from, to, want) in [
+        (
+            "ci.yml",
+            "          key: mmci-ci-toolchain-${{ runner.os }}-${{ hashFiles('Cargo.lock') }}\n          restore-keys",
+            "          key: mmci-ci-toolchain-${{ runner.os }}-\n          restore-keys",
+            "ci.yml: job test, step 3 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): cache key mmci-ci-toolchain-... lacks its input ${{ hashFiles('Cargo.lock') }}",
+        ),
+        (
+            "matrix.yml",
+            "${{ matrix.flavour }}-${{ hashFiles('kernels/**') }}-${{ needs.plan.outputs.inputs }}\n          restore-keys",
+            "${{ matrix.flavour }}-${{ needs.plan.outputs.inputs }}\n          restore-keys",
+            "matrix.yml: job build, step 2 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): cache key mmci-kernels-... lacks its input ${{ hashFiles('kernels/**') }}",
+        ),
+        (
+            "matrix.yml",
+            kernels_save_if,
+            "",
+            "matrix.yml: job build, step 2 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): saved without `if:` on the restore's exact hit",
+        ),
+        (
+            "ci.yml",
+            "        if: always() && steps.target.outputs.cache-hit != 'true'\n",
+            "        if: always()\n",
+            "ci.yml: job test, step 4 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): saved without `if:` on the restore's exact hit",
+        ),
+        (
+            "series.yml",
+            "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        id: cache\n",
+            "      - uses: actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        id: cache\n",
+            "series.yml: job test, step 6 (actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830): actions/cache saves only on a miss of its fixed key",
+        ),
+        (
+            "series.yml",
+            "          restore-keys: |\n            mmci-series-${{ runner.os }}-${{ hashFiles('kernels/**') }}-\n",
+            "          restore-keys: |\n            mmci-series-${{ runner.os }}-${{ hashFiles('images/**') }}-\n",
+            "series.yml: job test, step 6 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): restore key \"mmci-series-${{ runner.os }}-${{ hashFiles('images/**') }}-\" is not a prefix of the key",
+        ),
+        (
+            "series.yml",
+            "          key: mmci-series-${{ runner.os }}-${{ hashFiles('kernels/**') }}-${{ steps.series.outputs.key }}\n          restore-keys",
+            "          key: mmci-series-${{ runner.os }}-${{ hashFiles('kernels/**') }}-${{ github.run_id }}\n          restore-keys",
+            "series.yml: job test, step 6 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): cache key mmci-series-... lacks its input ${{ steps.series.outputs.key }}",
+        ),
+    ] {
+        let all = planted(file, |t| t.replace(from, to));
+        let v = rules::caches_keyed_on_inputs_and_saved_when_new(&all);
+        assert!(v.iter().any(|m| m.starts_with(want)), "{want}\n{v:#?}");
+    }
+    assert!(rules::caches_keyed_on_inputs_and_saved_when_new(&real_workflows()).is_empty());
+}
+
+#[test]
+fn a_shard_that_builds_or_misses_the_kernels_artifact_is_found() {
+    let download = "      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          pattern: kernels-*\n          merge-multiple: true\n          path: /home/runner/.cache/mmci-ci/work/builds\n";
+    let cases: [(&str, String, &str); 4] = [
+        // The kernels not downloaded: every shard would build them.
+        (download, String::new(), "matrix.yml: job shard: the kernels (artifacts kernels-*) are not downloaded"),
+        // The old way: the build job's cache restored in the shard.
+        (
+            download,
+            "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: /home/runner/.cache/mmci-ci/work\n          key: mmci-kernels-${{ runner.os }}-x\n".to_string(),
+            "matrix.yml: job shard, step 5 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): a shard restores a cache",
+        ),
+        // The kernels uploaded under one name for every arch.
+        (
+            "          name: kernels-${{ matrix.arch }}-${{ matrix.flavour }}\n",
+            "          name: kernels\n".to_string(),
+            "matrix.yml: job build: does not upload /home/runner/.cache/mmci-ci/work/builds as the artifact kernels-ARCH-FLAVOUR",
+        ),
+        // One build job for everything.
+        (
+            "        arch: ${{ fromJSON(needs.plan.outputs.arches) }}\n",
+            String::new(),
+            "matrix.yml: job build: not one build job per arch and flavour",
+        ),
+    ];
+    for (from, to, want) in cases {
+        let all = planted("matrix.yml", |t| t.replace(from, &to));
+        let v = rules::kernels_built_once_and_passed_as_artifacts(&all);
+        assert!(v.iter().any(|m| m.starts_with(want)), "{want}\n{v:#?}");
+    }
+    // A shard that builds its kernels again.
+    let all = planted("matrix.yml", |t| {
+        t.replace(
+            "--work --rw out bash .github/mmci-matrix-step shard",
+            "--work --rw out bash -c 'mmci kernel build && .github/mmci-matrix-step shard'",
+        )
+    });
+    let v = rules::kernels_built_once_and_passed_as_artifacts(&all);
+    assert!(
+        v.iter().any(|m| m.contains("a shard builds kernels")),
+        "{v:#?}"
+    );
+    assert!(rules::kernels_built_once_and_passed_as_artifacts(&real_workflows()).is_empty());
+}
+
+#[test]
+fn a_merge_that_skips_on_a_failed_build_is_found() {
+    for (from, to, want) in [
+        // matrix.yml as it was: no merge, no post when a build failed.
+        (
+            "    needs: [plan, mmci, build, images, shard]\n    if: always()\n",
+            "    needs: [plan, mmci, build, images, shard]\n    if: always() && needs.plan.result == 'success' && needs.mmci.result == 'success'\n",
+            "matrix.yml: job merge: `if: always() && needs.plan.result",
+        ),
+        (
+            "        if: needs.mmci.result != 'success'\n",
+            "",
+            "matrix.yml: job merge: no failed check run when the mmci binary did not build",
+        ),
+        (
+            " build=${{ needs.build.result }}",
+            "",
+            "matrix.yml: job merge: NEEDS_RESULTS lacks build",
+        ),
+    ] {
+        let all = planted("matrix.yml", |t| t.replace(from, to));
+        let v = rules::merge_runs_always_and_posts_failures(&all);
+        assert!(v.iter().any(|m| m.starts_with(want)), "{want}\n{v:#?}");
+    }
+    assert!(rules::merge_runs_always_and_posts_failures(&real_workflows()).is_empty());
+}
+
+/// Runs `.github/mmci-matrix-step ARGS` from a scratch checkout with a
+/// fake `mmci` on PATH that logs its arguments (and, for `merge`, makes
+/// the results dir): (exit code, stderr, the fake's log).
+fn matrix_step(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String, String) {
+    let co = dir.join("co");
+    std::fs::create_dir_all(co.join(".github")).unwrap();
+    std::fs::copy(
+        root().join(".github/mmci-matrix-step"),
+        co.join(".github/mmci-matrix-step"),
+    )
+    .unwrap();
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let log = dir.join("mmci.log");
+    std::fs::write(
+        bin.join("mmci"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nif [ \"$1\" = merge ]; then mkdir -p \"$3\"; fi\nif [ \"$1\" = report ]; then for a; do case \"$prev\" in --output) echo report > \"$a\" ;; esac; prev=$a; done; fi\nexit 0\n",
+            log.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(bin.join("mmci"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let o = Command::new("bash")
+        .arg(co.join(".github/mmci-matrix-step"))
+        .args(args)
+        .env_clear()
+        .env("PATH", path)
+        .env("GITHUB_SERVER_URL", "https://github.com")
+        .env("GITHUB_REPOSITORY", "o/r")
+        .env("GITHUB_RUN_ID", "7")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        std::fs::read_to_string(&log).unwrap_or_default(),
+    )
+}
+
+#[test]
+fn a_failed_build_still_gets_a_failing_report_and_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let co = dir.path().join("co");
+    std::fs::create_dir_all(co.join("merged")).unwrap();
+    // The build failed, the shards were skipped: no shards/ at all.
+    let failed = [(
+        "NEEDS_RESULTS",
+        "plan=success build=failure images=success shard=skipped",
+    )];
+    let (code, err, log) = matrix_step(dir.path(), &failed, &["merge"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(log, "", "nothing to merge, no mmci merge on an empty glob");
+    let conclusion = std::fs::read_to_string(co.join("merged/conclusion")).unwrap();
+    assert_eq!(conclusion.trim(), "failure");
+    let report = std::fs::read_to_string(co.join("merged/report.md")).unwrap();
+    assert!(
+        report.contains("build (failure) shard (skipped)"),
+        "{report}"
+    );
+    assert!(report.contains("Shards with results: 0."), "{report}");
+    assert!(
+        !report.contains("shard-*"),
+        "an unmatched glob in the report: {report}"
+    );
+    assert!(
+        report.contains("https://github.com/o/r/actions/runs/7"),
+        "{report}"
+    );
+    // The check run goes out, failing, with that report.
+    let (code, err, log) = matrix_step(dir.path(), &failed, &["post-github"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        log.starts_with("post github --title mmci: the matrix did not run to the end --conclusion failure --body merged/report.md"),
+        "{log}"
+    );
+
+    // One shard of two failed: the other's results are merged and
+    // reported, under what failed.
+    let dir = tempfile::tempdir().unwrap();
+    let co = dir.path().join("co");
+    std::fs::create_dir_all(co.join("merged")).unwrap();
+    std::fs::create_dir_all(co.join("shards/shard-1/results")).unwrap();
+    std::fs::write(co.join("shards/shard-1/exit-code"), "0\n").unwrap();
+    let (code, err, log) = matrix_step(
+        dir.path(),
+        &[(
+            "NEEDS_RESULTS",
+            "plan=success build=success images=success shard=failure",
+        )],
+        &["merge"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        log.starts_with("merge --into merged/results shards/shard-1/results\n"),
+        "{log}"
+    );
+    let conclusion = std::fs::read_to_string(co.join("merged/conclusion")).unwrap();
+    assert_eq!(conclusion.trim(), "failure");
+    let report = std::fs::read_to_string(co.join("merged/report.md")).unwrap();
+    assert!(
+        report.starts_with("## mmci: the matrix did not run to the end"),
+        "{report}"
+    );
+    assert!(
+        report.contains("shard (failure)") && report.ends_with("report\n"),
+        "{report}"
+    );
+    assert!(
+        report.contains("- shards/shard-1: exit code 0\n"),
+        "{report}"
+    );
+}
+
+#[test]
 fn the_step_script_runs_series_only_in_build_and_shard() {
     // The rules take `mmci-matrix-step build|shard` for series code and
     // the other steps for readers of results: so they must be.
@@ -1111,7 +1753,9 @@ fn the_step_script_runs_series_only_in_build_and_shard() {
     assert_eq!(
         names,
         [
+            "plan",
             "build",
+            "images",
             "shard",
             "merge",
             "post-github",
@@ -1307,6 +1951,12 @@ fn in_debian_gives_a_series_a_read_only_checkout_and_no_toolchain() {
             "type=bind,source={}/work,target=/root/.cache/mmci",
             cache.display()
         ),
+        // The test suite's work dir: the kernels and images the tests
+        // build, kept by ci.yml's cache.
+        format!(
+            "type=bind,source={}/test,target=/root/.cache/mmci-test",
+            cache.display()
+        ),
     ];
     want.sort();
     assert_eq!(got, want);
@@ -1322,6 +1972,7 @@ fn in_debian_gives_a_series_a_read_only_checkout_and_no_toolchain() {
         (vec!["--mmci", m, "--rw", "out", "true"], true, "in-debian: --rw out: not a directory of the checkout (a link or a file)"),
         (vec!["--toolchain", "--rw", "out", "true"], false, "in-debian: --work and --rw go with --mmci (--toolchain has everything writable already)"),
         (vec!["--mmci", m], false, "in-debian: no command given"),
+        (vec!["--mmci", m, "--privileged", "--rw", "out", "true"], false, "in-debian: --privileged goes without --rw: a privileged container only builds images or runs the test suite"),
     ] {
         let (code, err, docker) = in_debian(&dir, &args, |co| {
             let _ = std::fs::remove_dir_all(co.join("out"));
