@@ -10,6 +10,7 @@
 
 pub mod anatomy;
 pub mod catalog;
+pub mod claims;
 pub mod compare;
 pub mod expect;
 pub mod model;

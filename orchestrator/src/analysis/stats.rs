@@ -389,6 +389,34 @@ pub fn change(base: &Summary, candidate: &Summary, welch: Option<&Welch>) -> Cha
     }
 }
 
+/// Fisher's exact test, one-sided: the probability, with the margins
+/// fixed, of the candidate having at least `cand_hits` of its `cand_n` runs
+/// with the event when base had `base_hits` of `base_n` (hypergeometric
+/// upper tail). For "did more runs OOM with the patch": counts of runs, not
+/// sizes, so it holds under TCG too.
+pub fn fisher_exact_greater(
+    cand_hits: usize,
+    cand_n: usize,
+    base_hits: usize,
+    base_n: usize,
+) -> f64 {
+    assert!(cand_hits <= cand_n && base_hits <= base_n);
+    let ln_choose = |n: usize, k: usize| -> f64 {
+        (1..=k)
+            .map(|i| ((n - k + i) as f64).ln() - (i as f64).ln())
+            .sum()
+    };
+    let hits = cand_hits + base_hits;
+    let total = cand_n + base_n;
+    let denom = ln_choose(total, cand_n);
+    let top = hits.min(cand_n);
+    let p: f64 = (cand_hits..=top)
+        .filter(|&x| hits - x <= base_n)
+        .map(|x| (ln_choose(hits, x) + ln_choose(total - hits, cand_n - x) - denom).exp())
+        .sum();
+    p.min(1.0)
+}
+
 #[cfg(test)]
 mod tests {
     //! Reference values from scipy 1.17.1 (numpy 2.4.6), computed with:
@@ -700,5 +728,26 @@ mod tests {
         assert_close!(rel, (8.36 - 3.22) / 3.22, 1e-12);
         assert_close!(lo, 1.685096171315676 / 3.22, 1e-6);
         assert_close!(hi, 8.5949038286843216 / 3.22, 1e-6);
+    }
+
+    #[test]
+    fn fisher_exact_matches_scipy() {
+        // scipy.stats.fisher_exact([[a, n1 - a], [b, n2 - b]], alternative="greater")
+        let cases: &[(usize, usize, usize, usize, f64)] = &[
+            (5, 5, 0, 5, 1.0 / 252.0),
+            (3, 5, 1, 5, 66.0 / 252.0),
+            (0, 5, 0, 5, 1.0),
+            (5, 5, 5, 5, 1.0),
+            (1, 5, 0, 5, 0.5),
+            (0, 5, 5, 5, 1.0),
+            (2, 3, 0, 7, 1.0 / 15.0),
+        ];
+        for &(a, n1, b, n2, want) in cases {
+            let got = fisher_exact_greater(a, n1, b, n2);
+            assert!(
+                (got - want).abs() < 1e-12,
+                "{a}/{n1} vs {b}/{n2}: {got} != {want}"
+            );
+        }
     }
 }

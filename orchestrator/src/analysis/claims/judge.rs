@@ -1,0 +1,418 @@
+//! A claim row against a measurement: which metric the row names (the
+//! synonym table below, documented in docs/analysis.md), which cells its
+//! set-up describes, and what the comparison of those cells says of it.
+//!
+//! The finding is about direction, the only thing two set-ups as different
+//! as an author's 8 GB machine and a 1 GiB guest can share: the claimed
+//! direction (patched above, below or equal to unpatched) against the
+//! measured change and its p. Sizes are shown, not judged.
+
+use serde::{Deserialize, Serialize};
+
+use super::table::{ClaimRow, Quantity};
+use crate::analysis::model::{Assessment, MetricComparison};
+
+/// What the measurement says of one claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finding {
+    /// Measured a significant change the way the claim goes (or, for a
+    /// claim of no change, no significant change).
+    Agrees,
+    /// Measured a significant change the other way, or a significant change
+    /// where the claim says none: this fails the verdict.
+    Contradicts,
+    /// The measurement cannot tell (p above alpha, below the noise floor,
+    /// too few runs, or a timing under TCG).
+    NotSignificant,
+    /// No metric of mmci's is this row, or no cell of the matrix is its
+    /// set-up.
+    NotMeasured,
+}
+
+impl Finding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Finding::Agrees => "agrees",
+            Finding::Contradicts => "contradicts",
+            Finding::NotSignificant => "not significant",
+            Finding::NotMeasured => "not measured here",
+        }
+    }
+}
+
+/// One claim row beside one cell's measurement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClaimCheck {
+    /// The table's set-up as the letter words it.
+    pub setup: String,
+    pub row: String,
+    /// Line of the row in the cover letter.
+    pub line: usize,
+    /// `0 -> 35645`, `246,499,132,369 -> 301,456,426,692 (+22.3%)`.
+    pub claimed: String,
+    pub metric: Option<String>,
+    /// The cell whose runs were compared.
+    pub cell: Option<String>,
+    /// The measured change as the comparison shows it.
+    pub measured: Option<String>,
+    pub p: Option<f64>,
+    pub finding: Finding,
+    /// One line: why.
+    pub reason: String,
+}
+
+/// Row names (lowercased, notes in parentheses and punctuation dropped)
+/// and the metric each is. A row matches when its normalised name equals
+/// one of the names, or starts with it followed by a space.
+pub const SYNONYMS: &[(&[&str], &str)] = &[
+    (
+        &[
+            "oom kills",
+            "oom kill",
+            "oom_kill",
+            "memcg oom kills",
+            "oom killed",
+        ],
+        "oom_kills",
+    ),
+    (
+        &[
+            "memcg oom events",
+            "oom events",
+            "memcg oom",
+            "memory events oom",
+        ],
+        "memcg_oom_events",
+    ),
+    (
+        &["memcg max events", "memory events max"],
+        "memcg_max_events",
+    ),
+    (
+        &[
+            "mm_vmscan_throttled",
+            "vmscan_throttle_isolated",
+            "throttle events",
+            "throttled",
+            "throttle_isolated",
+        ],
+        "throttle_isolated",
+    ),
+    (
+        &[
+            "nr_isolated peak",
+            "nr isolated peak",
+            "isolated peak",
+            "nr_isolated",
+        ],
+        "nr_isolated_peak",
+    ),
+    (&["total touches", "touches", "pages touched"], "touches"),
+    (&["touches per second", "touches s"], "touches_per_s"),
+    (
+        &["scan efficiency", "reclaim efficiency", "pgsteal pgscan"],
+        "scan_efficiency",
+    ),
+    (&["pswpin", "swap ins", "swapins"], "pswpin"),
+    (&["pswpout", "swap outs", "swapouts"], "pswpout"),
+    (
+        &["pgmajfault", "major faults", "major page faults"],
+        "pgmajfault",
+    ),
+    (
+        &["workingset_refault_anon", "anon refaults", "refaults anon"],
+        "refaults_anon",
+    ),
+    (
+        &["workingset_refault_file", "file refaults", "refaults file"],
+        "refaults_file",
+    ),
+    (&["allocstall", "allocation stalls"], "allocstall"),
+    (
+        &["noio latency p99", "gfp_noio latency p99"],
+        "noio_latency_p99_ms",
+    ),
+    (
+        &[
+            "noio latency p50",
+            "gfp_noio latency p50",
+            "noio latency median",
+        ],
+        "noio_latency_p50_ms",
+    ),
+    (
+        &["noio anon scanned", "anon folios scanned", "anon scanned"],
+        "noio_anon_scanned",
+    ),
+];
+
+fn normalise(name: &str) -> String {
+    let mut out = String::new();
+    let mut depth = 0usize;
+    for c in name.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth > 0 => {}
+            c if c.is_alphanumeric() || c == '_' => out.push(c.to_ascii_lowercase()),
+            _ => out.push(' '),
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The metric a claim row speaks of, if mmci measures it.
+pub fn metric_for(row: &str) -> Option<&'static str> {
+    let n = normalise(row);
+    SYNONYMS.iter().find_map(|(names, metric)| {
+        names
+            .iter()
+            .any(|s| n == *s || n.starts_with(&format!("{s} ")))
+            .then_some(*metric)
+    })
+}
+
+/// Whether a set-up's text describes a cell: every `N threads`, `N MB
+/// working set` and `N MB memory cgroup` / `memcg` the text gives must
+/// equal the cell's parameter (`threads`, `working_set_mb`,
+/// `memcg_max_mb`). A set-up that gives none of them describes every
+/// cell.
+pub fn setup_matches(setup: &str, params: &[(&str, f64)]) -> bool {
+    let words: Vec<String> = setup
+        .split(|c: char| {
+            c.is_whitespace()
+                || c == ','
+                || c == '['
+                || c == ']'
+                || c == '('
+                || c == ')'
+                || c == ':'
+        })
+        .filter(|w| !w.is_empty())
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let param = |k: &str| params.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+    let number = |w: &str| -> Option<(f64, bool)> {
+        // `48`, or `48MB` / `48MiB` written together.
+        let digits: String = w.chars().take_while(|c| c.is_ascii_digit()).collect();
+        let v = digits.parse::<f64>().ok()?;
+        let rest = &w[digits.len()..];
+        Some((v, matches!(rest, "mb" | "mib" | "m")))
+    };
+    for (i, w) in words.iter().enumerate() {
+        let Some((v, mb_attached)) = number(w) else {
+            continue;
+        };
+        let next = words.get(i + 1).map(String::as_str).unwrap_or("");
+        let (unit_mb, after) = if mb_attached {
+            (true, next)
+        } else if matches!(next, "mb" | "mib" | "m") {
+            (true, words.get(i + 2).map(String::as_str).unwrap_or(""))
+        } else {
+            (false, next)
+        };
+        let key = if !unit_mb && (after == "threads" || after == "thread") {
+            Some("threads")
+        } else if unit_mb && (after == "working" || after == "anonymous") {
+            Some("working_set_mb")
+        } else if unit_mb && (after == "memory" || after == "memcg" || after == "cgroup") {
+            Some("memcg_max_mb")
+        } else {
+            None
+        };
+        if let Some(k) = key {
+            if param(k).is_some_and(|p| p != v) {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+fn show(q: &Quantity) -> String {
+    q.text.clone()
+}
+
+/// The claim as one line: `0 -> 35645`, with the relative change when the
+/// unpatched value is not 0.
+fn claimed_text(row: &ClaimRow) -> String {
+    let mut s = format!("{} -> {}", show(&row.base), show(&row.candidate));
+    if let (Some(b), Some(c)) = (row.base.value, row.candidate.value) {
+        if b != 0.0 && same_unit(&row.base, &row.candidate) {
+            s.push_str(&format!(" ({:+.1}%)", (c - b) / b.abs() * 100.0));
+        }
+    }
+    s
+}
+
+fn same_unit(a: &Quantity, b: &Quantity) -> bool {
+    a.unit == b.unit
+}
+
+/// +1 the claim says patched is higher, -1 lower, 0 equal; None when a
+/// side has no number or the units differ (`1.96 s -> 917.71 ms`).
+fn claimed_sign(row: &ClaimRow) -> Option<f64> {
+    let (b, c) = (row.base.value?, row.candidate.value?);
+    if !same_unit(&row.base, &row.candidate) {
+        return None;
+    }
+    Some(if c > b {
+        1.0
+    } else if c < b {
+        -1.0
+    } else {
+        0.0
+    })
+}
+
+fn measured_text(m: &MetricComparison) -> String {
+    use crate::analysis::stats::Change;
+    let mean = |s: &Option<crate::analysis::stats::Summary>| {
+        s.as_ref()
+            .map_or("-".to_string(), |s| crate::analysis::text::num(s.mean))
+    };
+    let change = match &m.change {
+        Some(Change::Relative { rel, .. }) => format!(" ({:+.1}%)", rel * 100.0),
+        _ => String::new(),
+    };
+    format!("{} -> {}{change}", mean(&m.base), mean(&m.candidate))
+}
+
+/// One claim row beside one cell's comparison of its metric (`None`: the
+/// cell has no such metric).
+pub fn check(
+    setup: &str,
+    row: &ClaimRow,
+    cell: Option<&str>,
+    m: Option<&MetricComparison>,
+) -> ClaimCheck {
+    let metric = metric_for(&row.name);
+    let mut c = ClaimCheck {
+        setup: setup.to_string(),
+        row: row.name.clone(),
+        line: row.line,
+        claimed: claimed_text(row),
+        metric: metric.map(str::to_string),
+        cell: cell.map(str::to_string),
+        measured: None,
+        p: None,
+        finding: Finding::NotMeasured,
+        reason: String::new(),
+    };
+    let Some(metric) = metric else {
+        c.reason = "no mmci metric is this row (docs/analysis.md lists the names it knows)".into();
+        return c;
+    };
+    let Some(m) = m else {
+        c.reason = match cell {
+            Some(cell) => format!("no run of {cell} has {metric}"),
+            None => "no cell of the matrix is this set-up".into(),
+        };
+        return c;
+    };
+    c.measured = Some(measured_text(m));
+    c.p = m.p;
+    let Some(sign) = claimed_sign(row) else {
+        c.reason = "the claim has no two comparable numbers".into();
+        return c;
+    };
+    let measured_sign = m.change.as_ref().map_or(0.0, |ch| ch.sign());
+    let p = m.p.map_or(String::new(), |p| {
+        format!(", p={}", crate::analysis::text::p(p))
+    });
+    (c.finding, c.reason) = match m.assessment {
+        Assessment::TooFewRuns => (
+            Finding::NotSignificant,
+            format!("too few runs for the test to reach alpha{p}"),
+        ),
+        _ if m.functional_only => (
+            Finding::NotSignificant,
+            "a timing under TCG: its size means little".to_string(),
+        ),
+        _ if !m.significant && sign == 0.0 => (
+            Finding::Agrees,
+            format!("no significant change, as claimed{p}"),
+        ),
+        _ if !m.significant => (Finding::NotSignificant, format!("no significant change{p}")),
+        _ if sign == 0.0 => (
+            Finding::Contradicts,
+            format!("claimed unchanged, measured a significant change{p}"),
+        ),
+        _ if measured_sign == sign => (Finding::Agrees, format!("significant, the claimed way{p}")),
+        _ => (
+            Finding::Contradicts,
+            format!(
+                "significant the other way: claimed {}, measured {}{p}",
+                if sign > 0.0 { "up" } else { "down" },
+                if measured_sign > 0.0 { "up" } else { "down" }
+            ),
+        ),
+    };
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_names_map_to_metrics() {
+        let cases: &[(&str, Option<&str>)] = &[
+            ("OOM kills", Some("oom_kills")),
+            ("memcg OOM kills", Some("oom_kills")),
+            ("memcg oom events", Some("memcg_oom_events")),
+            (
+                "mm_vmscan_throttled (all VMSCAN_THROTTLE_ISOLATED)",
+                Some("throttle_isolated"),
+            ),
+            ("mm_vmscan_throttled (ISOLATED)", Some("throttle_isolated")),
+            ("nr_isolated peak (pages)", Some("nr_isolated_peak")),
+            ("nr_isolated peak", Some("nr_isolated_peak")),
+            ("total touches", Some("touches")),
+            ("touches", Some("touches")),
+            ("scan efficiency", Some("scan_efficiency")),
+            ("pgscan_direct  / s", None),
+            ("workingset_refault_anon / s", Some("refaults_anon")),
+            ("Hmean     1", None),
+            ("real (s)", None),
+            ("oomph", None),
+        ];
+        for (name, want) in cases {
+            assert_eq!(metric_for(name), *want, "{name}");
+        }
+    }
+
+    #[test]
+    fn setups_match_cells_by_their_numbers() {
+        let cell64 = [
+            ("threads", 64.0),
+            ("working_set_mb", 48.0),
+            ("memcg_max_mb", 16.0),
+        ];
+        let cell192 = [
+            ("threads", 192.0),
+            ("working_set_mb", 48.0),
+            ("memcg_max_mb", 16.0),
+        ];
+        let cases: &[(&str, bool, bool)] = &[
+            ("repro v1: 64 threads, 48 MB working set, 60 s", true, false),
+            ("Authors' table (unpatched -> patched) [v2]", true, true),
+            (
+                "one run each, unpatched -> patched [192 threads]",
+                false,
+                true,
+            ),
+            (
+                "16 MiB memory cgroup, 48 MiB anonymous working set [64 threads]",
+                true,
+                false,
+            ),
+            ("a 32MB memcg [64 threads]", false, false),
+        ];
+        for (setup, a, b) in cases {
+            assert_eq!(setup_matches(setup, &cell64), *a, "{setup} / 64");
+            assert_eq!(setup_matches(setup, &cell192), *b, "{setup} / 192");
+        }
+    }
+}
