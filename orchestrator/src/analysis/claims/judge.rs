@@ -116,6 +116,7 @@ pub const SYNONYMS: &[(&[&str], &str)] = &[
     ),
     (&["pswpin", "swap ins", "swapins"], "pswpin"),
     (&["pswpout", "swap outs", "swapouts"], "pswpout"),
+    (&["pswpout per 1 000 touches", "pswpout per 1000 touches", "pswpout per ktouch"], "pswpout_per_ktouch"),
     (
         &["pgmajfault", "major faults", "major page faults"],
         "pgmajfault",
@@ -370,6 +371,8 @@ mod tests {
             ("nr_isolated peak (pages)", Some("nr_isolated_peak")),
             ("nr_isolated peak", Some("nr_isolated_peak")),
             ("total touches", Some("touches")),
+            ("runs with a memcg OOM kill", Some("oom_kills")),
+            ("pswpout per 1,000 touches", Some("pswpout_per_ktouch")),
             ("touches", Some("touches")),
             ("scan efficiency", Some("scan_efficiency")),
             ("pgscan_direct  / s", None),

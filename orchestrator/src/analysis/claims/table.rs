@@ -313,8 +313,15 @@ fn quantity(s: &str) -> Option<(Quantity, &str)> {
         }
     }
     let approx = t.strip_prefix('~');
-    let (value, rest) = first_number(approx.unwrap_or(t))?;
-    let (unit, mut rest) = unit_of(rest);
+    let (mut value, rest) = first_number(approx.unwrap_or(t))?;
+    // `5/5` runs: the share.
+    let (unit, mut rest) = match rest.strip_prefix('/').and_then(first_number) {
+        Some((of, after)) if of > 0.0 && !rest[1..].starts_with(['+', '-']) => {
+            value /= of;
+            ("share".to_string(), after)
+        }
+        _ => unit_of(rest),
+    };
     let mut notes = vec![];
     loop {
         let r = rest.trim_start();
@@ -584,24 +591,28 @@ fn column_table(lines: &[&str], at: usize) -> Option<(Vec<ClaimTable>, usize)> {
     (!tables.is_empty()).then_some((tables, i))
 }
 
-/// `A -> B` (or `A => B`, `A → B`) in one cell.
+/// `A -> B` (or `A => B`, `A → B`) in one cell; in a chain `A -> B -> C`
+/// (base, an earlier revision, this one) the first and the last.
 fn arrow(cell: &str) -> Option<(Quantity, Quantity)> {
-    let (a, b) = cell
-        .split_once("->")
-        .or_else(|| cell.split_once("=>"))
-        .or_else(|| cell.split_once('→'))?;
-    let (qa, ra) = quantity(a)?;
-    let (qb, rb) = quantity(b)?;
-    // Anything after the second number is its note (`(+22%)`).
+    let unified = cell.replace("=>", "->").replace('→', "->");
+    let parts: Vec<&str> = unified.split("->").collect();
+    if parts.len() < 2 {
+        return None;
+    }
+    let (qa, ra) = quantity(parts[0])?;
+    for middle in &parts[1..parts.len() - 1] {
+        let (_, r) = quantity(middle)?;
+        if !r.trim().is_empty() {
+            return None;
+        }
+    }
+    let (qb, rb) = quantity(parts[parts.len() - 1])?;
+    // Anything after the last number is its note (`(+22%)`).
     let extra = rb.trim();
     let mut qb = qb;
     if !extra.is_empty() {
         let e = extra.trim_matches(|c| c == '(' || c == ')').to_string();
-        qb.note = if qb.note.is_empty() {
-            e
-        } else {
-            format!("{}; {e}", qb.note)
-        };
+        qb.note = if qb.note.is_empty() { e } else { format!("{}; {e}", qb.note) };
     }
     (ra.trim().is_empty() || ra.trim().starts_with('(')).then_some((qa, qb))
 }
@@ -654,7 +665,8 @@ fn arrow_column_tables(lines: &[&str], at: usize) -> Option<(Vec<ClaimTable>, us
     let setup = setup_above(lines, at);
     // "... one run each, unpatched -> patched:" names the two sides.
     let (bname, cname) = setup
-        .rsplit_once("->")
+        .split_once("->")
+        .map(|(b, c)| (b, c.rsplit("->").next().unwrap_or(c)))
         .map(|(b, c)| {
             let b = b
                 .rsplit(['(', ',', ' '])
