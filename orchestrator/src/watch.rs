@@ -6,7 +6,7 @@
 //! Sources: a public-inbox Atom feed (lore's `<list>/new.atom`; each new
 //! patch mail's thread is then fetched as an mbox), a local mbox file, a
 //! maildir, or a patchwork project's events ([`patchwork`]). Series are told apart by their content hash
-//! ([`crate::kernel::series::series_hash`]), kept in a state file written after
+//! ([`crate::series::series_hash`]), kept in a state file written after
 //! each action, so a restart or a resend does not test a series twice,
 //! while a new revision (other content) is tested.
 //!
@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::series::{self, fetch, Mail, Series};
+use crate::series::{self, fetch, Mail, Series};
 
 /// How long one `mmci run` started by the watcher may take: a full matrix
 /// with its kernel builds is hours on a small host; a day means it hangs.
@@ -74,7 +74,7 @@ pub enum WatchError {
     #[error(transparent)]
     GitHub(#[from] crate::post::github::GitHubError),
     #[error(transparent)]
-    Patchwork(#[from] crate::kernel::series::patchwork::PatchworkError),
+    Patchwork(#[from] crate::series::patchwork::PatchworkError),
     #[error("running `{command}`")]
     Spawn {
         command: String,

@@ -84,7 +84,7 @@ pub struct Variant {
     pub github_pr: Option<String>,
     /// A series on patchwork.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub patchwork: Option<crate::kernel::series::patchwork::SeriesRef>,
+    pub patchwork: Option<crate::series::patchwork::SeriesRef>,
     /// Written to manifests with its credentials masked (see
     /// [`crate::kernel::tree::redact_url`]).
     #[serde(serialize_with = "serialize_redacted_url")]
@@ -452,7 +452,7 @@ fn resolve_variant(
         ));
     }
     if let Some(pr) = &entry.github_pr {
-        if crate::kernel::series::fetch::parse_pull_request(pr).is_none() {
+        if crate::series::fetch::parse_pull_request(pr).is_none() {
             return Err(MatrixError::at(
                 file,
                 Some(pos),
@@ -464,10 +464,10 @@ fn resolve_variant(
         }
     }
     let patchwork = match &entry.patchwork {
-        Some(r) => Some(crate::kernel::series::patchwork::SeriesRef {
-            url: crate::kernel::series::patchwork::check_url("patchwork: url:", &r.url).map_err(
-                |e| MatrixError::at(file, Some(pos), format!("kernel `{}`: {e}", entry.name)),
-            )?,
+        Some(r) => Some(crate::series::patchwork::SeriesRef {
+            url: crate::series::patchwork::check_url("patchwork: url:", &r.url).map_err(|e| {
+                MatrixError::at(file, Some(pos), format!("kernel `{}`: {e}", entry.name))
+            })?,
             series: r.series,
         }),
         None => None,

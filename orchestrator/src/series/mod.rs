@@ -6,7 +6,6 @@
 //! size limit counted in bytes actually read, gzip'd ones decompressed
 //! ([`read_mbox_file`]).
 
-pub mod apply;
 pub mod base;
 pub mod fetch;
 pub mod mail;
