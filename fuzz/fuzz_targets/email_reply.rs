@@ -5,7 +5,7 @@
 //! header per line: no header a sender smuggled in.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mmci::kernel::series;
+use mmci::series;
 use mmci::post::email::{self, EmailOptions};
 
 /// The headers `build_reply` writes.

@@ -2,7 +2,7 @@
 //! choice, with the first mail's id requested and with --revision.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mmci::kernel::series::{self, Selection};
+use mmci::series::{self, Selection};
 
 fuzz_target!(|data: &[u8]| {
     let mails = series::mails_from_mbox(data);

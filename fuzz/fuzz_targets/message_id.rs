@@ -2,7 +2,7 @@
 //! lore URL built from it.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mmci::kernel::series::fetch;
+use mmci::series::fetch;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else {

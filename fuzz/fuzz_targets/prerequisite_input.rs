@@ -5,7 +5,7 @@
 //! a diff, one each, in order; and any answer maps only to those mails.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mmci::kernel::series::{prerequisite, Mail};
+use mmci::series::{prerequisite, Mail};
 
 /// git's test for the start of a patch, transcribed from
 /// builtin/patch-id.c (`get_one_patchid`): skip `diff-tree `, `commit `

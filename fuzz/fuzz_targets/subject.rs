@@ -2,7 +2,7 @@
 //! normalisation, on any UTF-8 string.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use mmci::kernel::series::subject;
+use mmci::series::subject;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(s) = std::str::from_utf8(data) else {

@@ -148,8 +148,8 @@ pub fn verdict_exit_code(s: crate::analysis::Status) -> i32 {
 /// Exit code for a kernel that could not be prepared.
 pub fn kernel_exit_code(e: &KernelError) -> i32 {
     use crate::kernel::build::BuildError;
-    use crate::kernel::series::SeriesError;
     use crate::kernel::tree::TreeError;
+    use crate::series::SeriesError;
     match e {
         KernelError::MissingImage(_) | KernelError::Fragment { .. } => exit::USAGE,
         KernelError::Tree(TreeError::MissingTarball(_)) => exit::ENVIRONMENT,
@@ -161,9 +161,7 @@ pub fn kernel_exit_code(e: &KernelError) -> i32 {
         KernelError::Series(SeriesError::Patchwork(e)) if e.is_remote() => exit::FETCH,
         KernelError::Build(BuildError::Apply(_)) => exit::DOES_NOT_APPLY,
         KernelError::Series(_) | KernelError::BaseRef { .. } => exit::USAGE,
-        KernelError::Base(crate::kernel::series::base::BaseError::NoBase { .. }) => {
-            exit::DOES_NOT_APPLY
-        }
+        KernelError::Base(crate::series::base::BaseError::NoBase { .. }) => exit::DOES_NOT_APPLY,
         KernelError::Base(_) => exit::BUILD,
         KernelError::Tree(_) | KernelError::Build(_) => exit::BUILD,
     }
@@ -208,16 +206,16 @@ mod tests {
         }
     }
 
-    fn fetch() -> crate::kernel::series::fetch::FetchError {
-        crate::kernel::series::fetch::FetchError::Status {
+    fn fetch() -> crate::series::fetch::FetchError {
+        crate::series::fetch::FetchError::Status {
             url: "https://lore.example/x".into(),
             status: 404,
             hint: "",
         }
     }
 
-    fn patchwork_status() -> crate::kernel::series::patchwork::PatchworkError {
-        crate::kernel::series::patchwork::PatchworkError::Status {
+    fn patchwork_status() -> crate::series::patchwork::PatchworkError {
+        crate::series::patchwork::PatchworkError::Status {
             what: "series".into(),
             url: "https://pw.example".into(),
             status: 500,
@@ -235,8 +233,8 @@ mod tests {
         }
     }
 
-    fn apply_failure() -> crate::kernel::series::apply::ApplyFailure {
-        crate::kernel::series::apply::ApplyFailure {
+    fn apply_failure() -> crate::kernel::apply::ApplyFailure {
+        crate::kernel::apply::ApplyFailure {
             patch: Some(1),
             total: 1,
             title: None,
@@ -327,10 +325,10 @@ mod tests {
     fn table() -> Vec<(&'static str, AppError, i32)> {
         use crate::guest::vm::VmError;
         use crate::kernel::build::BuildError;
-        use crate::kernel::series::base::BaseError;
-        use crate::kernel::series::SeriesError;
         use crate::kernel::tree::TreeError;
         use crate::post::PostError;
+        use crate::series::base::BaseError;
+        use crate::series::SeriesError;
         use crate::watch::WatchError;
         let kernel = |e: KernelError| AppError::Kernel(e);
         let mut t = vec![
@@ -457,12 +455,10 @@ mod tests {
             (
                 "bad patchwork url",
                 kernel(
-                    SeriesError::Patchwork(
-                        crate::kernel::series::patchwork::PatchworkError::BadUrl {
-                            option: "--patchwork",
-                            url: "x".into(),
-                        },
-                    )
+                    SeriesError::Patchwork(crate::series::patchwork::PatchworkError::BadUrl {
+                        option: "--patchwork",
+                        url: "x".into(),
+                    })
                     .into(),
                 ),
                 exit::USAGE,

@@ -35,4 +35,5 @@ pub mod report;
 pub mod results;
 pub mod run;
 pub mod scenario;
+pub mod series;
 pub mod watch;

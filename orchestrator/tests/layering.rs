@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const RANKS: &[&[&str]] = &[
     &["arch"],
     &["host"],
+    &["series"],
     &["kernel"],
     &["guest"],
     &["scenario"],

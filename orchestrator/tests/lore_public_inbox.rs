@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use mmci::host::process::GroupChild;
-use mmci::kernel::series::{self, fetch::Fetcher, SeriesSource};
+use mmci::series::{self, fetch::Fetcher, SeriesSource};
 use tokio::process::Command;
 
 mod lore_corpus {

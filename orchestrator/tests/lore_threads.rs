@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::path::PathBuf;
 
-use mmci::kernel::series::{self, Selection, SeriesError};
+use mmci::series::{self, Selection, SeriesError};
 
 /// `$MMCI_LORE_FIXTURES`, else `orchestrator/tests/fixtures/lore-threads`.
 pub fn corpus_dir() -> PathBuf {

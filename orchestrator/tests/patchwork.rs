@@ -290,7 +290,7 @@ impl Respond for Fake {
 /// its content (hash) its own, and optionally another file than
 /// mm/vmscan.c.
 fn variant_mails(n: u64, tag: &str, path_to: Option<&str>) -> Vec<(String, String, Vec<u8>)> {
-    let mails = mmci::kernel::series::mails_from_mbox(&std::fs::read(BUNDLED).unwrap());
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(BUNDLED).unwrap());
     mails
         .iter()
         .map(|m| {
@@ -426,10 +426,9 @@ async fn results_dir(root: &Path, s: &PwSeries, fake: &Fake, origin: bool) -> Pa
     {
         mbox.extend(mbox_of(&[(0, raw)]));
     }
-    let series =
-        mmci::kernel::series::assemble(&mmci::kernel::series::mails_from_mbox(&mbox), "t").unwrap();
+    let series = mmci::series::assemble(&mmci::series::mails_from_mbox(&mbox), "t").unwrap();
     let base = fake.0.lock().unwrap().base.clone();
-    let o = mmci::kernel::series::patchwork::Origin {
+    let o = mmci::series::patchwork::Origin {
         url: base,
         series: s.id,
         web_url: None,
@@ -437,7 +436,7 @@ async fn results_dir(root: &Path, s: &PwSeries, fake: &Fake, origin: bool) -> Pa
         patches: s
             .patches
             .iter()
-            .map(|p| mmci::kernel::series::patchwork::PatchRef {
+            .map(|p| mmci::series::patchwork::PatchRef {
                 id: p.0,
                 msgid: p.1.clone(),
                 name: p.2.clone(),
@@ -515,11 +514,11 @@ async fn a_series_is_read_from_patchwork_with_its_patch_ids() {
     let (server, fake) = patchwork().await;
     fake.0.lock().unwrap().series.push(pw_series(7, "", None));
     let store = work();
-    let source = mmci::kernel::series::SeriesSource::Patchwork {
+    let source = mmci::series::SeriesSource::Patchwork {
         url: server.uri(),
         series: 7,
     };
-    let (s, origin) = mmci::kernel::series::load_source(&source, &Default::default(), store.path())
+    let (s, origin) = mmci::series::load_source(&source, &Default::default(), store.path())
         .await
         .unwrap();
     // Assembled as any mbox: the cover letter (from its own mbox), the
@@ -675,7 +674,7 @@ fn matrix_kernel_variants_take_a_patchwork_series() {
     );
     assert_eq!(
         sources["pw"].series,
-        Some(mmci::kernel::series::SeriesSource::Patchwork {
+        Some(mmci::series::SeriesSource::Patchwork {
             url: "https://patchwork.kernel.org".into(),
             series: 901234
         })

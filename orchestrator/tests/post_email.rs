@@ -150,11 +150,11 @@ fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     )
 }
 
-fn bundled_series() -> mmci::kernel::series::Series {
+fn bundled_series() -> mmci::series::Series {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
-    let mails = mmci::kernel::series::mails_from_mbox(&std::fs::read(path).unwrap());
-    mmci::kernel::series::assemble(&mails, "bundled").unwrap()
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(path).unwrap());
+    mmci::series::assemble(&mails, "bundled").unwrap()
 }
 
 /// A results dir whose patched kernel carries the bundled series.
@@ -486,12 +486,12 @@ fn dry_run_by_default_and_eml_or_mbox_for_git_send_email() {
         ]);
         assert!(o.status.success(), "{}", stderr(&o));
     }
-    let m = mmci::kernel::series::parse_mail(&std::fs::read(&eml).unwrap()).unwrap();
+    let m = mmci::series::parse_mail(&std::fs::read(&eml).unwrap()).unwrap();
     assert!(m.subject.starts_with("Re: [PATCH v1 0/2]"));
     assert!(m
         .references
         .contains(&"cover.1796033954.git.mmci-dev@example.org".to_string()));
-    let mails = mmci::kernel::series::mails_from_mbox(&std::fs::read(&mbox).unwrap());
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(&mbox).unwrap());
     assert_eq!(mails.len(), 1);
     assert_eq!(mails[0].to, ["mmci developers <mmci-dev@example.org>"]);
 
@@ -616,7 +616,7 @@ fn a_crlf_in_a_display_name_is_neither_a_panic_nor_a_header() {
     // Probe 8 of the security review: lettre's To::display panicked.
     let tmp = tempfile::tempdir().unwrap();
     let series = crlf_series(tmp.path());
-    let s = mmci::kernel::series::mails_from_mbox(&std::fs::read(&series).unwrap());
+    let s = mmci::series::mails_from_mbox(&std::fs::read(&series).unwrap());
     assert!(s[0].from.contains("\r\nBcc: x@evil.org"), "{:?}", s[0].from);
     let body = tmp.path().join("report.txt");
     std::fs::write(&body, BODY).unwrap();

@@ -250,11 +250,11 @@ async fn serve(state: Shared) -> MockServer {
     http::serve(Fake(state)).await
 }
 
-fn bundled_series() -> mmci::kernel::series::Series {
+fn bundled_series() -> mmci::series::Series {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
-    let mails = mmci::kernel::series::mails_from_mbox(&std::fs::read(path).unwrap());
-    mmci::kernel::series::assemble(&mails, "bundled").unwrap()
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(path).unwrap());
+    mmci::series::assemble(&mails, "bundled").unwrap()
 }
 
 /// A results dir as `mmci run` leaves it: a manifest whose patched kernel
@@ -265,7 +265,7 @@ fn results_dir(root: &Path) -> PathBuf {
     let dir = root.join("results");
     std::fs::create_dir_all(&dir).unwrap();
     let plan = mmci::matrix::default_plan(&Default::default()).unwrap();
-    let kernel = |variant: &str, series: Option<mmci::kernel::series::Series>| VariantKernel {
+    let kernel = |variant: &str, series: Option<mmci::series::Series>| VariantKernel {
         variant: variant.into(),
         arch: mmci::arch::Arch::X86_64,
         flavour: Default::default(),

@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use mmci::arch::Arch;
 use mmci::host::paths::WorkDir;
 use mmci::kernel::build;
-use mmci::kernel::series::SeriesSource;
 use mmci::kernel::{self, KernelSource};
+use mmci::series::SeriesSource;
 
 mod common;
 

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use mmci::host::paths::WorkDir;
-use mmci::kernel::series::{self, base};
 use mmci::kernel::tree::{self, TreeSpec};
+use mmci::series::{self, base};
 
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -99,7 +99,7 @@ async fn apply_at(
     commit: &str,
     s: &series::Series,
     dir: &Path,
-) -> Result<PathBuf, series::apply::ApplyError> {
+) -> Result<PathBuf, mmci::kernel::apply::ApplyError> {
     git(
         repo,
         &[
@@ -111,7 +111,7 @@ async fn apply_at(
             commit,
         ],
     );
-    series::apply::apply(
+    mmci::kernel::apply::apply(
         dir,
         s,
         &dir.with_extension("am"),

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use mmci::arch::Arch;
 use mmci::kernel::build::{self, BuildError, BuildRequest};
-use mmci::kernel::series::fetch::{FetchError, Fetcher};
-use mmci::kernel::series::{self, SeriesError, SeriesSource};
 use mmci::kernel::tree;
 use mmci::kernel::{self, KernelSource};
+use mmci::series::fetch::{FetchError, Fetcher};
+use mmci::series::{self, SeriesError, SeriesSource};
 
 use common::http::{self, no_query};
 use wiremock::matchers::{method, path};

@@ -302,8 +302,8 @@ fn maildir_series_run_here_once() {
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(stored.len(), 1);
-    let mails = mmci::kernel::series::mails_from_mbox(&std::fs::read(&stored[0]).unwrap());
-    let s = mmci::kernel::series::assemble(&mails, "stored").unwrap();
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(&stored[0]).unwrap());
+    let s = mmci::series::assemble(&mails, "stored").unwrap();
     assert_eq!((s.version, s.total), (1, 2));
     let o = mmci(&base, &[]);
     assert!(o.status.success());

@@ -304,8 +304,8 @@ pub async fn build(
     rounds: usize,
 ) -> Result<BuildBench, crate::kernel::KernelError> {
     use crate::kernel::build::{self, BuildRequest};
-    use crate::kernel::series;
     use crate::kernel::tree;
+    use crate::series;
 
     let tree = tree::import_tarball(tarball, main_work).await?;
     let root = main_work.root().join("bench-build");

@@ -72,13 +72,13 @@ fn pass(corpus: &[(PathBuf, Vec<u8>)]) -> (usize, usize) {
         {
             continue;
         }
-        let mails = crate::kernel::series::mails_from_mbox(&mbox);
+        let mails = crate::series::mails_from_mbox(&mbox);
         mails_seen += mails.len();
-        let sel = crate::kernel::series::Selection {
+        let sel = crate::series::Selection {
             requested: mails.first().map(|m| m.message_id.clone()),
             revision: None,
         };
-        if crate::kernel::series::assemble_with(&mails, &name.to_string_lossy(), &sel).is_ok() {
+        if crate::series::assemble_with(&mails, &name.to_string_lossy(), &sel).is_ok() {
             assembled += 1;
         }
     }
@@ -231,11 +231,11 @@ pub fn run_shapes(shapes: &[Shape]) -> Vec<ShapeRun> {
         .iter()
         .map(|s| {
             let t = Instant::now();
-            let mails = crate::kernel::series::mail::mails_from_mbox_at_most(
+            let mails = crate::series::mail::mails_from_mbox_at_most(
                 &s.mbox,
-                crate::kernel::series::thread::MAX_THREAD_MAILS + 1,
+                crate::series::thread::MAX_THREAD_MAILS + 1,
             );
-            let outcome = match crate::kernel::series::assemble(&mails, s.name) {
+            let outcome = match crate::series::assemble(&mails, s.name) {
                 Ok(series) => format!(
                     "v{} of {} patch(es), {} mails left out",
                     series.version,

@@ -10,8 +10,8 @@ use clap::Subcommand;
 use crate::arch::Arch;
 use crate::error::{exit, AppError};
 use crate::host::paths::WorkDir;
-use crate::kernel::series::{fetch, SeriesSource};
 use crate::kernel::{self, Flavour, KernelSource};
+use crate::series::{fetch, SeriesSource};
 
 #[derive(clap::Args, Clone)]
 pub struct KernelArgs {
@@ -44,7 +44,7 @@ pub struct KernelArgs {
     #[arg(long, value_name = "MESSAGE-ID", conflicts_with_all = ["github_pr", "pw_series"])]
     pub lore: Option<String>,
     /// public-inbox server for --lore.
-    #[arg(long, default_value = crate::kernel::series::fetch::LORE_URL)]
+    #[arg(long, default_value = crate::series::fetch::LORE_URL)]
     pub lore_url: String,
     /// Patch series from a GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
     #[arg(long, value_name = "OWNER/REPO#N", conflicts_with = "pw_series")]
@@ -56,7 +56,7 @@ pub struct KernelArgs {
     #[arg(long, value_name = "ID", requires = "patchwork")]
     pub pw_series: Option<u64>,
     /// GitHub API base URL for --github-pr (GitHub Enterprise: https://HOST/api/v3).
-    #[arg(long, default_value = crate::kernel::series::fetch::GITHUB_API)]
+    #[arg(long, default_value = crate::series::fetch::GITHUB_API)]
     pub github_api: String,
     /// Revision N of the series instead of the newest complete one.
     #[arg(long, value_name = "N")]
@@ -126,7 +126,7 @@ impl KernelArgs {
             }));
         }
         if let (Some(url), Some(series)) = (&self.patchwork, self.pw_series) {
-            let url = crate::kernel::series::patchwork::check_url("--patchwork", url)
+            let url = crate::series::patchwork::check_url("--patchwork", url)
                 .map_err(|e| AppError::BadOption(e.to_string()))?;
             return Ok(Some(SeriesSource::Patchwork { url, series }));
         }
@@ -195,12 +195,12 @@ pub struct SeriesShowArgs {
     #[arg(long, value_name = "MESSAGE-ID", conflicts_with_all = ["github_pr", "pw_series"])]
     pub lore: Option<String>,
     /// public-inbox server for --lore.
-    #[arg(long, default_value = crate::kernel::series::fetch::LORE_URL)]
+    #[arg(long, default_value = crate::series::fetch::LORE_URL)]
     pub lore_url: String,
     /// A GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
     #[arg(long, value_name = "OWNER/REPO#N")]
     pub github_pr: Option<String>,
-    #[arg(long, default_value = crate::kernel::series::fetch::GITHUB_API)]
+    #[arg(long, default_value = crate::series::fetch::GITHUB_API)]
     pub github_api: String,
     /// Patchwork instance of --pw-series (e.g. https://patchwork.kernel.org).
     #[arg(long, value_name = "URL", requires = "pw_series")]
@@ -275,9 +275,9 @@ async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError
         Some(_) => Some(k.source()?),
         None => None,
     };
-    let mut series = crate::kernel::series::load_with(
+    let mut series = crate::series::load_with(
         &source,
-        &crate::kernel::series::LoadOptions {
+        &crate::series::LoadOptions {
             revision: a.revision,
             prerequisites: a.prerequisites.clone(),
         },
@@ -291,9 +291,9 @@ async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError
     }
     let name = source.name();
     if a.json {
-        println!("{}", crate::kernel::series::show::json(&name, &series));
+        println!("{}", crate::series::show::json(&name, &series));
     } else {
-        print!("{}", crate::kernel::series::show::text(&name, &series));
+        print!("{}", crate::series::show::text(&name, &series));
     }
     Ok(exit::OK)
 }

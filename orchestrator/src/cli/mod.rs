@@ -200,16 +200,16 @@ pub(crate) fn github_api(
     let api = given
         .map(str::to_string)
         .or_else(|| nonempty(env("GITHUB_API_URL")))
-        .unwrap_or_else(|| crate::kernel::series::fetch::GITHUB_API.to_string());
+        .unwrap_or_else(|| crate::series::fetch::GITHUB_API.to_string());
     crate::post::github::check_api(&api)?;
     Ok(api)
 }
 
 /// Patchwork's client limits with `--rate-limit-wait` seconds of 429 waits.
-pub(crate) fn rate_limits(wait_s: u64) -> crate::kernel::series::patchwork::Limits {
+pub(crate) fn rate_limits(wait_s: u64) -> crate::series::patchwork::Limits {
     let wait = Duration::from_secs(wait_s);
-    let d = crate::kernel::series::patchwork::Limits::default();
-    crate::kernel::series::patchwork::Limits {
+    let d = crate::series::patchwork::Limits::default();
+    crate::series::patchwork::Limits {
         max_rate_wait: wait,
         max_retry_after: d.max_retry_after.min(wait),
         ..d
@@ -265,7 +265,7 @@ mod tests {
 
     #[test]
     fn rate_limits_cap_both_waits() {
-        let d = crate::kernel::series::patchwork::Limits::default();
+        let d = crate::series::patchwork::Limits::default();
         let l = rate_limits(1);
         assert_eq!(l.max_rate_wait, Duration::from_secs(1));
         assert_eq!(

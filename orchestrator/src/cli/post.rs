@@ -13,7 +13,7 @@ use clap::Subcommand;
 use super::results::AnalysisArgs;
 use super::{env_var, nonempty, rate_limits};
 use crate::error::{exit, AppError};
-use crate::kernel::series::{fetch, SeriesSource};
+use crate::series::{fetch, SeriesSource};
 
 #[derive(Subcommand)]
 pub enum PostCommand {
@@ -305,7 +305,7 @@ pub async fn patchwork_post(
         (None, None, Some(dir)) => return Err(bad(PatchworkPostError::NoInstance(dir.clone()))),
         (None, None, None) => unreachable!("clap requires --patchwork with --pw-series"),
     };
-    let url = crate::kernel::series::patchwork::check_url("--patchwork", &url)
+    let url = crate::series::patchwork::check_url("--patchwork", &url)
         .map_err(|e| bad(PatchworkPostError::Api(e)))?;
     let targets = match a.pw_series {
         Some(id) => pw::targets_of_series(&url, id, rate_limits(a.rate_limit_wait))
@@ -372,7 +372,7 @@ pub async fn email_post(
             }
             let store = tempfile::tempdir()
                 .map_err(|e| AppError::BadOption(format!("cannot create a temporary dir: {e}")))?;
-            crate::kernel::series::load(
+            crate::series::load(
                 &SeriesSource::from_path(path),
                 &fetch::Fetcher::default(),
                 store.path(),

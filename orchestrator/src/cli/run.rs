@@ -12,10 +12,10 @@ use super::kernel::KernelArgs;
 use crate::analysis;
 use crate::error::{self, exit, AppError};
 use crate::host::paths::WorkDir;
-use crate::kernel::series::SeriesSource;
 use crate::matrix::{Overrides, Shard, Variant};
 use crate::run::accel::AccelRequest;
 use crate::run::request::{self, Endpoints, RunRequest};
+use crate::series::SeriesSource;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -135,7 +135,7 @@ pub fn command_line_variants(
             },
             patchwork: match s {
                 SeriesSource::Patchwork { url, series } => {
-                    Some(crate::kernel::series::patchwork::SeriesRef {
+                    Some(crate::series::patchwork::SeriesRef {
                         url: url.clone(),
                         series: *series,
                     })
@@ -359,7 +359,7 @@ mod tests {
                 None,
                 Some(&pw),
                 patched(&|v| {
-                    v.patchwork = Some(crate::kernel::series::patchwork::SeriesRef {
+                    v.patchwork = Some(crate::series::patchwork::SeriesRef {
                         url: "https://pw.example".into(),
                         series: 7,
                     })

@@ -9,8 +9,8 @@ use std::time::Duration;
 use super::{env_var, rate_limits};
 use crate::error::{exit, AppError};
 use crate::host::paths::WorkDir;
-use crate::kernel::series::fetch;
 use crate::post::github;
+use crate::series::fetch;
 use crate::watch::{Action, Source};
 
 #[derive(clap::Args)]
@@ -41,7 +41,7 @@ pub struct WatchArgs {
     #[arg(long, default_value_t = 6 * 3600)]
     pub run_timeout: u64,
     /// public-inbox server the threads of --atom entries are fetched from.
-    #[arg(long, default_value = crate::kernel::series::fetch::LORE_URL)]
+    #[arg(long, default_value = crate::series::fetch::LORE_URL)]
     pub lore_url: String,
     /// Path prefix a series must touch (repeatable).
     #[arg(long = "path", default_values_t = vec!["mm/".to_string()])]
@@ -95,7 +95,7 @@ pub fn watch_job(
 ) -> Result<WatchJob, AppError> {
     let patchwork = match (&a.patchwork, &a.project) {
         (Some(url), Some(project)) => Some(crate::watch::patchwork::Source {
-            url: crate::kernel::series::patchwork::check_url("--patchwork", url)
+            url: crate::series::patchwork::check_url("--patchwork", url)
                 .map_err(|e| AppError::BadOption(e.to_string()))?,
             project: project.clone(),
             since: match &a.pw_since {

@@ -86,3 +86,29 @@ pub fn redact(text: &str, secrets: &[&str]) -> String {
     }
     out
 }
+
+/// Words in an environment variable's name that make it a credential
+/// whatever its full name ([`is_secret_var`]).
+pub const SECRET_LIKE: &[&str] = &[
+    "TOKEN",
+    "PASSWORD",
+    "SECRET",
+    "CREDENTIAL",
+    "PRIVATE_KEY",
+    "API_KEY",
+];
+
+/// Variables that hold no secret themselves but hand one out on request:
+/// the ssh agent's socket, git's password helper.
+pub const CREDENTIAL_AGENT_ENV: &[&str] = &["SSH_AUTH_SOCK", "GIT_ASKPASS"];
+
+/// Whether the environment variable `name` carries a credential: one of
+/// [`SECRET_ENV`] or [`CREDENTIAL_AGENT_ENV`], or named like one
+/// ([`SECRET_LIKE`], case-insensitive). The one definition a child's
+/// environment is filtered by.
+pub fn is_secret_var(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    SECRET_ENV.contains(&upper.as_str())
+        || CREDENTIAL_AGENT_ENV.contains(&upper.as_str())
+        || SECRET_LIKE.iter().any(|l| upper.contains(l))
+}

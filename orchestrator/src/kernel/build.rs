@@ -12,12 +12,12 @@ use tokio::process::Command;
 use crate::arch::Arch;
 use crate::host::paths::WorkDir;
 use crate::host::process::{self, CommandError, Limits};
+use crate::kernel::apply;
 use crate::kernel::kconfig::{self, Mismatch};
 use crate::kernel::sandbox;
-use crate::kernel::series::apply;
-use crate::kernel::series::Series;
 use crate::kernel::tree::{self, SourceTree, TreeError};
 use crate::kernel::warnings;
+use crate::series::Series;
 
 /// The fragments shipped in kernels/, embedded so that the default run works
 /// from any directory.

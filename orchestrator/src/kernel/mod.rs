@@ -1,13 +1,13 @@
 //! Getting a kernel to boot: a given image, or the bundled tree built with
 //! the bundled (or given) config fragments.
 
+pub mod apply;
 pub mod build;
 pub mod decode;
 pub mod flavour;
 pub mod kconfig;
 pub mod mtime;
 pub mod sandbox;
-pub mod series;
 pub mod tree;
 pub mod warnings;
 
@@ -15,10 +15,10 @@ use std::path::PathBuf;
 
 use crate::arch::Arch;
 use crate::host::paths::WorkDir;
+use crate::series::{self, SeriesError, SeriesSource};
 use build::{BuildError, BuildRequest, Fragment};
 pub use flavour::Flavour;
 use serde::{Deserialize, Serialize};
-use series::{SeriesError, SeriesSource};
 use tree::TreeError;
 
 /// The kernel a run booted.

@@ -117,7 +117,7 @@ pub struct KernelEntry {
     pub github_pr: Option<String>,
     /// A series on a patchwork instance: `{url: https://..., series: ID}`.
     #[serde(default)]
-    pub patchwork: Option<crate::kernel::series::patchwork::SeriesRef>,
+    pub patchwork: Option<crate::series::patchwork::SeriesRef>,
     /// A tree URL (or `mm-stable`) instead of the base tree.
     #[serde(default)]
     pub tree: Option<String>,

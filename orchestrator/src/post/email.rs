@@ -17,7 +17,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use crate::kernel::series::Series;
+use crate::series::Series;
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmailError {
@@ -610,8 +610,8 @@ mod tests {
     fn bundled() -> Series {
         let path =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
-        let mails = crate::kernel::series::mails_from_mbox(&std::fs::read(path).unwrap());
-        crate::kernel::series::assemble(&mails, "bundled").unwrap()
+        let mails = crate::series::mails_from_mbox(&std::fs::read(path).unwrap());
+        crate::series::assemble(&mails, "bundled").unwrap()
     }
 
     #[test]
@@ -793,7 +793,7 @@ mod tests {
         let text = std::fs::read_to_string(&p).unwrap();
         assert_eq!(text.matches("\nFrom mmci@localhost ").count() + 1, 2);
         assert!(text.contains("\n>From the start\n>>From quoted\n"));
-        let mails = crate::kernel::series::mails_from_mbox(text.as_bytes());
+        let mails = crate::series::mails_from_mbox(text.as_bytes());
         assert_eq!(mails.len(), 2);
         assert_eq!(mails[0].message_id, o.message_id);
     }

@@ -19,8 +19,8 @@ pub mod patchwork;
 
 use std::path::{Path, PathBuf};
 
-use crate::kernel::series::Series;
 use crate::results::dir as results_dir;
+use crate::series::Series;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PostError {
@@ -129,7 +129,7 @@ pub fn series_title(series: &Series) -> String {
     series
         .cover
         .as_ref()
-        .and_then(|c| crate::kernel::series::parse_subject(&c.subject).map(|t| t.title))
+        .and_then(|c| crate::series::parse_subject(&c.subject).map(|t| t.title))
         .or_else(|| series.patches.first().map(|p| p.title.clone()))
         .unwrap_or_default()
 }
@@ -374,8 +374,8 @@ mod tests {
     fn title_of_the_bundled_series() {
         let path =
             Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
-        let mails = crate::kernel::series::mails_from_mbox(&std::fs::read(path).unwrap());
-        let s = crate::kernel::series::assemble(&mails, "bundled").unwrap();
+        let mails = crate::series::mails_from_mbox(&std::fs::read(path).unwrap());
+        let s = crate::series::assemble(&mails, "bundled").unwrap();
         assert_eq!(
             series_title(&s),
             "mm/vmscan: account and throttle MGLRU isolation"

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::kernel::series::patchwork::{self as pw, PatchRef, PatchworkError, Request};
-use crate::kernel::series::Series;
+use crate::series::patchwork::{self as pw, PatchRef, PatchworkError, Request};
+use crate::series::Series;
 
 /// Environment variable holding the token.
 pub const TOKEN_ENV: &str = "MMCI_PATCHWORK_TOKEN";

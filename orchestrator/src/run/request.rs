@@ -9,12 +9,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::host::paths::WorkDir;
-use crate::kernel::series::SeriesSource;
 use crate::kernel::KernelSource;
 use crate::matrix::schedule::Capacity;
 use crate::matrix::{MatrixError, Overrides, Plan, Shard};
 use crate::run::accel::AccelRequest;
 use crate::run::executor::MatrixOptions;
+use crate::series::SeriesSource;
 
 /// What `mmci run` was asked to do.
 #[derive(Clone, Debug)]
@@ -122,8 +122,8 @@ pub struct Endpoints {
 impl Default for Endpoints {
     fn default() -> Endpoints {
         Endpoints {
-            lore_url: crate::kernel::series::fetch::LORE_URL.to_string(),
-            github_api: crate::kernel::series::fetch::GITHUB_API.to_string(),
+            lore_url: crate::series::fetch::LORE_URL.to_string(),
+            github_api: crate::series::fetch::GITHUB_API.to_string(),
             github_token: std::env::var("GITHUB_TOKEN").ok(),
         }
     }
@@ -169,7 +169,7 @@ pub fn variant_sources(
             if let Some((repo, number)) = v
                 .github_pr
                 .as_deref()
-                .and_then(crate::kernel::series::fetch::parse_pull_request)
+                .and_then(crate::series::fetch::parse_pull_request)
             {
                 s.series = Some(SeriesSource::GitHub {
                     api: endpoints.github_api.clone(),

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::{touches, Action, Found, Handled, State, WatchError, MAX_ENTRIES_PER_PASS};
-use crate::kernel::series::patchwork::{self as pw, PatchworkError};
+use crate::series::patchwork::{self as pw, PatchworkError};
 
 /// Where events come from.
 #[derive(Clone, Debug)]
@@ -252,8 +252,8 @@ fn failure_key(src: &Source, series: &str) -> String {
 async fn fetch(client: &pw::Client, id: u64) -> Result<Option<Found>, PatchworkError> {
     let s = client.series(id).await?;
     let mbox = client.series_mbox(&s).await?;
-    let mails = crate::kernel::series::mails_from_mbox(&mbox);
-    match crate::kernel::series::assemble(&mails, &format!("patchwork series {id}")) {
+    let mails = crate::series::mails_from_mbox(&mbox);
+    match crate::series::assemble(&mails, &format!("patchwork series {id}")) {
         Ok(series) => Ok(Some(Found { series, mails })),
         Err(err) => {
             tracing::warn!(series = id, error = %err, "skipped");

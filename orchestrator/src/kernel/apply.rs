@@ -1,12 +1,16 @@
 //! Applying a series with `git am -3` onto a checkout of its base, and saying
 //! precisely which patch and which file or hunk failed when it does not apply.
+//!
+//! This is the kernel stage's step that applies a series (read by the earlier
+//! `series` stage) to a tree, not part of `series/`: it runs git in the
+//! environment of [`crate::kernel::sandbox`] and works on a kernel checkout.
 
 use std::path::{Path, PathBuf};
 
 use tokio::process::Command;
 
-use super::Series;
 use crate::host::process::{self, CommandError, Limits};
+use crate::series::Series;
 
 /// Why a series did not apply.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -41,7 +45,7 @@ impl std::fmt::Display for ApplyFailure {
             write!(
                 f,
                 " ({})",
-                super::prerequisite::missing_hint(&self.missing_prerequisites)
+                crate::series::prerequisite::missing_hint(&self.missing_prerequisites)
             )?;
         }
         Ok(())
@@ -258,7 +262,7 @@ pub async fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::series::{Patch, Series};
+    use crate::series::{Patch, Series};
 
     fn series(titles: &[&str]) -> Series {
         Series {

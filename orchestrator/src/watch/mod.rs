@@ -6,7 +6,7 @@
 //! Sources: a public-inbox Atom feed (lore's `<list>/new.atom`; each new
 //! patch mail's thread is then fetched as an mbox), a local mbox file, a
 //! maildir, or a patchwork project's events ([`patchwork`]). Series are told apart by their content hash
-//! ([`crate::kernel::series::series_hash`]), kept in a state file written after
+//! ([`crate::series::series_hash`]), kept in a state file written after
 //! each action, so a restart or a resend does not test a series twice,
 //! while a new revision (other content) is tested.
 //!
@@ -20,9 +20,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
-use crate::kernel::series::{self, fetch, Mail, Series};
+use crate::series::{self, fetch, Mail, Series};
 
 /// How long one `mmci run` started by the watcher may take: a full matrix
 /// with its kernel builds is hours on a small host; a day means it hangs.
@@ -43,7 +41,12 @@ pub const MAX_ENTRIES_PER_PASS: usize = 100;
 /// long left the feed by then).
 pub const FAILURE_MEMORY: Duration = Duration::from_secs(30 * 24 * 60 * 60);
 
+pub mod child;
 pub mod patchwork;
+pub mod state;
+
+pub use child::{run_command, secret_vars, without_secrets};
+pub use state::{Failure, Handled, State};
 
 #[derive(Debug, thiserror::Error)]
 pub enum WatchError {
@@ -74,7 +77,7 @@ pub enum WatchError {
     #[error(transparent)]
     GitHub(#[from] crate::post::github::GitHubError),
     #[error(transparent)]
-    Patchwork(#[from] crate::kernel::series::patchwork::PatchworkError),
+    Patchwork(#[from] crate::series::patchwork::PatchworkError),
     #[error("running `{command}`")]
     Spawn {
         command: String,
@@ -105,108 +108,6 @@ pub enum Source {
     },
     Mbox(PathBuf),
     Maildir(PathBuf),
-}
-
-/// The on-disk memory of what was already handled.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct State {
-    pub format: u32,
-    /// Series hash -> what was done about it.
-    pub series: BTreeMap<String, Handled>,
-    /// Patchwork sources (`URL PROJECT`) -> how far their events were handled.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub patchwork: BTreeMap<String, patchwork::Cursor>,
-    /// Entries that failed (`lore <message-id>`, `maildir <path>`,
-    /// `patchwork <url> <project> <series>`): tried again on later passes.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub failed: BTreeMap<String, Failure>,
-}
-
-/// An entry that could not be handled.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
-    pub attempts: u32,
-    /// The last attempt's error.
-    pub error: String,
-    /// When it was last tried.
-    pub unix: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Handled {
-    pub subject: String,
-    pub message_id: String,
-    pub version: u32,
-    /// "dispatched to OWNER/REPO", "ran: exit 0", "skipped: ..."
-    pub action: String,
-    pub unix: u64,
-}
-
-impl State {
-    pub fn load(path: &Path) -> Result<State, WatchError> {
-        match std::fs::read(path) {
-            Ok(b) => serde_json::from_slice(&b).map_err(|source| WatchError::BadState {
-                path: path.to_path_buf(),
-                source,
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(State {
-                format: 1,
-                ..Default::default()
-            }),
-            Err(source) => Err(WatchError::Read {
-                path: path.to_path_buf(),
-                source,
-            }),
-        }
-    }
-
-    /// True when `key` failed [`MAX_ATTEMPTS`] times: not tried again.
-    pub fn given_up(&self, key: &str) -> bool {
-        self.failed
-            .get(key)
-            .is_some_and(|f| f.attempts >= MAX_ATTEMPTS)
-    }
-
-    /// Records a failed attempt at `key` and logs it.
-    pub fn record_failure(&mut self, key: &str, error: &(dyn std::error::Error + 'static)) {
-        let error = crate::host::error_chain(error);
-        let f = self.failed.entry(key.to_string()).or_insert(Failure {
-            attempts: 0,
-            error: String::new(),
-            unix: 0,
-        });
-        f.attempts += 1;
-        f.error = error;
-        f.unix = crate::post::github::now();
-        if f.attempts >= MAX_ATTEMPTS {
-            tracing::warn!(entry = key, attempts = f.attempts, error = %f.error, "failed; given up (MAX_ATTEMPTS)");
-        } else {
-            tracing::warn!(entry = key, attempts = f.attempts, error = %f.error, "failed; tried again on a later pass");
-        }
-    }
-
-    /// `key` was handled: its failures are forgotten.
-    pub fn record_success(&mut self, key: &str) {
-        self.failed.remove(key);
-    }
-
-    /// Forgets failures last tried more than [`FAILURE_MEMORY`] before `now`.
-    pub fn forget_old_failures(&mut self, now: u64) {
-        self.failed
-            .retain(|_, f| f.unix.saturating_add(FAILURE_MEMORY.as_secs()) >= now);
-    }
-
-    pub fn save(&self, path: &Path) -> Result<(), WatchError> {
-        let err = |source| WatchError::WriteState {
-            path: path.to_path_buf(),
-            source,
-        };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(err)?;
-        }
-        let text = serde_json::to_vec_pretty(self).expect("serializable");
-        crate::host::fs::write_atomic(path, &text).map_err(err)
-    }
 }
 
 /// One entry of an Atom feed.
@@ -559,20 +460,6 @@ pub fn dispatch_body(f: &Found) -> serde_json::Value {
     })
 }
 
-/// The `mmci run` command line for a series stored at `mbox`.
-pub fn run_command(mmci: &Path, mbox: &Path, results: &Path, args: &[String]) -> Vec<String> {
-    let mut cmd = vec![
-        mmci.display().to_string(),
-        "run".into(),
-        "--series".into(),
-        mbox.display().to_string(),
-        "--results".into(),
-        results.display().to_string(),
-    ];
-    cmd.extend(args.iter().cloned());
-    cmd
-}
-
 /// One pass: every complete series in the source that touches `prefixes`
 /// and is not in the state gets the action; the state is saved after each.
 /// Returns one line per series acted on.
@@ -683,99 +570,9 @@ pub async fn pass(
     Ok(lines)
 }
 
-/// The variables of `env` a watcher's `mmci run` child must not get: the
-/// watcher's credentials (GitHub, patchwork, SMTP, the Actions runner's)
-/// and anything named like one. The run builds a stranger's series; it
-/// reads the series from the mbox the watcher stored and posts nothing.
-pub fn secret_vars<'a>(env: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
-    const NAMED: [&str; 4] = ["GITHUB_TOKEN", "GH_TOKEN", "SSH_AUTH_SOCK", "GIT_ASKPASS"];
-    const LIKE: [&str; 6] = [
-        "TOKEN",
-        "PASSWORD",
-        "SECRET",
-        "CREDENTIAL",
-        "PRIVATE_KEY",
-        "API_KEY",
-    ];
-    env.into_iter()
-        .filter(|k| {
-            let upper = k.to_ascii_uppercase();
-            NAMED.contains(&upper.as_str()) || LIKE.iter().any(|l| upper.contains(l))
-        })
-        .collect()
-}
-
-/// Removes [`secret_vars`] (of this process's environment and of what
-/// `cmd` sets) from `cmd`'s environment.
-pub fn without_secrets(cmd: &mut tokio::process::Command) {
-    let set = cmd.as_std().get_envs().map(|(k, _)| k.to_os_string());
-    let names: Vec<String> = std::env::vars_os()
-        .map(|(k, _)| k)
-        .chain(set.collect::<Vec<_>>())
-        .filter_map(|k| k.into_string().ok())
-        .collect();
-    for k in secret_vars(names.iter().map(String::as_str)) {
-        cmd.env_remove(k);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test]
-    async fn a_run_child_sees_none_of_the_secrets() {
-        let mut cmd = tokio::process::Command::new("env");
-        cmd.env("GITHUB_TOKEN", "ghp_watcher")
-            .env("MMCI_SMTP_PASSWORD", "hunter2")
-            .env("MMCI_LOG", "info");
-        without_secrets(&mut cmd);
-        let out = cmd.output().await.unwrap();
-        let env = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            !env.contains("ghp_watcher") && !env.contains("hunter2"),
-            "{env}"
-        );
-        assert!(env.contains("MMCI_LOG=info"), "{env}");
-    }
-
-    #[test]
-    fn a_watcher_keeps_its_secrets_from_its_runs() {
-        let env = [
-            "GITHUB_TOKEN",
-            "MMCI_PATCHWORK_TOKEN",
-            "MMCI_SMTP_PASSWORD",
-            "MY_RELAY_PASSWORD",
-            "ACTIONS_RUNTIME_TOKEN",
-            "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-            "AWS_SECRET_ACCESS_KEY",
-            "GOOGLE_APPLICATION_CREDENTIALS",
-            "SSH_AUTH_SOCK",
-            "gh_token",
-            "PATH",
-            "HOME",
-            "MMCI_WORK_DIR",
-            "MMCI_LOG",
-            "MMCI_CCACHE",
-            "http_proxy",
-            "LANG",
-        ];
-        assert_eq!(
-            secret_vars(env),
-            [
-                "GITHUB_TOKEN",
-                "MMCI_PATCHWORK_TOKEN",
-                "MMCI_SMTP_PASSWORD",
-                "MY_RELAY_PASSWORD",
-                "ACTIONS_RUNTIME_TOKEN",
-                "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-                "AWS_SECRET_ACCESS_KEY",
-                "GOOGLE_APPLICATION_CREDENTIALS",
-                "SSH_AUTH_SOCK",
-                "gh_token",
-            ]
-        );
-    }
 
     const FEED: &str = r#"<?xml version="1.0" encoding="us-ascii"?>
 <feed xmlns="http://www.w3.org/2005/Atom"><title>linux-mm.kvack.org archive mirror</title><link rel="alternate" href="https://lore.kernel.org/linux-mm/"/><link rel="self" href="https://lore.kernel.org/linux-mm/new.atom"/><id>mailto:linux-mm@kvack.org</id><updated>2026-11-30T10:19:14Z</updated><entry><author><name>A U Thor</name><email>a@example.org</email></author><title>[PATCH v2 1/2] mm/vmscan: fix a &amp; b</title><updated>2026-11-30T10:19:14Z</updated><link href="https://lore.kernel.org/linux-mm/20261130.1-2-a%40example.org/"/><id>urn:uuid:0c6d8a9e-1</id><thr:in-reply-to xmlns:thr="http://purl.org/syndication/thread/1.0" ref="urn:uuid:x" href="https://lore.kernel.org/linux-mm/c/"/><content type="xhtml"><div xmlns="http://www.w3.org/1999/xhtml"><pre>diff</pre></div></content></entry><entry><title>Re: [PATCH] mm: reply</title><link href="https://lore.kernel.org/linux-mm/reply@x.org/"/><id>urn:uuid:2</id></entry></feed>"#;

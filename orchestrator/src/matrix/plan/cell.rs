@@ -1,0 +1,431 @@
+//! One cell from one combination of axis values: its keys checked
+//! against the known ones, the values applied to the machine and the guest
+//! job, and its stable id ([`cell_id`]).
+
+use super::*;
+
+pub(super) fn placed(v: &serde_saphyr::Spanned<Scalar>) -> Placed {
+    Placed {
+        value: v.value.clone(),
+        pos: Pos::of(v),
+    }
+}
+
+pub(super) fn to_combo(entry: &BTreeMap<String, serde_saphyr::Spanned<Scalar>>) -> Combo {
+    entry.iter().map(|(k, v)| (k.clone(), placed(v))).collect()
+}
+
+/// The key that selects one of the matrix's `scripts:`.
+pub const SCRIPT_KEY: &str = "script";
+/// The key that selects the kernel flavour (`config: [default, debug]`).
+pub const FLAVOUR_KEY: &str = "config";
+
+pub(super) fn known_key(k: &str) -> bool {
+    MACHINE_KEYS.contains(&k)
+        || GuestJob::PARAM_KEYS.contains(&k)
+        || k == SCRIPT_KEY
+        || k == FLAVOUR_KEY
+}
+
+pub(super) fn known_keys_hint() -> String {
+    let mut all: Vec<&str> = MACHINE_KEYS.to_vec();
+    all.extend(GuestJob::PARAM_KEYS);
+    all.push(SCRIPT_KEY);
+    all.push(FLAVOUR_KEY);
+    all.join(", ")
+}
+
+/// Sets one key of a cell from its text; the error says what was expected.
+pub(super) fn apply(
+    cell: &mut Cell,
+    key: &str,
+    text: &str,
+    scripts: &BTreeMap<String, ScriptDef>,
+) -> Result<(), String> {
+    let bad = |expected: &str| format!("{key}: `{text}` is not {expected}");
+    match key {
+        SCRIPT_KEY => {
+            let def = scripts.get(text).ok_or_else(|| {
+                if scripts.is_empty() {
+                    format!("script `{text}`: this matrix has no `scripts:` section")
+                } else {
+                    format!(
+                        "script `{text}` is not one of the matrix's scripts ({})",
+                        scripts.keys().cloned().collect::<Vec<_>>().join(", ")
+                    )
+                }
+            })?;
+            cell.job.script = Some(def.job.clone());
+            cell.job.scenario = Scenario::Script;
+        }
+        FLAVOUR_KEY => cell.flavour = text.parse().map_err(|e| format!("{key}: {e}"))?,
+        "arch" => cell.arch = text.parse().map_err(|_| bad("an arch (x86_64, arm64)"))?,
+        "vcpus" => {
+            cell.vcpus = text
+                .parse()
+                .ok()
+                .filter(|n| (1..=64).contains(n))
+                .ok_or_else(|| bad("a vCPU count from 1 to 64"))?
+        }
+        "memory_mb" => {
+            cell.memory_mb = text
+                .parse()
+                .ok()
+                .filter(|n| *n >= 128)
+                .ok_or_else(|| bad("a size in MiB of at least 128"))?
+        }
+        "swap_mb" => cell.swap_mb = text.parse().map_err(|_| bad("a size in MiB"))?,
+        _ if !known_key(key) => {
+            return Err(format!(
+                "unknown key `{key}`; known keys: {}",
+                known_keys_hint()
+            ))
+        }
+        _ => cell.job.set(key, text).map_err(|e| e.to_string())?,
+    }
+    Ok(())
+}
+
+/// Turns one combination, then the command line's `--set`s, into a cell.
+pub(super) fn cell_of(
+    combo: &Combo,
+    sets: &[String],
+    file: &str,
+    scripts: &BTreeMap<String, ScriptDef>,
+) -> Result<Cell, MatrixError> {
+    let mut cell = Cell {
+        id: String::new(),
+        label: combo
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.value))
+            .collect::<Vec<_>>()
+            .join(" "),
+        arch: Arch::X86_64,
+        vcpus: DEFAULT_VCPUS,
+        memory_mb: DEFAULT_MEMORY_MB,
+        swap_mb: DEFAULT_SWAP_MB,
+        flavour: Flavour::Default,
+        job: GuestJob::default(),
+    };
+    for (key, v) in combo {
+        apply(&mut cell, key, &v.value.to_string(), scripts)
+            .map_err(|what| MatrixError::at(file, Some(v.pos), what))?;
+    }
+    for s in sets {
+        let (k, v) = s.split_once('=').ok_or_else(|| {
+            MatrixError::at(
+                "command line",
+                None,
+                format!("--set {s}: expected KEY=VALUE"),
+            )
+        })?;
+        apply(&mut cell, k, v, scripts)
+            .map_err(|what| MatrixError::at("command line", None, format!("--set {s}: {what}")))?;
+    }
+    match (cell.job.scenario, &cell.job.script) {
+        (Scenario::Script, None) => {
+            return Err(MatrixError::at(
+                file,
+                combo.get("scenario").map(|v| v.pos),
+                "scenario script needs `script: NAME` (one of the matrix's `scripts:`)",
+            ))
+        }
+        (other, Some(_)) if other != Scenario::Script => {
+            return Err(MatrixError::at(
+                file,
+                combo.get(SCRIPT_KEY).map(|v| v.pos),
+                format!("`script:` runs scenario script, not {other}"),
+            ))
+        }
+        _ => {}
+    }
+    if !cell.job.swap.enabled() {
+        cell.swap_mb = 0;
+    }
+    cell.id = cell_id(&cell);
+    Ok(cell)
+}
+
+/// `<arch>-<scenario>-<10 hex>` (`<arch>-<scenario>-<flavour>-<10 hex>`
+/// for a flavour other than the default): readable, and a hash of
+/// everything that defines the cell. The default flavour is left out of
+/// the hash, so cells without one keep the ids they had.
+pub fn cell_id(cell: &Cell) -> String {
+    let mut canonical = serde_json::json!({
+        "arch": cell.arch,
+        "vcpus": cell.vcpus,
+        "memory_mb": cell.memory_mb,
+        "swap_mb": cell.swap_mb,
+        "job": cell.job,
+    });
+    let mut flavour = String::new();
+    if !cell.flavour.is_default() {
+        canonical["flavour"] = serde_json::json!(cell.flavour);
+        flavour = format!("{}-", cell.flavour);
+    }
+    let digest = Sha256::digest(canonical.to_string().as_bytes());
+    format!(
+        "{}-{}-{flavour}{}",
+        cell.arch,
+        cell.job.scenario,
+        &hex::encode(digest)[..10]
+    )
+}
+
+pub(super) fn check_keys(
+    file: &str,
+    entries: impl Iterator<Item = (String, Pos)>,
+    axes: Option<&BTreeSet<String>>,
+    what: &str,
+) -> Result<(), MatrixError> {
+    for (k, pos) in entries {
+        if !known_key(&k) {
+            return Err(MatrixError::at(
+                file,
+                Some(pos),
+                format!(
+                    "{what}: unknown key `{k}`; known keys: {}",
+                    known_keys_hint()
+                ),
+            ));
+        }
+        if let Some(axes) = axes {
+            if !axes.contains(&k) {
+                return Err(MatrixError::at(
+                    file,
+                    Some(pos),
+                    format!(
+                        "exclude: `{k}` is not an axis of this matrix (axes: {})",
+                        axes.iter().cloned().collect::<Vec<_>>().join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::matrix::plan::tests::{plan_of, SAMPLE};
+
+    #[test]
+    fn cells_resolve_machine_and_job() {
+        let p = plan_of(SAMPLE).unwrap();
+        assert_eq!(p.cells.len(), 3);
+        assert_eq!(p.repeats, 3);
+        let x64 = p
+            .cells
+            .iter()
+            .find(|c| c.arch == Arch::X86_64 && c.job.threads == 64)
+            .unwrap();
+        assert_eq!(x64.vcpus, 4);
+        assert_eq!(x64.job.duration_s, 10);
+        assert_eq!(x64.memory_mb, DEFAULT_MEMORY_MB);
+        assert!(x64.id.starts_with("x86_64-mglru_isolation-"), "{}", x64.id);
+        assert_eq!(x64.label, "arch=x86_64 threads=64 vcpus=4");
+        assert_eq!(p.variants, [Variant::base()]);
+    }
+
+    #[test]
+    fn ids_do_not_depend_on_file_order() {
+        let a = plan_of("axes:\n  threads: [64, 192]\n  vcpus: [2]\n").unwrap();
+        let b = plan_of("axes:\n  vcpus: [2]\n  threads: [192, 64]\n").unwrap();
+        let ids = |p: &Plan| {
+            p.cells
+                .iter()
+                .map(|c| c.id.clone())
+                .collect::<BTreeSet<_>>()
+        };
+        assert_eq!(ids(&a), ids(&b));
+        assert_eq!(
+            a.fingerprint(),
+            plan_of("axes:\n  threads: [64, 192]\n  vcpus: [2]\n")
+                .unwrap()
+                .fingerprint()
+        );
+    }
+
+    /// matrix/default.yaml's cell ids as `mmci matrix show` printed them
+    /// before flavours existed: a matrix without `config` (or with
+    /// `config: [default]`) keeps them.
+    #[test]
+    fn flavour_axis_ids_and_labels() {
+        let default_yaml = include_str!("../../../../matrix/default.yaml");
+        let matrix_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrix");
+        let recorded_ids = [
+            "x86_64-mglru_isolation-f7609106d9".to_string(),
+            "x86_64-mglru_isolation-644f8eae0d".to_string(),
+        ];
+        let with_axis = |values: &str| {
+            default_yaml.replace(
+                "  arch: [x86_64]\n",
+                &format!("  arch: [x86_64]\n  config: {values}\n"),
+            )
+        };
+        let set = |s: &str| Overrides {
+            sets: vec![s.to_string()],
+            ..Overrides::default()
+        };
+        type Case<'a> = (
+            &'a str,
+            String,
+            Overrides,
+            &'a [(&'a str, Flavour, &'a str)],
+        );
+        let cases: Vec<Case> = vec![
+            (
+                "no config key",
+                default_yaml.to_string(),
+                Overrides::default(),
+                &[
+                    ("", Flavour::Default, "threads=64"),
+                    ("", Flavour::Default, "threads=192"),
+                ],
+            ),
+            (
+                "config: [default]",
+                with_axis("[default]"),
+                Overrides::default(),
+                &[
+                    ("", Flavour::Default, "threads=64"),
+                    ("", Flavour::Default, "threads=192"),
+                ],
+            ),
+            (
+                "config: [debug]: the flavour is in every label",
+                with_axis("[debug]"),
+                Overrides::default(),
+                &[
+                    ("-debug-", Flavour::Debug, "config=debug threads=64"),
+                    ("-debug-", Flavour::Debug, "config=debug threads=192"),
+                ],
+            ),
+            (
+                "config: [default, debug]",
+                with_axis("[default, debug]"),
+                Overrides::default(),
+                &[
+                    ("", Flavour::Default, "config=default threads=64"),
+                    ("", Flavour::Default, "config=default threads=192"),
+                    ("-debug-", Flavour::Debug, "config=debug threads=64"),
+                    ("-debug-", Flavour::Debug, "config=debug threads=192"),
+                ],
+            ),
+            (
+                "--set config=debug",
+                default_yaml.to_string(),
+                set("config=debug"),
+                &[
+                    ("-debug-", Flavour::Debug, "config=debug threads=64"),
+                    ("-debug-", Flavour::Debug, "config=debug threads=192"),
+                ],
+            ),
+        ];
+        for (what, text, over, want) in cases {
+            let p = from_text(&text, "m.yaml", &matrix_dir, &over).unwrap();
+            let got: Vec<(Flavour, &str)> = p
+                .cells
+                .iter()
+                .map(|c| (c.flavour, c.label.as_str()))
+                .collect();
+            let expected: Vec<(Flavour, &str)> = want.iter().map(|(_, f, l)| (*f, *l)).collect();
+            assert_eq!(got, expected, "{what}");
+            for (cell, (infix, flavour, _)) in p.cells.iter().zip(want) {
+                if flavour.is_default() {
+                    // The id the cell had before flavours existed.
+                    assert!(recorded_ids.contains(&cell.id), "{what}: {}", cell.id);
+                } else {
+                    assert!(
+                        cell.id.starts_with("x86_64-mglru_isolation") && cell.id.contains(infix),
+                        "{what}: {}",
+                        cell.id
+                    );
+                    assert!(!recorded_ids.contains(&cell.id), "{what}: {}", cell.id);
+                }
+            }
+        }
+        // A debug cell is another cell than its default twin, and the plan
+        // another plan.
+        let both = from_text(
+            &with_axis("[default, debug]"),
+            "m.yaml",
+            &matrix_dir,
+            &Overrides::default(),
+        )
+        .unwrap();
+        let ids: BTreeSet<&String> = both.cells.iter().map(|c| &c.id).collect();
+        assert_eq!(ids.len(), 4);
+        let fingerprint = |text: &str| {
+            from_text(text, "m.yaml", &matrix_dir, &Overrides::default())
+                .unwrap()
+                .fingerprint()
+        };
+        assert_eq!(
+            fingerprint(default_yaml),
+            fingerprint(&with_axis("[default]"))
+        );
+        assert_ne!(
+            fingerprint(default_yaml),
+            fingerprint(&with_axis("[debug]"))
+        );
+    }
+
+    #[test]
+    fn unknown_flavours_name_the_line_and_the_known_ones() {
+        for (text, over, want) in [
+            (
+                "axes:\n  threads: [1]\n  config: [default, kmsan]\n",
+                vec![],
+                "m.yaml: line 3 column 21: config: `kmsan` is not a kernel flavour (known flavours: default, debug, kasan)",
+            ),
+            (
+                "axes:\n  threads: [1]\ninclude:\n  - {threads: 2, config: Debug}\n",
+                vec![],
+                "m.yaml: line 4 column 26: config: `Debug` is not a kernel flavour (known flavours: default, debug, kasan)",
+            ),
+            (
+                "axes:\n  threads: [1]\n",
+                vec!["config=fast".to_string()],
+                "command line: --set config=fast: config: `fast` is not a kernel flavour (known flavours: default, debug, kasan)",
+            ),
+        ] {
+            let over = Overrides {
+                sets: over,
+                ..Overrides::default()
+            };
+            let e = from_text(text, "m.yaml", Path::new("."), &over)
+                .unwrap_err()
+                .to_string();
+            assert_eq!(e, want);
+        }
+    }
+
+    #[test]
+    fn command_line_sets_override_every_cell() {
+        let over = Overrides {
+            sets: vec!["duration_s=3".into(), "vcpus=1".into()],
+            ..Default::default()
+        };
+        let p = from_text(SAMPLE, "m.yaml", Path::new("."), &over).unwrap();
+        assert!(p
+            .cells
+            .iter()
+            .all(|c| c.job.duration_s == 3 && c.vcpus == 1));
+        let over = Overrides {
+            sets: vec!["treads=3".into()],
+            ..Default::default()
+        };
+        let e = from_text(SAMPLE, "m.yaml", Path::new("."), &over)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--set treads=3: unknown key `treads`"), "{e}");
+        let over = Overrides {
+            sets: vec!["swap=n".into()],
+            ..Default::default()
+        };
+        let p = from_text(SAMPLE, "m.yaml", Path::new("."), &over).unwrap();
+        assert!(p.cells.iter().all(|c| c.swap_mb == 0));
+    }
+}

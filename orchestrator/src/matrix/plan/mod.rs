@@ -1,0 +1,661 @@
+//! A matrix file becomes a validated [`Plan`] before anything runs: cells
+//! with stable ids and fully resolved guest jobs, kernel variants with
+//! resolved paths, the run order, shards and a cost estimate.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use mmci_record::{GuestJob, Scenario, ScriptJob};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::expand::{self, Combo, Placed};
+use super::file::{self, Expectation, KernelEntry, MatrixFile, Pos, Scalar, ScriptEntry};
+use crate::arch::Arch;
+use crate::kernel::Flavour;
+use crate::scenario::script::MetricDecl;
+
+mod cell;
+mod script;
+mod shard;
+mod variant;
+
+pub use cell::*;
+pub use script::*;
+pub use shard::*;
+pub use variant::*;
+
+/// Keys the host interprets; every other key is a guest job parameter.
+pub const MACHINE_KEYS: [&str; 4] = ["arch", "vcpus", "memory_mb", "swap_mb"];
+
+/// Machine shape when a matrix does not say.
+pub const DEFAULT_VCPUS: u32 = 2;
+pub const DEFAULT_MEMORY_MB: u64 = 1024;
+pub const DEFAULT_SWAP_MB: u64 = 256;
+
+/// Most cells a matrix may have (axes' product, before `exclude`, plus
+/// `include` entries): a plan is expanded in memory, and a matrix larger
+/// than this is a typo (an axis pasted twice) more often than a plan.
+pub const MAX_CELLS: u64 = 10_000;
+/// Most runs a plan may have (cells x kernels x repeats): at ~15 s a run
+/// that is weeks of one host; results dirs and reports hold every run.
+pub const MAX_RUNS: u64 = 100_000;
+/// Largest matrix file read, in bytes.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
+
+/// A matrix error: file, position and what to do.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {pos}{what}")]
+pub struct MatrixError {
+    pub file: String,
+    /// "line L column C: " when known.
+    pub pos: String,
+    pub what: String,
+}
+
+impl MatrixError {
+    fn at(file: &str, pos: Option<Pos>, what: impl Into<String>) -> MatrixError {
+        MatrixError {
+            file: file.to_string(),
+            pos: pos.map(|p| format!("{p}: ")).unwrap_or_default(),
+            what: what.into(),
+        }
+    }
+}
+
+/// One machine + workload combination; every kernel variant runs it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    /// Stable id: derived from the resolved parameters, so reordering the
+    /// file or adding other cells never renames it (resume and merge rely
+    /// on this).
+    pub id: String,
+    /// The values the matrix set, `key=value` (what tells cells apart).
+    pub label: String,
+    pub arch: Arch,
+    pub vcpus: u32,
+    pub memory_mb: u64,
+    pub swap_mb: u64,
+    /// The kernel flavour its runs boot (`config:`); a default one is left
+    /// out, so plans without flavours serialize as they always did.
+    #[serde(default, skip_serializing_if = "Flavour::is_default")]
+    pub flavour: Flavour,
+    pub job: GuestJob,
+}
+
+/// A validated matrix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Where it came from (a path, or `embedded:default.yaml`).
+    pub source: String,
+    pub description: Option<String>,
+    pub cells: Vec<Cell>,
+    pub variants: Vec<Variant>,
+    pub repeats: u32,
+    pub expect: BTreeMap<String, Expectation>,
+    /// The matrix's `scripts:`, resolved (scenario script).
+    #[serde(default)]
+    pub scripts: BTreeMap<String, ScriptDef>,
+}
+
+/// A script of the plan: where its image's recipe is and what it reports.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScriptDef {
+    /// The image's recipe folder, absolute.
+    pub recipe: PathBuf,
+    /// Its name (the folder's).
+    pub image: String,
+    /// Its declared `MMCI-METRIC:` metrics.
+    pub metrics: BTreeMap<String, MetricDecl>,
+    /// The job part every cell that selects it gets.
+    pub job: ScriptJob,
+}
+
+/// One guest run of the plan.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Slot {
+    pub cell: String,
+    pub variant: String,
+    /// 1-based.
+    pub repeat: u32,
+}
+
+impl Slot {
+    /// Directory name of the run in a results dir.
+    pub fn id(&self) -> String {
+        format!("{}-{}-r{}", self.cell, self.variant, self.repeat)
+    }
+}
+
+/// What the command line adds to a matrix file.
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `--set key=value`, applied to every cell after the matrix's values.
+    pub sets: Vec<String>,
+    /// Replace the file's kernel variants.
+    pub variants: Option<Vec<Variant>>,
+    pub repeats: Option<u32>,
+}
+
+/// Validates `m` (read from `file`, relative paths against `base_dir`)
+/// into a plan.
+pub fn plan(
+    m: &MatrixFile,
+    file: &str,
+    base_dir: &Path,
+    over: &Overrides,
+) -> Result<Plan, MatrixError> {
+    let axis_names: BTreeSet<String> = m.axes.keys().cloned().collect();
+    check_keys(
+        file,
+        m.axes.iter().map(|(k, v)| (k.clone(), Pos::of(v))),
+        None,
+        "axes",
+    )?;
+    let axes: BTreeMap<String, Vec<Placed>> = m
+        .axes
+        .iter()
+        .map(|(k, vs)| (k.clone(), vs.value.iter().map(placed).collect()))
+        .collect();
+    let exclude: Vec<Combo> = m.exclude.iter().map(|e| to_combo(&e.value)).collect();
+    for (e, raw) in exclude.iter().zip(&m.exclude) {
+        check_keys(
+            file,
+            e.keys().map(|k| (k.clone(), Pos::of(raw))),
+            Some(&axis_names),
+            "exclude",
+        )?;
+    }
+    let include: Vec<Combo> = m.include.iter().map(|e| to_combo(&e.value)).collect();
+    for (e, raw) in include.iter().zip(&m.include) {
+        check_keys(
+            file,
+            e.keys().map(|k| (k.clone(), Pos::of(raw))),
+            None,
+            "include",
+        )?;
+    }
+    // Count before expanding: 10^6 x 10^6 must be an error, not an
+    // allocation failure.
+    let product = axes
+        .values()
+        .try_fold(1u64, |n, vs| n.checked_mul(vs.len() as u64))
+        .and_then(|n| n.checked_add(include.len() as u64));
+    if product.is_none_or(|n| n > MAX_CELLS) {
+        let sizes = axes
+            .iter()
+            .map(|(k, vs)| format!("{k} {}", vs.len()))
+            .collect::<Vec<_>>()
+            .join(" x ");
+        return Err(MatrixError::at(
+            file,
+            None,
+            format!(
+                "the axes give {} combinations ({sizes}); the limit is {MAX_CELLS} cells (MAX_CELLS): split the matrix or use fewer values",
+                product.map_or("more than 2^64".to_string(), |n| n.to_string())
+            ),
+        ));
+    }
+    let scripts = m
+        .scripts
+        .iter()
+        .map(|(name, e)| {
+            resolve_script(name, &e.value, base_dir)
+                .map(|d| (name.clone(), d))
+                .map_err(|what| MatrixError::at(file, Some(Pos::of(e)), what))
+        })
+        .collect::<Result<BTreeMap<_, _>, _>>()?;
+    let combos = expand::expand(&axes, &exclude, &include);
+    // Labels show what tells cells apart: the keys whose values vary
+    // (absent in some combination counts as varying). One pass.
+    let mut first: BTreeMap<&String, Option<&Scalar>> = BTreeMap::new();
+    let mut varying: BTreeSet<&String> = BTreeSet::new();
+    for c in &combos {
+        for (k, v) in c {
+            match first.get(k) {
+                None => {
+                    first.insert(k, Some(&v.value));
+                }
+                Some(seen) if *seen != Some(&v.value) => {
+                    varying.insert(k);
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    for k in first.keys() {
+        if combos.iter().any(|c| !c.contains_key(*k)) {
+            varying.insert(k);
+        }
+    }
+    let mut cells = Vec::with_capacity(combos.len());
+    let mut seen = BTreeSet::new();
+    for c in &combos {
+        let mut cell = cell_of(c, &over.sets, file, &scripts)?;
+        // What tells cells apart (nothing in a one-cell matrix), and a
+        // flavour other than the default always: a debug kernel's numbers
+        // are not the ones of the kernel as shipped, whatever else varies.
+        let mut pairs: Vec<(String, String)> = c
+            .iter()
+            .filter(|(k, _)| varying.contains(k))
+            .map(|(k, v)| (k.clone(), v.value.to_string()))
+            .collect();
+        if !cell.flavour.is_default() {
+            pairs.retain(|(k, _)| k != FLAVOUR_KEY);
+            pairs.push((FLAVOUR_KEY.to_string(), cell.flavour.to_string()));
+            pairs.sort();
+        }
+        cell.label = pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        // Two combinations that resolve to the same guest are one cell.
+        if seen.insert(cell.id.clone()) {
+            cells.push(cell);
+        }
+    }
+    if cells.is_empty() {
+        return Err(MatrixError::at(
+            file,
+            None,
+            "the matrix has no cells (every combination excluded, or an axis without values)",
+        ));
+    }
+    let repeats = over
+        .repeats
+        .or(m.repeats.as_ref().map(|r| r.value))
+        .unwrap_or(1);
+    if repeats == 0 {
+        return Err(MatrixError::at(
+            file,
+            m.repeats.as_ref().map(Pos::of),
+            "repeats must be at least 1",
+        ));
+    }
+    let variants = match &over.variants {
+        Some(v) => v.clone(),
+        None if m.kernels.is_empty() => vec![Variant::base()],
+        None => m
+            .kernels
+            .iter()
+            .map(|k| resolve_variant(&k.value, base_dir, file, Pos::of(k)))
+            .collect::<Result<_, _>>()?,
+    };
+    let mut names = BTreeSet::new();
+    for v in &variants {
+        if !names.insert(v.name.clone()) {
+            return Err(MatrixError::at(
+                file,
+                None,
+                format!("kernel `{}` is listed twice", v.name),
+            ));
+        }
+    }
+    let runs = (cells.len() as u64)
+        .checked_mul(variants.len() as u64)
+        .and_then(|n| n.checked_mul(u64::from(repeats)));
+    if runs.is_none_or(|n| n > MAX_RUNS) {
+        return Err(MatrixError::at(
+            file,
+            m.repeats.as_ref().map(Pos::of),
+            format!(
+                "{} cells x {} kernels x {repeats} repeats = {} runs; the limit is {MAX_RUNS} runs (MAX_RUNS): use fewer repeats or cells, or shard the plan over several results dirs",
+                cells.len(),
+                variants.len(),
+                runs.map_or("more than 2^64".to_string(), |n| n.to_string())
+            ),
+        ));
+    }
+    // Expectations name catalog metrics measured by some cell.
+    let measured = super::expectations::of_cells(&cells, &scripts);
+    for (name, e) in &m.expect {
+        super::expectations::validate(name, &e.value, &measured)
+            .map_err(|err| MatrixError::at(file, Some(Pos::of(e)), err.to_string()))?;
+    }
+    Ok(Plan {
+        source: file.to_string(),
+        description: m.description.clone(),
+        cells,
+        variants,
+        repeats,
+        expect: m
+            .expect
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect(),
+        scripts,
+    })
+}
+
+/// Reads, parses and validates a matrix file.
+pub fn load(path: &Path, over: &Overrides) -> Result<Plan, MatrixError> {
+    let file = path.display().to_string();
+    let cannot = |e: std::io::Error| MatrixError::at(&file, None, format!("cannot read: {e}"));
+    // Capped by the bytes read: `--matrix /dev/zero` or a FIFO too.
+    let text = crate::host::fs::read_capped_to_string(
+        path,
+        MAX_FILE_BYTES,
+        "MAX_FILE_BYTES",
+        crate::host::fs::Accept::Any,
+    )
+    .map_err(|e| {
+        if e.kind() == std::io::ErrorKind::FileTooLarge {
+            MatrixError::at(
+                &file,
+                None,
+                format!("more than {MAX_FILE_BYTES} bytes; the limit for a matrix file is {MAX_FILE_BYTES} bytes (MAX_FILE_BYTES)"),
+            )
+        } else {
+            cannot(e)
+        }
+    })?;
+    let base_dir = path.parent().unwrap_or(Path::new("."));
+    from_text(&text, &file, base_dir, over)
+}
+
+/// Parses and validates matrix text.
+pub fn from_text(
+    text: &str,
+    file: &str,
+    base_dir: &Path,
+    over: &Overrides,
+) -> Result<Plan, MatrixError> {
+    let m = file::parse(text).map_err(|what| MatrixError::at(file, None, what))?;
+    plan(&m, file, base_dir, over)
+}
+
+impl Plan {
+    /// Every run in execution order: per repeat, per cell, the variants
+    /// back to back (A B A B ...), so that drift of a noisy host hits base
+    /// and candidates alike.
+    pub fn slots(&self, cells: &[&Cell]) -> Vec<Slot> {
+        let mut out = Vec::with_capacity(cells.len() * self.variants.len() * self.repeats as usize);
+        for repeat in 1..=self.repeats {
+            for cell in cells {
+                for v in &self.variants {
+                    out.push(Slot {
+                        cell: cell.id.clone(),
+                        variant: v.name.clone(),
+                        repeat,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    pub fn cell(&self, id: &str) -> Option<&Cell> {
+        self.cells.iter().find(|c| c.id == id)
+    }
+
+    /// A hash of what the plan runs: cells, variants, repeats. Results dirs
+    /// and shards of the same plan share it.
+    pub fn fingerprint(&self) -> String {
+        // Cell ids stand for their full configuration; labels are cosmetic.
+        let canonical = serde_json::json!({
+            "cells": self.cells.iter().map(|c| &c.id).collect::<Vec<_>>(),
+            "variants": self.variants.iter().map(|v| {
+                let mut j = serde_json::json!({
+                    "name": v.name,
+                    "series": v.series.as_ref().map(|p| file_digest(p)),
+                    "lore": v.lore, "github_pr": v.github_pr, "tree": v.tree.as_deref().map(crate::kernel::tree::redact_url), "ref": v.git_ref,
+                    "image": v.image,
+                });
+                // Only when set: plans without it keep their fingerprints.
+                if let Some(pw) = &v.patchwork {
+                    j["patchwork"] = serde_json::json!(pw);
+                }
+                if let Some(n) = v.revision {
+                    j["revision"] = serde_json::json!(n);
+                }
+                j
+            }).collect::<Vec<_>>(),
+            "repeats": self.repeats,
+        });
+        hex::encode(Sha256::digest(canonical.to_string().as_bytes()))[..16].to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(super) const SAMPLE: &str = "\
+description: test
+axes:
+  arch: [x86_64, arm64]
+  threads: [64, 192]
+  duration_s: [10]
+exclude:
+  - {arch: arm64, threads: 192}
+include:
+  - {arch: x86_64, threads: 64, vcpus: 4}
+repeats: 3
+";
+
+    pub(super) fn plan_of(text: &str) -> Result<Plan, MatrixError> {
+        from_text(text, "m.yaml", Path::new("."), &Overrides::default())
+    }
+
+    #[test]
+    fn errors_name_file_line_column_and_the_fix() {
+        let e = plan_of("axes:\n  threads: [64, lots]\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "m.yaml: line 2 column 17: guest parameter `mmci.threads`: `lots` is not a non-negative whole number"
+        );
+        let e = plan_of("axes:\n  treads: [64]\n").unwrap_err().to_string();
+        assert!(
+            e.starts_with(
+                "m.yaml: line 2 column 11: axes: unknown key `treads`; known keys: arch, vcpus"
+            ),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  vcpus: [0]\n").unwrap_err().to_string();
+        assert!(
+            e.starts_with("m.yaml: line 2 column 11: vcpus: `0` is not a vCPU count"),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  threads: [1]\nexclude:\n  - {vcpus: 2}\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 4 column 5: exclude: `vcpus` is not an axis"),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  arch: [sparc]\n").unwrap_err().to_string();
+        assert!(
+            e.contains("line 2 column 10: arch: `sparc` is not an arch"),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  threads: [1]\nrepeats: 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 3 column 10: repeats must be at least 1"),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  threads: [1]\nkernels:\n  - name: p\n    series: nope.mbox\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 4 column 5: kernel `p`: series ./nope.mbox not found"),
+            "{e}"
+        );
+        let e = plan_of("axes:\n  threads: []\n").unwrap_err().to_string();
+        assert!(e.contains("no cells"), "{e}");
+        let e = plan_of("axes:\n  threads: [1]\n  x: 1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("m.yaml: line 3"), "{e}");
+    }
+
+    #[test]
+    fn expectations_name_catalog_metrics() {
+        let p = plan_of("axes:\n  threads: [1]\nexpect:\n  throttle_isolated: nonzero\n").unwrap();
+        assert_eq!(p.expect.len(), 1);
+        let e = plan_of("axes:\n  threads: [1]\nexpect:\n  throttled_isolated: nonzero\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("m.yaml: line 4 column 23: expect: unknown metric `throttled_isolated`; known metrics: throttle_isolated, "),
+            "{e}"
+        );
+        let e =
+            plan_of("axes:\n  threads: [1]\nexpect:\n  oom_kills: {kind: zero, threshold: 0.1}\n")
+                .unwrap_err()
+                .to_string();
+        assert!(
+            e.contains("expect: oom_kills: a threshold means nothing for `zero`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn slots_interleave_variants_within_each_repeat() {
+        let mut p = plan_of("axes:\n  threads: [64, 192]\nrepeats: 2\n").unwrap();
+        p.variants.push(Variant {
+            name: "patched".into(),
+            ..Variant::base()
+        });
+        let cells: Vec<&Cell> = p.cells.iter().collect();
+        let order: Vec<String> = p
+            .slots(&cells)
+            .iter()
+            .map(|s| format!("{}:{}:{}", &s.cell[..22], s.variant, s.repeat))
+            .collect();
+        let (c1, c2) = (&p.cells[0].id[..22], &p.cells[1].id[..22]);
+        assert_eq!(
+            order,
+            [
+                format!("{c1}:base:1"),
+                format!("{c1}:patched:1"),
+                format!("{c2}:base:1"),
+                format!("{c2}:patched:1"),
+                format!("{c1}:base:2"),
+                format!("{c1}:patched:2"),
+                format!("{c2}:base:2"),
+                format!("{c2}:patched:2"),
+            ]
+        );
+    }
+
+    #[test]
+    fn oversized_plans_are_refused_naming_the_limit() {
+        let values = |n: usize| {
+            (1..=n)
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        // (matrix text, what the error must say)
+        let cases = [
+            // The issue's case: 10^6 cells (two axes of 1000) x 10^6 repeats.
+            (
+                format!(
+                    "axes:\n  threads: [{}]\n  working_set_mb: [{}]\nrepeats: 1000000\n",
+                    values(1000),
+                    values(1000)
+                ),
+                "the axes give 1000000 combinations (threads 1000 x working_set_mb 1000); the limit is 10000 cells (MAX_CELLS)",
+            ),
+            (
+                "axes:\n  threads: [1, 2]\nrepeats: 4000000000\n".to_string(),
+                "line 3 column 10: 2 cells x 1 kernels x 4000000000 repeats = 8000000000 runs; the limit is 100000 runs (MAX_RUNS)",
+            ),
+            (
+                format!("axes:\n  threads: [{}]\nrepeats: 11\n", values(10_000)),
+                "10000 cells x 1 kernels x 11 repeats = 110000 runs; the limit is 100000 runs",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = plan_of(&text).unwrap_err().to_string();
+            assert!(e.contains(want), "{e}\nwanted: {want}");
+        }
+        // Just under both limits is a plan.
+        let p = plan_of(&format!(
+            "axes:\n  threads: [{}]\nrepeats: 10\n",
+            values(10_000)
+        ))
+        .unwrap();
+        assert_eq!(p.cells.len(), 10_000);
+    }
+
+    #[test]
+    fn oversized_matrix_file_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("big.yaml");
+        let mut text = String::from("axes:\n  threads: [1]\n");
+        while text.len() as u64 <= MAX_FILE_BYTES {
+            text.push_str("# padding padding padding padding padding padding\n");
+        }
+        std::fs::write(&path, &text).unwrap();
+        let e = load(&path, &Overrides::default()).unwrap_err().to_string();
+        assert!(
+            e.contains("the limit for a matrix file is 1048576 bytes (MAX_FILE_BYTES)"),
+            "{e}"
+        );
+    }
+
+    /// Every shipped matrix names files in the repository: all still load.
+    #[test]
+    fn bundled_matrices_load() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrix");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "yaml") {
+                load(&path, &Overrides::default())
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                n += 1;
+            }
+        }
+        assert!(n >= 8, "{n} matrices");
+    }
+
+    /// A matrix or script file is read capped by the bytes actually read:
+    /// /dev/zero stops at the limit, a FIFO as a script is refused.
+    #[test]
+    fn unbounded_matrix_inputs_are_refused() {
+        let e = load(Path::new("/dev/zero"), &Overrides::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("the limit for a matrix file is 1048576 bytes (MAX_FILE_BYTES)"),
+            "{e}"
+        );
+        let tmp = script_dir();
+        let fifo = tmp.path().join("matrix/scripts/fifo.sh");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a path we own.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = from_text(
+            "scripts:\n  r:\n    image: ../images/tools\n    file: scripts/fifo.sh\naxes: {}\n",
+            "m.yaml",
+            &tmp.path().join("matrix"),
+            &Overrides::default(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("a FIFO, not a regular file"), "{e}");
+    }
+
+    /// A matrix dir with an image recipe and a script file beside it.
+    pub(super) fn script_dir() -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        // A repository, as the bundled matrices are in one: ../images is in it.
+        std::fs::create_dir(tmp.path().join(".git")).unwrap();
+        std::fs::create_dir_all(tmp.path().join("images/tools")).unwrap();
+        std::fs::write(
+            tmp.path().join("images/tools/image.yaml"),
+            "suite: bookworm\n",
+        )
+        .unwrap();
+        std::fs::create_dir_all(tmp.path().join("matrix/scripts")).unwrap();
+        std::fs::write(tmp.path().join("matrix/scripts/r.sh"), "echo hi\n").unwrap();
+        tmp
+    }
+}
