@@ -16,7 +16,7 @@ fn dir() -> &'static Path {
     ))
 }
 
-fn value(q: &mmci::analysis::claims::Quantity) -> String {
+fn value(q: &mmci::series::claims::Quantity) -> String {
     match q.value {
         Some(v) => format!("{v}{}", q.unit),
         None => q.text.clone(),
@@ -35,7 +35,7 @@ fn real_cover_letters_yield_their_recorded_rows() {
     let mut got = vec![];
     for f in &files {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        let tables = mmci::analysis::claims::parse(&std::fs::read_to_string(f).unwrap());
+        let tables = mmci::series::claims::parse(&std::fs::read_to_string(f).unwrap());
         if tables.is_empty() {
             got.push(format!("{name}\t-\t-\t-\t-\t-"));
         }
@@ -55,7 +55,8 @@ fn real_cover_letters_yield_their_recorded_rows() {
     // MMCI_BLESS=1 rewrites the file from what the parser reads now (then
     // review its diff); every other run compares.
     if std::env::var_os("MMCI_BLESS").is_some() {
-        let mut text = String::from("# file\ttable line\tpatched column\trow\tunpatched\tpatched\n");
+        let mut text =
+            String::from("# file\ttable line\tpatched column\trow\tunpatched\tpatched\n");
         text.extend(got.iter().map(|l| format!("{l}\n")));
         std::fs::write(dir().join("EXPECTED.tsv"), text).unwrap();
     }
@@ -76,7 +77,7 @@ fn real_cover_letters_yield_their_recorded_rows() {
                 .starts_with("Message-ID:")
         })
         .filter(|f| {
-            !mmci::analysis::claims::parse(&std::fs::read_to_string(f).unwrap())
+            !mmci::series::claims::parse(&std::fs::read_to_string(f).unwrap())
                 .iter()
                 .all(|t| t.rows.is_empty())
         })

@@ -14,6 +14,7 @@ pub mod claims;
 pub mod compare;
 pub mod expect;
 pub mod model;
+pub mod policy;
 pub mod series;
 pub mod stats;
 pub mod synthetic;

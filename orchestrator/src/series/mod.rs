@@ -7,6 +7,7 @@
 //! ([`read_mbox_file`]).
 
 pub mod base;
+pub mod claims;
 pub mod fetch;
 mod load;
 pub mod mail;
@@ -153,6 +154,10 @@ pub struct Cover {
     /// The cover's own References (a v2 sent in reply to v1 has some).
     #[serde(default)]
     pub references: Vec<String>,
+    /// The before/after tables of its text: the author's claims, which the
+    /// analysis sets beside the measurement.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<claims::ClaimTable>,
 }
 
 /// A complete revision of a series.
@@ -345,6 +350,7 @@ pub fn assemble_with(
             to: m.to.clone(),
             cc: m.cc.clone(),
             references: m.references.clone(),
+            claims: claims::parse(&m.body),
         }),
         patches,
         base_commit,

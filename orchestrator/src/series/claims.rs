@@ -6,8 +6,9 @@
 //! mmtests' `(  3.74%)`); or a row per line written `name: A -> B`; or a
 //! markdown table whose cells are `A -> B`, one column per test set-up.
 //!
-//! Pure text in, rows out: which mmci metric a row is and whether the
-//! measurement agrees is [`super::judge`]'s business.
+//! Pure text in, rows out, read once when the series is assembled (and kept
+//! with its cover letter in the manifest): which mmci metric a row is and
+//! whether the measurement agrees is `analysis::claims`' business.
 //! A row the parser cannot split into a name and two values is kept in
 //! [`ClaimTable::unread`], never dropped silently.
 
@@ -26,8 +27,12 @@ pub struct Quantity {
     pub text: String,
 }
 
+// Values come from `first_number`, which never reads a NaN: equality is
+// total, so a cover letter (which derives Eq) can hold its claims.
+impl Eq for Quantity {}
+
 /// One row: the same quantity measured unpatched and patched.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClaimRow {
     pub name: String,
     pub base: Quantity,
@@ -37,7 +42,7 @@ pub struct ClaimRow {
 }
 
 /// A table of one test set-up.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClaimTable {
     /// The line(s) that introduce the table (the test set-up), and for a
     /// table of several set-ups or patched columns, which one.
@@ -612,7 +617,11 @@ fn arrow(cell: &str) -> Option<(Quantity, Quantity)> {
     let mut qb = qb;
     if !extra.is_empty() {
         let e = extra.trim_matches(|c| c == '(' || c == ')').to_string();
-        qb.note = if qb.note.is_empty() { e } else { format!("{}; {e}", qb.note) };
+        qb.note = if qb.note.is_empty() {
+            e
+        } else {
+            format!("{}; {e}", qb.note)
+        };
     }
     (ra.trim().is_empty() || ra.trim().starts_with('(')).then_some((qa, qb))
 }

@@ -1,6 +1,10 @@
-//! A claim row against a measurement: which metric the row names (the
-//! synonym table below, documented in docs/analysis.md), which cells its
-//! set-up describes, and what the comparison of those cells says of it.
+//! A cover letter's own claims, checked: each row of its before/after
+//! tables (read by `series::claims`) against a measurement: which metric
+//! the row names (the synonym table below, documented in
+//! docs/analysis.md), which cells its set-up describes, and what the
+//! comparison of those cells says of it: agrees, contradicts, not
+//! significant, or not measured here. Rows mmci cannot measure are listed,
+//! never dropped.
 //!
 //! The finding is about direction, the only thing two set-ups as different
 //! as an author's 8 GB machine and a 1 GiB guest can share: the claimed
@@ -9,8 +13,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::table::{ClaimRow, Quantity};
 use crate::analysis::model::{Assessment, MetricComparison};
+use crate::series::claims::{ClaimRow, Quantity};
 
 /// What the measurement says of one claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -116,7 +120,14 @@ pub const SYNONYMS: &[(&[&str], &str)] = &[
     ),
     (&["pswpin", "swap ins", "swapins"], "pswpin"),
     (&["pswpout", "swap outs", "swapouts"], "pswpout"),
-    (&["pswpout per 1 000 touches", "pswpout per 1000 touches", "pswpout per ktouch"], "pswpout_per_ktouch"),
+    (
+        &[
+            "pswpout per 1 000 touches",
+            "pswpout per 1000 touches",
+            "pswpout per ktouch",
+        ],
+        "pswpout_per_ktouch",
+    ),
     (
         &["pgmajfault", "major faults", "major page faults"],
         "pgmajfault",

@@ -1,0 +1,199 @@
+//! The regression policy: what every candidate is checked for, whoever
+//! wrote the series and whatever it claims. A maintainer's first question
+//! of any mm series is "what does it break?", so this is the default
+//! verdict; a series' own expectations and its cover letter's claims come
+//! on top of it, never instead of it.
+//!
+//! Every run must boot and complete, and no splat may be new (both judged
+//! in `compare`'s verdict). Then, per cell and candidate:
+//! - no more runs with an OOM kill than the baseline had (Fisher's exact
+//!   test on the counts of runs: a fact, so it holds under TCG too);
+//! - no significant regression beyond its noise floor of the guards below,
+//!   metrics normalised by the work done, so that a kernel that does more
+//!   work is not blamed for doing it. A guard that is a timing is judged
+//!   on KVM only: under TCG its size means little, and it is listed as not
+//!   judged rather than making the verdict inconclusive.
+
+use serde::{Deserialize, Serialize};
+
+use super::expect;
+use super::model::{ExpectationResult, MetricComparison, Options, Status};
+use super::stats::fisher_exact_greater;
+use super::text;
+use crate::matrix::file::{ExpectKind, Expectation};
+
+/// One metric the policy guards, and why a maintainer watches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Guard {
+    pub metric: &'static str,
+    pub why: &'static str,
+}
+
+/// The metric whose per-run values count OOM kills (a run with any is a
+/// run with an OOM kill).
+pub const OOM_METRIC: &str = "oom_kills";
+
+/// Scenario A (MGLRU isolation): throughput and the swap and fault
+/// traffic per 1,000 pages written.
+const MGLRU_GUARDS: &[Guard] = &[
+    Guard {
+        metric: "touches",
+        why: "throughput: pages the workload wrote",
+    },
+    Guard {
+        metric: "pswpout_per_ktouch",
+        why: "swap-out traffic per 1,000 touches",
+    },
+    Guard {
+        metric: "pswpin_per_ktouch",
+        why: "swap-in traffic per 1,000 touches",
+    },
+    Guard {
+        metric: "pgmajfault_per_ktouch",
+        why: "major faults per 1,000 touches",
+    },
+];
+
+/// Scenario B (GFP_NOIO reclaim under dm-verity): the NOIO callers'
+/// latency and futile calls, and the other reclaimers' latency (the
+/// control).
+const NOIO_GUARDS: &[Guard] = &[
+    Guard {
+        metric: "noio_latency_p99_ms",
+        why: "GFP_NOIO direct-reclaim latency, 99th percentile (KVM)",
+    },
+    Guard {
+        metric: "noio_zero_reclaim_share",
+        why: "share of GFP_NOIO reclaim calls that reclaimed nothing",
+    },
+    Guard {
+        metric: "other_latency_p99_ms",
+        why: "other direct reclaim's latency, 99th percentile (KVM)",
+    },
+];
+
+/// The guards of a scenario (by its name in a cell, `mglru_isolation`).
+/// A script's own metrics are guarded when the matrix gives them a better
+/// direction: `script_guards`.
+pub fn guards(scenario: &str) -> &'static [Guard] {
+    match scenario {
+        "mglru_isolation" => MGLRU_GUARDS,
+        "noio_verity" => NOIO_GUARDS,
+        _ => &[],
+    }
+}
+
+/// Fisher's exact test on the runs with an OOM kill: fails when the
+/// candidate has significantly more of them than the baseline.
+pub fn oom_runs(m: &MetricComparison, opts: &Options) -> ExpectationResult {
+    let hits = |v: &[f64]| v.iter().filter(|x| **x > 0.0).count();
+    let (bn, cn) = (m.base_values.len(), m.candidate_values.len());
+    let (bh, ch) = (hits(&m.base_values), hits(&m.candidate_values));
+    let line = format!("runs with an OOM kill: {ch} of {cn}, base {bh} of {bn}");
+    let (status, reason) = if bn == 0 || cn == 0 {
+        (
+            Status::Inconclusive,
+            format!("{line}: a side has no completed run"),
+        )
+    } else {
+        let p = fisher_exact_greater(ch, cn, bh, bn);
+        let how = format!("{line} (Fisher's exact test, p={})", text::p(p));
+        if p <= opts.alpha {
+            (Status::Fail, format!("more runs with an OOM kill: {how}"))
+        } else {
+            (Status::Pass, how)
+        }
+    };
+    ExpectationResult {
+        metric: m.metric.clone(),
+        kind: ExpectKind::NoRegression,
+        threshold: None,
+        status,
+        reason,
+    }
+}
+
+/// One guard on its comparison: `no_regression` at the metric's noise
+/// floor; None when it cannot be judged here (a timing under TCG).
+pub fn guard(m: &MetricComparison, opts: &Options) -> Option<ExpectationResult> {
+    if m.functional_only {
+        return None;
+    }
+    Some(expect::evaluate(
+        &Expectation::Kind(ExpectKind::NoRegression),
+        m,
+        opts,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::catalog::Better;
+    use crate::analysis::model::Assessment;
+
+    fn comparison(metric: &str, base: &[f64], cand: &[f64]) -> MetricComparison {
+        MetricComparison {
+            metric: metric.into(),
+            unit: String::new(),
+            better: Better::Lower,
+            timing: false,
+            functional_only: false,
+            noise_floor: 0.05,
+            base_values: base.to_vec(),
+            candidate_values: cand.to_vec(),
+            base: None,
+            candidate: None,
+            change: None,
+            mann_whitney: None,
+            welch: None,
+            p: None,
+            min_attainable_p: 0.0,
+            significant: false,
+            assessment: Assessment::NoChange,
+        }
+    }
+
+    #[test]
+    fn more_runs_with_an_oom_kill_fail_only_when_significant() {
+        let opts = Options::default();
+        // (base values, candidate values, status)
+        let cases: &[(&[f64], &[f64], Status)] = &[
+            (&[0.0; 5], &[1.0, 2.0, 1.0, 1.0, 3.0], Status::Fail),
+            (&[0.0; 5], &[1.0, 0.0, 0.0, 0.0, 0.0], Status::Pass),
+            (&[1.0; 5], &[1.0; 5], Status::Pass),
+            (&[1.0; 5], &[0.0; 5], Status::Pass),
+            (&[], &[1.0], Status::Inconclusive),
+        ];
+        for (b, c, want) in cases {
+            let r = oom_runs(&comparison(OOM_METRIC, b, c), &opts);
+            assert_eq!(r.status, *want, "{b:?} -> {c:?}: {}", r.reason);
+        }
+        let r = oom_runs(&comparison(OOM_METRIC, &[0.0; 5], &[1.0; 5]), &opts);
+        assert_eq!(
+            r.reason,
+            "more runs with an OOM kill: runs with an OOM kill: 5 of 5, base 0 of 5 (Fisher's exact test, p=0.0040)"
+        );
+    }
+
+    #[test]
+    fn timings_under_tcg_are_not_judged() {
+        let mut m = comparison("noio_latency_p99_ms", &[1.0; 5], &[9.0; 5]);
+        m.functional_only = true;
+        assert!(guard(&m, &Options::default()).is_none());
+    }
+
+    #[test]
+    fn every_guard_is_a_catalog_metric() {
+        for scenario in ["mglru_isolation", "noio_verity"] {
+            for g in guards(scenario) {
+                assert!(
+                    crate::analysis::catalog::metric(g.metric).is_some(),
+                    "{}",
+                    g.metric
+                );
+            }
+        }
+        assert!(crate::analysis::catalog::metric(OOM_METRIC).is_some());
+    }
+}
