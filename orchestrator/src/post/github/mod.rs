@@ -135,11 +135,9 @@ impl std::fmt::Debug for Auth {
 
 impl AuthOptions {
     /// The credentials, or a clear error before anything is sent: App first
-    /// (when --app-id is given), then --token-file, then the environment.
-    pub fn resolve(&self) -> Result<Auth, GitHubError> {
-        self.resolve_with(|k| std::env::var(k).ok())
-    }
-
+    /// (when --app-id is given), then --token-file, then the environment,
+    /// read through `env` (the command line's reader: only cli/ reads the
+    /// process environment).
     pub fn resolve_with(&self, env: impl Fn(&str) -> Option<String>) -> Result<Auth, GitHubError> {
         if let Some(app_id) = self.app_id {
             let path = self.app_key.as_ref().ok_or(GitHubError::AppWithoutKey)?;
