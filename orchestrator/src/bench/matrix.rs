@@ -106,8 +106,7 @@ pub async fn packing(
         retries: 0,
         guest_vcpus: Some(host_vcpus),
         guest_memory_mb: Some(
-            crate::matrix::schedule::capacity(1, crate::matrix::schedule::host_memory_mb(), 1.0)
-                .memory_mb,
+            crate::matrix::schedule::capacity(1, crate::host::facts::memory_mb(), 1.0).memory_mb,
         ),
         ..RunRequest::new(results.clone())
     };

@@ -132,7 +132,7 @@ pub async fn bench(command: BenchCommand, work: &WorkDir) -> Result<i32, AppErro
             duration_s,
             accel,
         } => {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+            let cores = crate::host::facts::cores().unwrap_or(1) as u32;
             let b = crate::bench::matrix::packing(
                 work,
                 guests,
@@ -154,8 +154,7 @@ pub async fn bench(command: BenchCommand, work: &WorkDir) -> Result<i32, AppErro
             jobs,
             rounds,
         } => {
-            let jobs =
-                jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()));
+            let jobs = jobs.unwrap_or_else(|| crate::host::facts::cores().unwrap_or(2));
             let b = crate::bench::boot::build(arch, work, &tarball, jobs, rounds).await?;
             print!("{}", crate::bench::boot::render_build(&b, arch));
             Ok(exit::OK)

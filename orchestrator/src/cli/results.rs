@@ -112,7 +112,9 @@ pub fn analyse(a: &AnalyseArgs) -> Result<i32, AppError> {
     if let Some(path) = &a.json {
         analysis::write_json(path, &c)?;
     }
-    let width = (!a.wide).then(crate::report::comparison::terminal_width);
+    let width = (!a.wide).then(|| {
+        crate::report::comparison::terminal_width(std::env::var("COLUMNS").ok().as_deref())
+    });
     print!("{}", crate::report::comparison::render_fitted(&c, width));
     if let Some(path) = &a.json {
         println!("json: {}", path.display());
@@ -138,7 +140,9 @@ pub fn report(a: ReportArgs) -> Result<i32, AppError> {
         a.results_url,
         cover,
         a.tested_by,
-        a.github_summary,
+        a.github_summary
+            .then(|| std::env::var_os("GITHUB_STEP_SUMMARY"))
+            .flatten(),
     )
     .map_err(AppError::BadOption)?;
     for w in written {

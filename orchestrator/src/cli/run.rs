@@ -231,7 +231,9 @@ pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
                     "{}",
                     crate::report::comparison::render_fitted(
                         &c,
-                        Some(crate::report::comparison::terminal_width())
+                        Some(crate::report::comparison::terminal_width(
+                            std::env::var("COLUMNS").ok().as_deref()
+                        ))
                     )
                 );
                 println!(

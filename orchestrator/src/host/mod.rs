@@ -1,8 +1,9 @@
-//! The host mmci runs on: child processes that cannot outlive it
+//! The host mmci runs on: its cores, RAM and name (`facts`), child processes that cannot outlive it
 //! (`process`), where its caches live (`paths`), files written atomically
 //! (`fs`), the tools on PATH (`tools`), the process's secrets and their
 //! redaction (`secrets`), and errors as one line.
 
+pub mod facts;
 pub mod fs;
 pub mod paths;
 pub mod process;

@@ -3,12 +3,16 @@
 //! and their removal from every text that leaves it: reports, posts,
 //! errors. Here, below every stage, so that reports and posts share it.
 
+/// The environment variable holding the patchwork token (post/patchwork
+/// reads it through cli/ under this name).
+pub const PATCHWORK_TOKEN_ENV: &str = "MMCI_PATCHWORK_TOKEN";
+
 /// The environment variables that carry credentials: mmci's own (their
 /// default names) and those of a GitHub Actions runner.
 pub const SECRET_ENV: &[&str] = &[
     "GITHUB_TOKEN",
     "GH_TOKEN",
-    "MMCI_PATCHWORK_TOKEN",
+    PATCHWORK_TOKEN_ENV,
     "MMCI_SMTP_PASSWORD",
     "ACTIONS_RUNTIME_TOKEN",
     "ACTIONS_ID_TOKEN_REQUEST_TOKEN",

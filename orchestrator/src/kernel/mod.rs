@@ -137,7 +137,7 @@ impl KernelSource {
             base_cascade: vec![],
             pinned_base: None,
             loaded_series: None,
-            jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            jobs: crate::host::facts::cores().unwrap_or(2),
             unsandboxed_builds: false,
         }
     }

@@ -1,7 +1,7 @@
 //! Modification times of a shared checkout, so that make rebuilds what
 //! changed and no more.
 //!
-//! Every build on one baseline object dir shares one checkout (tree.rs,
+//! Every build on one baseline object dir shares one checkout (tree/checkout.rs,
 //! build.rs: one per tree, arch and configuration). Applying a
 //! series and later switching back to the base rewrites the series' files,
 //! whose mtimes then say "changed" although their content is again the one

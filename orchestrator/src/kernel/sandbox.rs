@@ -156,7 +156,9 @@ pub fn base_env(
     env
 }
 
-/// [`base_env`] of this process's environment.
+/// [`base_env`] of this process's environment. Reading the environment
+/// here, not in cli/, is the sandbox's job: what a build child inherits is
+/// this allow-list filter of it, applied where the child is set up.
 pub fn host_env(ccache: bool) -> Vec<(String, String)> {
     base_env(
         std::env::vars_os()

@@ -16,18 +16,6 @@ pub struct Capacity {
 /// Host RAM kept for mmci, the page cache of the disk images and builds.
 pub const HOST_RESERVE_MB: u64 = 1024;
 
-/// MemTotal of this host in MiB (0 if /proc is unreadable).
-pub fn host_memory_mb() -> u64 {
-    std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        })
-        .map_or(0, |kb| kb / 1024)
-}
-
 /// The default capacity: host cores x `oversubscribe` vCPUs, host RAM minus
 /// a reserve. Under TCG every vCPU is a busy host thread, so the default
 /// oversubscription there is none (1.0): timings of guests that fight for

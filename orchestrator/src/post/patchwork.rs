@@ -17,8 +17,9 @@ use serde_json::{json, Value};
 use crate::series::patchwork::{self as pw, PatchRef, PatchworkError, Request};
 use crate::series::Series;
 
-/// Environment variable holding the token.
-pub const TOKEN_ENV: &str = "MMCI_PATCHWORK_TOKEN";
+/// Environment variable holding the token (named in host/secrets, which
+/// redacts it).
+pub use crate::host::secrets::PATCHWORK_TOKEN_ENV as TOKEN_ENV;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PatchworkPostError {

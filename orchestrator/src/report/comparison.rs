@@ -280,11 +280,11 @@ pub fn render_anatomy(c: &Comparison) -> String {
     out
 }
 
-/// The terminal's width: $COLUMNS, else the size of the terminal on
-/// standard output, else (a CI log, a pipe) 100 columns.
-pub fn terminal_width() -> usize {
-    if let Some(w) = std::env::var("COLUMNS")
-        .ok()
+/// The terminal's width: `columns` (the value of $COLUMNS, read by cli/),
+/// else the size of the terminal on standard output, else (a CI log, a
+/// pipe) 100 columns.
+pub fn terminal_width(columns: Option<&str>) -> usize {
+    if let Some(w) = columns
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|w| *w > 0)
     {

@@ -94,8 +94,9 @@ fn fill(name: &str, source: &'static str, ctx: impl Serialize) -> String {
 }
 
 /// `mmci report`: renders the comparison of `dir` in `format` to `output`
-/// (standard output without one) and, with `github_summary`, appends the
-/// markdown to the file named by `$GITHUB_STEP_SUMMARY` if it is set.
+/// (standard output without one) and, with `github_summary` (the path in
+/// `$GITHUB_STEP_SUMMARY`, read by cli/ when asked for and set), appends
+/// the markdown to that file.
 /// Returns what was written, for the log. Secrets this process holds are
 /// redacted (a report quotes what the build and the kernel printed), and
 /// an empty report is an error, never a file that stops posting.
@@ -108,7 +109,7 @@ pub fn write_report(
     results_url: Option<String>,
     cover_letter: Option<String>,
     tested_by: String,
-    github_summary: bool,
+    github_summary: Option<std::ffi::OsString>,
 ) -> Result<Vec<String>, String> {
     let manifest = crate::results::dir::read_manifest(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
@@ -148,8 +149,8 @@ pub fn write_report(
                 .map_err(|e| format!("standard output: {e}"))?;
         }
     }
-    if github_summary {
-        if let Some(path) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+    {
+        if let Some(path) = github_summary {
             let md = if format == Format::Markdown {
                 text
             } else {

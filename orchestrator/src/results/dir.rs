@@ -81,11 +81,9 @@ pub struct Host {
 impl Host {
     pub fn this() -> Host {
         Host {
-            hostname: std::fs::read_to_string("/proc/sys/kernel/hostname")
-                .map(|s| s.trim().to_string())
-                .unwrap_or_default(),
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            memory_mb: crate::matrix::schedule::host_memory_mb(),
+            hostname: crate::host::facts::hostname(),
+            cpus: crate::host::facts::cores().unwrap_or(1),
+            memory_mb: crate::host::facts::memory_mb(),
         }
     }
 }

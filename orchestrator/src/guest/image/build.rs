@@ -127,11 +127,6 @@ pub fn sh_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', "'\\''"))
 }
 
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-}
-
 /// The time every image is built at (2025-01-01T00:00:00Z).
 const IMAGE_EPOCH: u64 = 1_735_689_600;
 
@@ -309,7 +304,7 @@ pub async fn ensure(
         return Err(ImageError::NotRoot);
     }
     for (tool, package) in [("mmdebstrap", "mmdebstrap"), ("mkfs.erofs", "erofs-utils")] {
-        if !on_path(tool) {
+        if crate::host::tools::on_path(tool).is_none() {
             return Err(ImageError::MissingTool { tool, package });
         }
     }

@@ -1,0 +1,455 @@
+//! One build step (make, merge_config.sh) in the build sandbox: what it
+//! binds read-only and writable, its environment, and how it runs.
+
+use std::path::Path;
+
+use tokio::process::Command;
+
+use super::*;
+
+/// Can the build sandbox run here? (See [`sandbox::probe`] for why not.)
+pub async fn sandbox_available() -> bool {
+    sandbox::probe().await.is_ok()
+}
+
+/// What a build step needs besides its arguments.
+pub(super) struct Step<'a> {
+    /// The source: read-only in the sandbox. An `O=` build writes nothing
+    /// into the source tree, so a series' build cannot leave files there
+    /// for the next build of the shared checkout, nor touch its `.git`.
+    pub(super) checkout: &'a Path,
+    /// The repository the checkout is a worktree of, read-only: kbuild's
+    /// setlocalversion asks git for the release's `+`.
+    pub(super) git_dir: Option<&'a Path>,
+    /// What the host wrote for the build (the config fragments): read-only.
+    pub(super) inputs: &'a Path,
+    pub(super) objs: &'a Path,
+    pub(super) ccache_dir: Option<&'a Path>,
+    /// ccache may read its cache but not add to it (an untrusted build).
+    pub(super) ccache_read_only: bool,
+    /// `None`: no sandbox (allowed by the [`SandboxPolicy`]).
+    pub(super) sandbox: Option<sandbox::Bwrap>,
+    pub(super) log: &'a Path,
+}
+
+impl Step<'_> {
+    /// The binds and the environment of a step: see [`sandbox`]; the
+    /// environment is the allow-list of [`sandbox::host_env`], pinned
+    /// build identity, `extra_env`, and ccache's settings.
+    pub(super) fn spec(&self, extra_env: &[(&str, &str)]) -> sandbox::Spec {
+        let mut read_only = vec![self.checkout.to_path_buf(), self.inputs.to_path_buf()];
+        read_only.extend(self.git_dir.map(Path::to_path_buf));
+        let mut writable = vec![self.objs.to_path_buf()];
+        if !self.ccache_read_only {
+            writable.extend(self.ccache_dir.map(Path::to_path_buf));
+        } else {
+            read_only.extend(self.ccache_dir.map(Path::to_path_buf));
+        }
+        let mut env = sandbox::host_env(self.ccache_dir.is_some());
+        let mut set = |k: &str, v: &str| env.push((k.to_string(), v.to_string()));
+        set("KBUILD_BUILD_TIMESTAMP", "2000-01-01 00:00:00 UTC");
+        set("KBUILD_BUILD_USER", "mmci");
+        set("KBUILD_BUILD_HOST", "mmci");
+        for (k, v) in extra_env {
+            set(k, v);
+        }
+        if let Some(dir) = self.ccache_dir {
+            set("CCACHE_DIR", &dir.display().to_string());
+            set("CCACHE_BASEDIR", &self.checkout.display().to_string());
+            if self.ccache_read_only {
+                set("CCACHE_READONLY", "1");
+                set(
+                    "CCACHE_TEMPDIR",
+                    &self.objs.join(".ccache-tmp").display().to_string(),
+                );
+            }
+        }
+        sandbox::Spec {
+            read_only,
+            writable,
+            env,
+        }
+    }
+
+    /// `program args` in the checkout, in the sandbox.
+    pub(super) fn command(&self, program: &str, args: Vec<String>) -> Command {
+        self.command_in(self.checkout, program, args, &[])
+    }
+
+    /// The same in `dir` (inside the sandbox's binds), with `extra_env`.
+    pub(super) fn command_in(
+        &self,
+        dir: &Path,
+        program: &str,
+        args: Vec<String>,
+        extra_env: &[(&str, &str)],
+    ) -> Command {
+        let mut cmd = sandbox::command(self.sandbox, &self.spec(extra_env), program);
+        cmd.current_dir(dir).args(args);
+        cmd
+    }
+
+    pub(super) async fn run(
+        &self,
+        program: &str,
+        args: Vec<String>,
+        what: &str,
+    ) -> Result<(), BuildError> {
+        process::run_logged_with(
+            &mut self.command(program, args),
+            self.log,
+            what,
+            Limits::BUILD,
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A step's binds and environment: the checkout and inputs read-only,
+    /// only the object dir (and a trusted build's ccache) writable, the
+    /// allow-listed environment with the pinned build identity.
+    #[test]
+    fn steps_bind_the_source_read_only() {
+        let (checkout, objs, inputs, ccache, git_dir, log) = (
+            Path::new("/w/checkout"),
+            Path::new("/w/objs"),
+            Path::new("/w/builds/k/fragments"),
+            Path::new("/w/ccache"),
+            Path::new("/w/trees/t/.git"),
+            Path::new("/w/log"),
+        );
+        let step = |ccache_read_only| Step {
+            checkout,
+            git_dir: Some(git_dir),
+            inputs,
+            objs,
+            ccache_dir: Some(ccache),
+            ccache_read_only,
+            sandbox: Some(sandbox::Bwrap {
+                disable_userns: true,
+            }),
+            log,
+        };
+        let trusted = step(false).spec(&[("ARCH", "x86")]);
+        assert_eq!(
+            trusted.read_only,
+            [checkout, inputs, git_dir].map(Path::to_path_buf)
+        );
+        assert_eq!(trusted.writable, [objs, ccache].map(Path::to_path_buf));
+        let untrusted = step(true).spec(&[]);
+        assert_eq!(untrusted.writable, [objs.to_path_buf()]);
+        assert!(untrusted.read_only.contains(&ccache.to_path_buf()));
+        let env: Vec<String> = trusted
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        for want in [
+            "HOME=/nonexistent",
+            "KBUILD_BUILD_TIMESTAMP=2000-01-01 00:00:00 UTC",
+            "KBUILD_BUILD_USER=mmci",
+            "ARCH=x86",
+            "CCACHE_DIR=/w/ccache",
+            "CCACHE_BASEDIR=/w/checkout",
+        ] {
+            assert!(env.contains(&want.to_string()), "{want} in {env:?}");
+        }
+        assert!(untrusted
+            .env
+            .iter()
+            .any(|(k, v)| k == "CCACHE_READONLY" && v == "1"));
+        // The real command line: bwrap, the spec's binds, then the program.
+        let cmd = step(false).command("make", vec!["O=/w/objs".into()]);
+        let argv: Vec<String> = std::iter::once(cmd.as_std().get_program())
+            .chain(cmd.as_std().get_args())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let joined = argv.join(" ");
+        assert!(joined.starts_with("bwrap --unshare-user"), "{joined}");
+        assert!(
+            joined.contains("--ro-bind /w/checkout /w/checkout"),
+            "{joined}"
+        );
+        assert!(joined.contains("--bind /w/objs /w/objs"), "{joined}");
+        assert!(joined.ends_with("-- make O=/w/objs"), "{joined}");
+        assert_eq!(cmd.as_std().get_current_dir(), Some(checkout));
+    }
+
+    /// The parent's secret, in this process's environment (the child's).
+    const PROBE_SECRET: &str = "ghp_sandboxprobe0123456789";
+
+    /// What a hostile build tries from inside mmci's sandbox, through
+    /// `Step::command`: run by [`sandbox_holds_for_root_and_other_callers`]
+    /// in a child process (as this user, and as uid 65534 when root), with
+    /// a GITHUB_TOKEN in its environment. Each probe is a shell command
+    /// and whether it must succeed.
+    #[tokio::test]
+    #[ignore = "run in a child process by sandbox_holds_for_root_and_other_callers"]
+    async fn sandbox_probe_child() {
+        let var =
+            |k: &str| std::env::var(k).unwrap_or_else(|_| panic!("{k} (set by the parent test)"));
+        let dir = PathBuf::from(var("MMCI_SANDBOX_PROBE_DIR"));
+        let objs = PathBuf::from(var("MMCI_SANDBOX_PROBE_OBJS"));
+        assert_eq!(
+            var("GITHUB_TOKEN"),
+            PROBE_SECRET,
+            "the parent's secret is ours"
+        );
+        let bwrap = sandbox::probe()
+            .await
+            .unwrap_or_else(|e| panic!("the sandbox cannot run for this caller: {e}"));
+        let checkout = dir.join("checkout");
+        let step = Step {
+            checkout: &checkout,
+            git_dir: None,
+            inputs: &dir.join("inputs"),
+            objs: &objs,
+            ccache_dir: None,
+            ccache_read_only: false,
+            sandbox: Some(bwrap),
+            log: &dir.join("log"),
+        };
+        let (d, c, o) = (dir.display(), checkout.display(), objs.display());
+        // (script, whether it must succeed; None: either, the host is
+        // checked after). /tmp is the sandbox's own tmpfs: a test dir there
+        // takes a write to its own parents, which never reaches the host.
+        let skeleton = (!dir.starts_with("/tmp")).then_some(false);
+        let probes: Vec<(String, Option<bool>)> = vec![
+            (format!("touch {d}/outside"), skeleton),
+            (format!("touch {o}/../outside-objs"), skeleton),
+            (
+                "touch /usr/bin/planted /etc/alternatives/planted".into(),
+                Some(false),
+            ),
+            ("mount -o remount,bind,rw /".into(), Some(false)),
+            (format!("mount -o remount,bind,rw {c}"), Some(false)),
+            (format!("touch {c}/planted"), Some(false)),
+            (format!("mkdir -p {c}/nested/.git"), Some(false)),
+            (format!("cat {d}/token"), Some(false)),
+            ("cat /etc/shadow".into(), Some(false)),
+            ("ls /root".into(), Some(false)),
+            ("unshare -U true".into(), Some(false)),
+            (format!("env | grep -F {PROBE_SECRET}"), Some(false)),
+            ("env | grep -E '^GITHUB_TOKEN='".into(), Some(false)),
+            // Controls: what a build needs still works.
+            (format!("echo built > {o}/vmlinux"), Some(true)),
+            (format!("cat {c}/Makefile"), Some(true)),
+            (
+                "test \"$(id -u):$(id -g)\" = 65534:65534".into(),
+                Some(true),
+            ),
+            (
+                "grep -qx 'CapEff:[[:space:]]*0000000000000000' /proc/self/status".into(),
+                Some(true),
+            ),
+            ("test \"$HOME\" = /nonexistent".into(), Some(true)),
+            // No network: only lo.
+            (
+                "awk -F: 'NR > 2 && $1 !~ /^ *lo$/ { exit 1 }' /proc/net/dev".into(),
+                Some(true),
+            ),
+        ];
+        let mut wrong = vec![];
+        for (script, should) in &probes {
+            let out = step
+                .command("sh", vec!["-c".into(), script.clone()])
+                .output()
+                .await
+                .unwrap();
+            if should.is_some_and(|s| s != out.status.success()) {
+                wrong.push(format!(
+                    "{script}: {} ({}{})",
+                    if out.status.success() {
+                        "succeeded"
+                    } else {
+                        "failed"
+                    },
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+        assert!(
+            wrong.is_empty(),
+            "inside the sandbox:\n{}",
+            wrong.join("\n")
+        );
+        tiocsti_fails_inside(&step).await;
+    }
+
+    /// With a terminal as this process's controlling terminal (the user's
+    /// shell, in real use): pushing a character into it with TIOCSTI works
+    /// from a plain child (when the kernel allows TIOCSTI at all), and
+    /// fails from the sandbox, which runs in a session of its own.
+    async fn tiocsti_fails_inside(step: &Step<'_>) {
+        let push = "open(my $t, '+<', '/dev/tty') or die \"open /dev/tty: $!\"; \
+                    my $c = 'x'; ioctl($t, 0x5412, $c) or die \"TIOCSTI: $!\"";
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty writes two fds; setsid and TIOCSCTTY act on this
+        // process, which is a child of the test run made for this.
+        unsafe {
+            assert_eq!(
+                libc::openpty(
+                    &mut master,
+                    &mut slave,
+                    std::ptr::null_mut(),
+                    std::ptr::null(),
+                    std::ptr::null()
+                ),
+                0
+            );
+            // Closing the terminal at the end hangs up its session: us.
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            assert!(
+                libc::setsid() > 0,
+                "setsid: {}",
+                std::io::Error::last_os_error()
+            );
+            assert_eq!(
+                libc::ioctl(slave, libc::TIOCSCTTY, 0),
+                0,
+                "{}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let legacy = std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti")
+            .is_ok_and(|s| s.trim() == "1");
+        // SAFETY: geteuid has no preconditions.
+        if legacy || unsafe { libc::geteuid() } == 0 {
+            let out = tokio::process::Command::new("perl")
+                .args(["-e", push])
+                .output()
+                .await
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "the control: TIOCSTI from a plain child works here: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let out = step
+            .command("perl", vec!["-e".into(), push.into()])
+            .output()
+            .await
+            .unwrap();
+        assert!(
+            !out.status.success(),
+            "TIOCSTI from inside the sandbox worked"
+        );
+        let why = String::from_utf8_lossy(&out.stderr);
+        assert!(why.contains("open /dev/tty"), "{why}");
+        // SAFETY: closing the fds openpty gave us.
+        unsafe {
+            libc::close(slave);
+            libc::close(master);
+        }
+    }
+
+    /// C1/H2/H3/L9 of the security review: a build, as root (how CI runs)
+    /// and as an unprivileged user, cannot remount its binds writable,
+    /// write outside its object dir, read a token file or /etc/shadow, see
+    /// the parent's GITHUB_TOKEN, or reach the terminal (the probes are in
+    /// [`sandbox_probe_child`]; this runs it and checks the host after).
+    #[tokio::test]
+    async fn sandbox_holds_for_root_and_other_callers() {
+        use std::os::unix::fs::PermissionsExt;
+        // Not in /tmp, which is a tmpfs of the sandbox's own (see the probes).
+        let tmp = match Path::new("/var/tmp").is_dir() {
+            true => tempfile::tempdir_in("/var/tmp"),
+            false => tempfile::tempdir(),
+        }
+        .unwrap();
+        let dir = tmp.path();
+        let mode =
+            |p: &Path, m| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        mode(dir, 0o755);
+        for sub in ["checkout", "inputs"] {
+            std::fs::create_dir(dir.join(sub)).unwrap();
+            mode(&dir.join(sub), 0o755);
+        }
+        std::fs::write(dir.join("checkout/Makefile"), "all:\n").unwrap();
+        // Readable by anyone on the host: only the sandbox keeps it out.
+        std::fs::write(dir.join("token"), "ghp_fromafile\n").unwrap();
+        mode(&dir.join("token"), 0o644);
+        // A copy anyone may run (the target dir may be under /root).
+        let exe = dir.join("probe-exe");
+        std::fs::copy(std::env::current_exe().unwrap(), &exe).unwrap();
+        mode(&exe, 0o755);
+
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        let mut callers: Vec<(&str, Vec<&str>)> = vec![("this user", vec![])];
+        if root {
+            callers.push((
+                "uid 65534",
+                vec![
+                    "setpriv",
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "--",
+                ],
+            ));
+        } else {
+            eprintln!("not root: the uid 65534 caller needs root to switch to it");
+        }
+        for (who, prefix) in callers {
+            let objs = dir.join(format!("objs-{}", who.replace(' ', "-")));
+            std::fs::create_dir(&objs).unwrap();
+            mode(&objs, 0o755);
+            if !prefix.is_empty() {
+                std::os::unix::fs::chown(&objs, Some(65534), Some(65534)).unwrap();
+            }
+            let mut argv: Vec<String> = prefix.iter().map(|s| s.to_string()).collect();
+            argv.push(exe.display().to_string());
+            argv.extend(
+                [
+                    "--ignored",
+                    "--exact",
+                    "kernel::build::step::tests::sandbox_probe_child",
+                    "--nocapture",
+                    "--test-threads=1",
+                ]
+                .map(String::from),
+            );
+            let out = std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .env_clear()
+                .env("PATH", std::env::var("PATH").unwrap_or_default())
+                .env("GITHUB_TOKEN", PROBE_SECRET)
+                .env("MMCI_SANDBOX_PROBE_DIR", dir)
+                .env("MMCI_SANDBOX_PROBE_OBJS", &objs)
+                .stdin(std::process::Stdio::null())
+                .output()
+                .unwrap();
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(out.status.success(), "as {who}:\n{text}");
+            assert!(
+                text.contains("1 passed"),
+                "as {who}: the probes did not run:\n{text}"
+            );
+            // On the host: only the object dir was written.
+            assert_eq!(
+                std::fs::read_to_string(objs.join("vmlinux")).unwrap(),
+                "built\n"
+            );
+            for p in [
+                "outside",
+                "outside-objs",
+                "checkout/planted",
+                "checkout/nested",
+            ] {
+                assert!(!dir.join(p).exists(), "as {who}: {p} written");
+            }
+        }
+    }
+}
