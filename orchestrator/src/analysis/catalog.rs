@@ -17,11 +17,7 @@ pub use crate::scenario::catalog::{
 
 /// The scenario metrics of one run, as the extractors read them.
 pub fn run_metrics(r: &RunResult) -> RunMetrics<'_> {
-    RunMetrics {
-        mglru: r.metrics.as_ref(),
-        noio: r.noio_metrics.as_ref(),
-        script: r.script.as_ref(),
-    }
+    r.metrics.view()
 }
 
 /// `m`'s value in run `r`; None when the run does not have it.
@@ -46,7 +42,7 @@ mod tests {
         assert_eq!(v("refaults_anon"), Some(20854.0));
         assert_eq!(v("psi_full_us"), Some(13058801.0));
         let mut none = r.clone();
-        none.metrics = None;
+        none.metrics = crate::scenario::ScenarioMetrics::None;
         assert!(all().all(|m| value(m, &none).is_none()));
     }
 }

@@ -71,7 +71,7 @@ fn run_figure(r: Option<&RunResult>) -> String {
     let Some(r) = r else {
         return "not run".into();
     };
-    match &r.metrics {
+    match r.metrics.mglru() {
         Some(m) if r.classification.outcome == crate::run::outcome::Outcome::Completed => format!(
             "{}/{}/{}{}",
             m.throttle_count(THROTTLE_ISOLATED),

@@ -12,7 +12,8 @@ use std::borrow::Cow;
 use mmci_record::Scenario;
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{mglru, noio, script, MglruMetrics, NoioMetrics, ScriptMetrics};
+use crate::scenario::registry::ALL;
+use crate::scenario::{MglruMetrics, NoioMetrics, ScriptMetrics};
 
 /// A run's scenario metrics, as the catalog's extractors read them.
 #[derive(Clone, Copy, Debug, Default)]
@@ -124,16 +125,20 @@ macro_rules! per_work {
 }
 pub(crate) use per_work;
 
-/// Every metric: scenario A's raw ones, scenario B's, then the per-work
-/// counters of A and of B (reports put the per-work counters first), then
-/// how a script ended.
+/// Every metric, in registry order: the raw ones of the scenarios with a
+/// work unit (A, B), then their per-work counters (reports put the
+/// per-work counters first), then the metrics of the scenarios without
+/// one (how a script ended).
 pub fn all() -> impl Iterator<Item = &'static Metric> {
-    mglru::catalog::METRICS
-        .iter()
-        .chain(noio::catalog::METRICS.iter())
-        .chain(mglru::catalog::PER_WORK.iter())
-        .chain(noio::catalog::PER_WORK.iter())
-        .chain(script::catalog::METRICS.iter())
+    let with_work = || ALL.iter().filter(|d| d.work_unit.is_some());
+    with_work()
+        .flat_map(|d| d.metric_entries.iter())
+        .chain(with_work().flat_map(|d| d.per_work.iter()))
+        .chain(
+            ALL.iter()
+                .filter(|d| d.work_unit.is_none())
+                .flat_map(|d| d.metric_entries.iter().chain(d.per_work.iter())),
+        )
 }
 
 /// Whether `name` is one of the per-work metrics.
@@ -143,12 +148,8 @@ pub fn is_per_work(name: &str) -> bool {
 
 /// What the per-work metrics of a scenario are divided by.
 pub fn work_unit(scenario: Scenario) -> Option<&'static str> {
-    match scenario {
-        Scenario::MglruIsolation => Some("per 1,000 touches (the workload's page writes)"),
-        Scenario::NoioVerity => Some("per 1,000 reads (the reader's block reads)"),
-        // A script's work is its own: nothing to divide by.
-        Scenario::Probe | Scenario::Script => None,
-    }
+    // A script's work is its own: nothing to divide by.
+    crate::scenario::registry::of(scenario).work_unit
 }
 
 /// The metric called `name`.
