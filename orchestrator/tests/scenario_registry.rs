@@ -1,9 +1,11 @@
 //! One dispatch point for scenarios: code outside a scenario's folders
-//! (`orchestrator/src/scenario/<name>/`, `guest-init/src/scenario/<name>/`
-//! or `<name>.rs`) and the registries (`scenario/registry.rs`,
-//! `scenario/mod.rs`, `scenario/metrics.rs`, `scenario/catalog.rs`,
-//! `scenario/report.rs` on both sides) asks the registry by
-//! `mmci_record::Scenario` id instead of naming a scenario.
+//! (`orchestrator/src/scenario/<name>/` or `<name>.rs`, the same under
+//! `guest-init/src/scenario/`) and the registry files (`registry.rs`, and
+//! `mod.rs` which declares the modules, on both sides; the host's
+//! `metrics.rs`, whose `ScenarioMetrics` has a variant per scenario) asks
+//! the registry by `mmci_record::Scenario` id instead of naming a
+//! scenario. The other shared files of `scenario/` (`catalog.rs`,
+//! `report.rs`) are scanned like the rest.
 //!
 //! For every registered scenario this scans the sources of
 //! `orchestrator/src` and `guest-init/src` for its identifiers: its
@@ -92,9 +94,20 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The scenario folders and registries: where naming a scenario is the point.
+/// The scenario folders and registry files: where naming a scenario is the
+/// point.
 fn exempt(rel: &str) -> bool {
-    rel.starts_with("orchestrator/src/scenario/") || rel.starts_with("guest-init/src/scenario/")
+    let registry_files = ["registry", "mod", "metrics"];
+    ["orchestrator/src/scenario/", "guest-init/src/scenario/"]
+        .iter()
+        .filter_map(|dir| rel.strip_prefix(dir))
+        .any(|rest| {
+            // `<name>/...` or `<name>.rs`.
+            let first = rest.split('/').next().unwrap_or(rest);
+            let stem = first.strip_suffix(".rs").unwrap_or(first);
+            IDENTIFIERS.iter().any(|(_, module, _)| *module == stem)
+                || (first.ends_with(".rs") && registry_files.contains(&stem))
+        })
 }
 
 /// Code of `text`: up to its unit tests, comments removed (string
@@ -225,4 +238,9 @@ fn the_scan_sees_a_planted_name() {
     assert!(!names("let noio_anatomy = 1;", "noio::"));
     assert!(!names("ScriptMetricsX", "ScriptMetrics"));
     assert!(!names("crate::scenario::registry", "script::"));
+    assert!(exempt("orchestrator/src/scenario/noio/report.rs"));
+    assert!(exempt("guest-init/src/scenario/probe.rs"));
+    assert!(exempt("orchestrator/src/scenario/registry.rs"));
+    assert!(!exempt("orchestrator/src/scenario/catalog.rs"));
+    assert!(!exempt("orchestrator/src/report/run.rs"));
 }

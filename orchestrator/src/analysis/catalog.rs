@@ -12,17 +12,11 @@ pub use crate::matrix::expectations::{
 use crate::results::RunResult;
 pub use crate::scenario::catalog::{
     all, is_per_work, known_names, metric, of_scenario, work_unit, Better, Extract, Metric,
-    RunMetrics,
 };
-
-/// The scenario metrics of one run, as the extractors read them.
-pub fn run_metrics(r: &RunResult) -> RunMetrics<'_> {
-    r.metrics.view()
-}
 
 /// `m`'s value in run `r`; None when the run does not have it.
 pub fn value(m: &Metric, r: &RunResult) -> Option<f64> {
-    m.value(&run_metrics(r))
+    m.value(&r.metrics)
 }
 
 #[cfg(test)]

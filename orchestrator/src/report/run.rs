@@ -61,7 +61,6 @@ fn render_raw(r: &RunResult) -> String {
     let mut out = header(r);
     out.push_str(&(registry::of(r.job.scenario).report_sections)(
         &r.metrics,
-        &r.job,
         r.image.as_ref(),
     ));
     for sp in &r.splats {

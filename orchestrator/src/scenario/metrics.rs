@@ -5,7 +5,6 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::scenario::catalog::RunMetrics;
 use crate::scenario::{MglruMetrics, NoioMetrics, ScriptMetrics};
 
 /// A run's scenario metrics. Which variant a run gets is its scenario's
@@ -65,15 +64,6 @@ impl ScenarioMetrics {
 
     pub fn is_none(&self) -> bool {
         *self == ScenarioMetrics::None
-    }
-
-    /// As the catalog's extractors read them.
-    pub fn view(&self) -> RunMetrics<'_> {
-        RunMetrics {
-            mglru: self.mglru(),
-            noio: self.noio(),
-            script: self.script(),
-        }
     }
 
     /// From run.json format 1's three optional fields. A script's run is

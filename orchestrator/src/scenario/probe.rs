@@ -17,10 +17,11 @@ pub static DEF: Def = Def {
     not_reproduced: registry::no_precondition,
     files: registry::no_files,
     metric_entries: &[],
+    borrows: None,
     per_work: &[],
     work_unit: None,
     histograms: &[],
     report_guest: crate::scenario::report::cgroup_guest,
-    report_sections: |_, _, _| String::new(),
+    report_sections: |_, _| String::new(),
     anatomy: None,
 };

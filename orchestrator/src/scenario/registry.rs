@@ -41,6 +41,10 @@ pub use super::noio::anatomy::{Anatomy, WorstCall};
 /// completed runs' ids and metrics).
 pub type AnatomyFn = fn(&str, &str, &[(&String, &ScenarioMetrics)]) -> Anatomy;
 
+/// Another scenario's metrics a scenario measures: (that scenario, which
+/// of its metrics).
+pub type Borrowed = (Scenario, fn(&Metric) -> bool);
+
 /// One scenario.
 pub struct Def {
     pub id: Scenario,
@@ -62,6 +66,9 @@ pub struct Def {
     /// the work done.
     pub metric_entries: &'static [Metric],
     pub per_work: &'static [Metric],
+    /// Another scenario's metrics its runs measure too, those `keep` keeps
+    /// (a script's run measures scenario A's kernel-side counters).
+    pub borrows: Option<Borrowed>,
     /// What its per-work metrics are divided by.
     pub work_unit: Option<&'static str>,
     /// Its metrics drawn as latency histograms in the HTML report.
@@ -69,7 +76,7 @@ pub struct Def {
     /// The guest and job lines of a run's report.
     pub report_guest: fn(&GuestShape, &GuestJob) -> String,
     /// The run report's sections after the header.
-    pub report_sections: fn(&ScenarioMetrics, &GuestJob, Option<&ImageManifest>) -> String,
+    pub report_sections: fn(&ScenarioMetrics, Option<&ImageManifest>) -> String,
     /// Its anatomy of one cell and kernel from the completed runs' metrics
     /// (run id, metrics); None: the scenario has none.
     pub anatomy: Option<AnatomyFn>,

@@ -25,6 +25,7 @@ pub static DEF: Def = Def {
     not_reproduced: registry::no_precondition,
     files: registry::no_files,
     metric_entries: catalog::METRICS,
+    borrows: None,
     per_work: catalog::PER_WORK,
     work_unit: Some("per 1,000 touches (the workload's page writes)"),
     histograms: &[],

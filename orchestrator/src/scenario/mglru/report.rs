@@ -2,7 +2,6 @@
 //! thread's order.
 
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
-use mmci_record::GuestJob;
 
 use crate::scenario::report::ms;
 use crate::scenario::{MglruMetrics, ScenarioMetrics, THROTTLE_ISOLATED};
@@ -120,10 +119,6 @@ pub fn table(m: &MglruMetrics, workload: bool) -> String {
 }
 
 /// `registry::Def::report_sections` of scenario A.
-pub fn sections(
-    m: &ScenarioMetrics,
-    _: &GuestJob,
-    _: Option<&crate::guest::image::ImageManifest>,
-) -> String {
+pub fn sections(m: &ScenarioMetrics, _: Option<&crate::guest::image::ImageManifest>) -> String {
     m.mglru().map(|m| table(m, true)).unwrap_or_default()
 }

@@ -34,6 +34,7 @@ pub static DEF: Def = Def {
     },
     files: crate::scenario::registry::no_files,
     metric_entries: catalog::METRICS,
+    borrows: None,
     per_work: catalog::PER_WORK,
     work_unit: Some("per 1,000 reads (the reader's block reads)"),
     histograms: &[

@@ -266,10 +266,6 @@ fn worst_call_table(w: &mmci_record::ReclaimCall) -> String {
 }
 
 /// `registry::Def::report_sections` of scenario B.
-pub fn sections(
-    m: &ScenarioMetrics,
-    _: &GuestJob,
-    _: Option<&crate::guest::image::ImageManifest>,
-) -> String {
+pub fn sections(m: &ScenarioMetrics, _: Option<&crate::guest::image::ImageManifest>) -> String {
     m.noio().map(noio_tables).unwrap_or_default()
 }

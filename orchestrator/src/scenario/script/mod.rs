@@ -45,6 +45,12 @@ pub static DEF: Def = Def {
     not_reproduced: registry::no_precondition,
     files: |records| vec![("script-output.log", output_log(records))],
     metric_entries: catalog::METRICS,
+    // Scenario A's kernel-side metrics are measured around the script; the
+    // built-in workload's touches, and the counters divided by them, are not.
+    borrows: Some((Scenario::MglruIsolation, |m| {
+        !crate::scenario::mglru::catalog::WORKLOAD_ONLY.contains(&m.name.as_ref())
+            && !m.is_per_work()
+    })),
     per_work: &[],
     work_unit: None,
     histograms: &[],

@@ -1,8 +1,6 @@
 //! Scenario script's lines in a run's report: scenario A's counters around
 //! it, then how it ended, its own metrics and the end of its output.
 
-use mmci_record::GuestJob;
-
 use crate::scenario::{ScenarioMetrics, ScriptMetrics};
 
 /// Scenario script: how it ended, its own metrics, the end of its output.
@@ -39,11 +37,7 @@ pub fn script_section(
 }
 
 /// `registry::Def::report_sections` of scenario script.
-pub fn sections(
-    m: &ScenarioMetrics,
-    _: &GuestJob,
-    image: Option<&crate::guest::image::ImageManifest>,
-) -> String {
+pub fn sections(m: &ScenarioMetrics, image: Option<&crate::guest::image::ImageManifest>) -> String {
     let mut out = m
         .mglru()
         .map(|k| crate::scenario::mglru::report::table(k, false))
