@@ -22,6 +22,7 @@ pub static DEF: Def = Def {
     work_unit: None,
     histograms: &[],
     report_guest: crate::scenario::report::cgroup_guest,
+    runs_figure: registry::no_figure,
     report_sections: |_, _| String::new(),
     anatomy: None,
 };

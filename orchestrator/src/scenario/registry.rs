@@ -75,6 +75,9 @@ pub struct Def {
     pub histograms: &'static [&'static str],
     /// The guest and job lines of a run's report.
     pub report_guest: fn(&GuestShape, &GuestJob) -> String,
+    /// A completed run's figure in a cell of the runs table; None: the
+    /// table shows its outcome.
+    pub runs_figure: fn(&ScenarioMetrics) -> Option<String>,
     /// The run report's sections after the header.
     pub report_sections: fn(&ScenarioMetrics, Option<&ImageManifest>) -> String,
     /// Its anatomy of one cell and kernel from the completed runs' metrics
@@ -125,6 +128,10 @@ pub fn no_precondition(_: &[Record]) -> Option<String> {
 
 pub fn no_files(_: &[Record]) -> Vec<(&'static str, String)> {
     vec![]
+}
+
+pub fn no_figure(_: &ScenarioMetrics) -> Option<String> {
+    None
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ pub static DEF: Def = Def {
     work_unit: Some("per 1,000 touches (the workload's page writes)"),
     histograms: &[],
     report_guest: crate::scenario::report::cgroup_guest,
+    runs_figure: report::figure,
     report_sections: report::sections,
     anatomy: None,
 };

@@ -118,6 +118,23 @@ pub fn table(m: &MglruMetrics, workload: bool) -> String {
     format!("\n{table}\n")
 }
 
+/// A completed run in the runs table: `throttles/peak/touches`, and its
+/// OOM kills if any (a script's run too: its kernel-side counters).
+pub fn figure(m: &ScenarioMetrics) -> Option<String> {
+    let m = m.mglru()?;
+    Some(format!(
+        "{}/{}/{}{}",
+        m.throttle_count(THROTTLE_ISOLATED),
+        m.nr_isolated_peak,
+        m.touches,
+        if m.oom_kills > 0 {
+            format!(" oom {}", m.oom_kills)
+        } else {
+            String::new()
+        }
+    ))
+}
+
 /// `registry::Def::report_sections` of scenario A.
 pub fn sections(m: &ScenarioMetrics, _: Option<&crate::guest::image::ImageManifest>) -> String {
     m.mglru().map(|m| table(m, true)).unwrap_or_default()

@@ -44,6 +44,7 @@ pub static DEF: Def = Def {
         "other_latency_p99_ms",
     ],
     report_guest: report::guest,
+    runs_figure: crate::scenario::registry::no_figure,
     report_sections: report::sections,
     anatomy: Some(anatomy::anatomy),
 };

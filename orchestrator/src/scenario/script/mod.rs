@@ -55,6 +55,7 @@ pub static DEF: Def = Def {
     work_unit: None,
     histograms: &[],
     report_guest: crate::scenario::report::cgroup_guest,
+    runs_figure: crate::scenario::mglru::report::figure,
     report_sections: report::sections,
     anatomy: None,
 };
