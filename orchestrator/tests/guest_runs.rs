@@ -40,7 +40,7 @@ async fn run(cfg: &RunConfig, dir: &Path) -> RunResult {
 /// by the test harness), never silent.
 async fn run_without_premature_oom(cfg: &RunConfig, dir: &Path) -> RunResult {
     run_repeating_once(cfg, dir, |r| {
-        let m = r.metrics.as_ref().filter(|m| m.workload_oom_killed)?;
+        let m = r.metrics.mglru().filter(|m| m.workload_oom_killed)?;
         Some(format!(
             "workload OOM-killed after {} touches (premature memcg OOM under a busy host)",
             m.touches
@@ -60,7 +60,7 @@ async fn run_without_premature_oom(cfg: &RunConfig, dir: &Path) -> RunResult {
 async fn run_with_the_hog_in_place(cfg: &RunConfig, dir: &Path) -> RunResult {
     run_repeating_once(cfg, dir, |r| {
         let gone = r.classification.outcome == Outcome::NotReproduced
-            && r.noio_metrics.as_ref().is_some_and(|m| {
+            && r.metrics.noio().is_some_and(|m| {
                 m.preconditions.at_start.inactive_anon == 0
                     || m.not_reproduced
                         .iter()
@@ -137,7 +137,7 @@ async fn completed_run_reports_scenario_a_metrics() {
     );
     assert_eq!(r.accel, kernel_and_accel().await.1.accel);
     assert!(r.kernel.release.starts_with("6.12"), "{}", r.kernel.release);
-    let m = r.metrics.as_ref().expect("metrics");
+    let m = r.metrics.mglru().expect("metrics");
     // 32 MiB of anon in a 16 MiB cgroup: it must have swapped and hit memory.max.
     assert!(m.touches > 0, "{m:?}");
     assert!(m.pswpout > 0, "{m:?}");
@@ -201,14 +201,14 @@ async fn scenario_b_gfp_noio_direct_reclaim_through_dm_verity() {
     let start = Instant::now();
     let r = run_with_the_hog_in_place(&cfg, tmp.path()).await;
     eprintln!("scenario B run took {:?}", start.elapsed());
-    let m = r.noio_metrics.as_ref().expect("scenario B metrics");
+    let m = r.metrics.noio().expect("scenario B metrics");
     assert_eq!(
         r.classification.outcome,
         Outcome::Completed,
         "{:?} {m:#?}",
         r.classification
     );
-    assert!(r.metrics.is_none(), "no scenario A metrics");
+    assert!(r.metrics.mglru().is_none(), "no scenario A metrics");
     // The case itself: dm-bufio's GFP_NOIO allocations went into direct
     // reclaim, and each call has its latency and scanning.
     assert!(m.noio.calls >= 1, "{m:#?}");
@@ -307,7 +307,7 @@ async fn oom_killed_workload_still_reports() {
         "{:?}",
         r.classification
     );
-    let m = r.metrics.as_ref().expect("metrics");
+    let m = r.metrics.mglru().expect("metrics");
     assert!(m.oom_kills > 0, "{m:?}");
     assert!(m.memcg_oom_events > 0, "{m:?}");
     assert!(m.workload_oom_killed, "{m:?}");
@@ -341,7 +341,7 @@ async fn kernel_that_cannot_boot_is_a_boot_failure() {
         r.classification.reason
     );
     assert!(r.classification.crash_report.is_some());
-    assert!(r.metrics.is_none());
+    assert!(r.metrics.mglru().is_none());
 }
 
 #[tokio::test]
@@ -461,7 +461,7 @@ async fn arm64_guest_reports_the_same_records() {
         "{:?}",
         r.classification
     );
-    let m = r.metrics.as_ref().expect("metrics");
+    let m = r.metrics.mglru().expect("metrics");
     assert!(
         m.touches > 0 && m.pswpout > 0 && m.memcg_max_events > 0,
         "{m:?}"

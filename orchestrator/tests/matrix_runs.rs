@@ -172,7 +172,11 @@ async fn smoke_matrix_interrupted_then_resumed() {
     // point); the base kernel has no such throttle in MGLRU.
     for id in &expected {
         let r = mmci::results::read_run(&results.join("runs").join(id)).unwrap();
-        let m = r.metrics.expect("completed runs have metrics");
+        let m = r
+            .metrics
+            .mglru()
+            .cloned()
+            .expect("completed runs have metrics");
         let throttled = m.throttle_count(mmci::scenario::THROTTLE_ISOLATED);
         if id.contains("-patched-") {
             assert!(throttled > 0, "{id}: {throttled}");

@@ -360,8 +360,8 @@ fn report_command_writes_files_and_the_job_summary() {
 fn scenario_b_anatomy_in_every_report() {
     let dir = fixture("noio-matrix");
     let c = analyse_dir(&dir, &Default::default(), &Options::default()).unwrap();
-    assert_eq!(c.noio_anatomy.len(), 2, "base and patched");
-    let base = &c.noio_anatomy[0];
+    assert_eq!(c.anatomy.len(), 2, "base and patched");
+    let base = &c.anatomy[0];
     assert_eq!(base.variant, "base");
     let worst = base.worst.as_ref().expect("base has a slowest call");
     assert!(!worst.rounds.is_empty());

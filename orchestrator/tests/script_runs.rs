@@ -119,7 +119,7 @@ exit 3
         tmp.path(),
     )
     .await;
-    let s = r.script.as_ref().expect("script results");
+    let s = r.metrics.script().expect("script results");
     assert_eq!(
         (s.code, s.signal, s.timed_out),
         (Some(3), None, false),
@@ -138,7 +138,7 @@ exit 3
     assert!(out.contains("! to stderr"), "{out}");
     assert!(out.contains("processes: "), "{out}");
     // The kernel-side counters were taken around it, as for scenario A.
-    let m = r.metrics.as_ref().expect("scenario A counters");
+    let m = r.metrics.mglru().expect("scenario A counters");
     assert_eq!(m.oom_kills, 0);
     // The image and its package versions are in the run's manifest.
     let image = r.image.as_ref().expect("image manifest");
@@ -166,11 +166,11 @@ async fn oom_killed_script_leaves_pid1_reporting() {
         tmp.path(),
     )
     .await;
-    let s = r.script.as_ref().expect("script results");
+    let s = r.metrics.script().expect("script results");
     assert!(s.oom_killed, "{s:?}");
     assert_eq!(s.signal, Some(9), "{s:?}");
     assert!(!s.timed_out);
-    assert!(r.metrics.as_ref().unwrap().oom_kills >= 1);
+    assert!(r.metrics.mglru().unwrap().oom_kills >= 1);
     let out = std::fs::read_to_string(tmp.path().join("oom/script-output.log")).unwrap();
     assert!(
         out.contains("start") && !out.contains("never reached"),
@@ -199,7 +199,7 @@ async fn script_outliving_its_timeout_is_killed() {
         tmp.path(),
     )
     .await;
-    let s = r.script.as_ref().expect("script results");
+    let s = r.metrics.script().expect("script results");
     assert!(s.timed_out, "{s:?}");
     assert_eq!(s.signal, Some(9), "{s:?}");
     assert!(
@@ -239,7 +239,7 @@ async fn batch_compile_reports_its_figures() {
     };
     let kbuild = image(&KBUILD, "kbuild").await;
     let r = run_in("kbuild", job, kbuild, tmp.path()).await;
-    let s = r.script.as_ref().expect("script results");
+    let s = r.metrics.script().expect("script results");
     let out = std::fs::read_to_string(tmp.path().join("kbuild/script-output.log")).unwrap();
     assert_eq!((s.code, s.timed_out), (Some(0), false), "{s:?}\n{out}");
     assert!(out.contains("CC      lib/ctype.o"), "{out}");

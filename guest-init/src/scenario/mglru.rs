@@ -19,7 +19,13 @@ use crate::{sampler, workload};
 
 const CGROUP_NAME: &str = "mmci-workload";
 
-pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
+/// This scenario in the registry.
+pub static DEF: super::registry::Def = super::registry::Def {
+    id: mmci_record::Scenario::MglruIsolation,
+    run,
+};
+
+fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     setup_mglru_and_swap(job, port)?;
     let (cg, reader) = setup_memcg_and_trace(job, port, CGROUP_NAME)?;
 

@@ -1,18 +1,21 @@
 //! The scenarios: what PID 1 sets up, runs and measures for each job. One
 //! module per scenario (`mglru` is scenario A, `noio` scenario B, `script`
-//! a command from a guest image inside scenario A's set-up); the steps they
-//! share (MGLRU on or off, swap, the memory cgroup and the throttling
-//! tracepoint, counter snapshots) are here.
+//! a command from a guest image inside scenario A's set-up, `probe`
+//! nothing), registered in one list (`registry`) that `run` dispatches
+//! through; the steps they share (MGLRU on or off, swap, the memory cgroup
+//! and the throttling tracepoint, counter snapshots) are here.
 
 mod mglru;
 mod noio;
+mod probe;
+mod registry;
 mod script;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use mmci_record::{GuestJob, Phase, Record, Scenario, SwapBackend, SWAP_DISK_SERIAL};
+use mmci_record::{GuestJob, Phase, Record, SwapBackend, SWAP_DISK_SERIAL};
 
 use crate::blockdev::find_disk;
 use crate::port::RecordPort;
@@ -34,13 +37,9 @@ pub fn hello(job: &GuestJob) -> Record {
     }
 }
 
+/// Runs the job's scenario (see `registry`).
 pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
-    match job.scenario {
-        Scenario::Probe => Ok(()),
-        Scenario::MglruIsolation => mglru::run(job, port),
-        Scenario::NoioVerity => noio::run(job, port),
-        Scenario::Script => script::run(job, port),
-    }
+    (registry::of(job.scenario).run)(job, port)
 }
 
 pub(crate) fn set_lru_gen(enabled: bool) -> Result<((), String), StepError> {

@@ -147,7 +147,13 @@ fn kill_cgroup(cg: &Path, within: Duration) {
     }
 }
 
-pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
+/// This scenario in the registry.
+pub static DEF: super::registry::Def = super::registry::Def {
+    id: mmci_record::Scenario::Script,
+    run,
+};
+
+fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     let script = job.script.as_ref().ok_or_else(|| StepError {
         stage: "script",
         message: "the job names no script (a matrix cell with `script: NAME`)".into(),

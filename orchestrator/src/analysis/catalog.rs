@@ -12,21 +12,11 @@ pub use crate::matrix::expectations::{
 use crate::results::RunResult;
 pub use crate::scenario::catalog::{
     all, is_per_work, known_names, metric, of_scenario, work_unit, Better, Extract, Metric,
-    RunMetrics,
 };
-
-/// The scenario metrics of one run, as the extractors read them.
-pub fn run_metrics(r: &RunResult) -> RunMetrics<'_> {
-    RunMetrics {
-        mglru: r.metrics.as_ref(),
-        noio: r.noio_metrics.as_ref(),
-        script: r.script.as_ref(),
-    }
-}
 
 /// `m`'s value in run `r`; None when the run does not have it.
 pub fn value(m: &Metric, r: &RunResult) -> Option<f64> {
-    m.value(&run_metrics(r))
+    m.value(&r.metrics)
 }
 
 #[cfg(test)]
@@ -46,7 +36,7 @@ mod tests {
         assert_eq!(v("refaults_anon"), Some(20854.0));
         assert_eq!(v("psi_full_us"), Some(13058801.0));
         let mut none = r.clone();
-        none.metrics = None;
+        none.metrics = crate::scenario::ScenarioMetrics::None;
         assert!(all().all(|m| value(m, &none).is_none()));
     }
 }

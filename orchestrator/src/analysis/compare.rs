@@ -284,7 +284,7 @@ pub fn compare(
     let variants = variant_runs(m, runs);
     let splats = splat_findings(plan, runs, &baseline);
     let verdict = verdict(&cells, &variants, &splats);
-    let noio_anatomy =
+    let anatomy =
         super::anatomy::anatomies(plan, |cell, variant| completed(plan, runs, cell, variant));
     Comparison {
         format: COMPARISON_FORMAT,
@@ -302,7 +302,7 @@ pub fn compare(
         verdict,
         splats,
         series,
-        noio_anatomy,
+        anatomy,
     }
 }
 
@@ -526,7 +526,7 @@ mod tests {
         let r = runs.get_mut(id).unwrap();
         r.classification.outcome = o;
         r.classification.reason = why.into();
-        r.metrics = None;
+        r.metrics = crate::scenario::ScenarioMetrics::None;
     }
 
     #[test]
@@ -590,7 +590,7 @@ mod tests {
         for r in runs.values_mut() {
             let patched = r.id.contains("-patched-");
             let repeat: u64 = r.id.rsplit("-r").next().unwrap().parse().unwrap();
-            let x = r.metrics.as_mut().unwrap();
+            let x = r.metrics.mglru_mut().unwrap();
             x.touches = if patched { 52_000 } else { 40_000 } + repeat * 10;
             x.pswpout = x.touches * 3 / 4 + repeat;
             x.pswpin = x.touches * if patched { 8 } else { 5 } / 10 + repeat;
@@ -609,7 +609,7 @@ mod tests {
         // A baseline that did no work at all: per touch there is nothing
         // to compare, and neither are the raw counts.
         for r in runs.values_mut().filter(|r| r.id.contains("-base-")) {
-            r.metrics.as_mut().unwrap().touches = 0;
+            r.metrics.mglru_mut().unwrap().touches = 0;
         }
         let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
         let cand = &c.cells[0].candidates[0];
@@ -624,7 +624,7 @@ mod tests {
         // an exact difference; nothing infinite or NaN reaches the JSON.
         let (m, mut runs, _) = synthetic(20);
         for r in runs.values_mut() {
-            let x = r.metrics.as_mut().unwrap();
+            let x = r.metrics.mglru_mut().unwrap();
             x.oom_kills = if r.id.contains("-patched-") { 5 } else { 0 };
             x.memcg_oom_events = 7;
         }

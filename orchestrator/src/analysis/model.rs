@@ -95,9 +95,10 @@ pub struct Comparison {
     pub splats: Vec<SplatFinding>,
     /// The guest's time series, per run, for plots.
     pub series: Vec<RunSeries>,
-    /// Scenario B: the slowest dm-bufio call of each cell and kernel.
-    #[serde(default)]
-    pub noio_anatomy: Vec<super::anatomy::NoioAnatomy>,
+    /// The anatomy of each cell and kernel whose scenario has one (scenario
+    /// B: the slowest dm-bufio call); the key is format 2's.
+    #[serde(default, rename = "noio_anatomy")]
+    pub anatomy: Vec<super::anatomy::Anatomy>,
 }
 
 impl CellComparison {

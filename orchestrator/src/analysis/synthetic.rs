@@ -14,7 +14,7 @@ use crate::matrix::{plan, Overrides, Variant};
 use crate::results::dir::{Host, Manifest, MANIFEST_FORMAT};
 use crate::results::outcome::{Classification, Outcome};
 use crate::results::{KernelInfo, RunResult, Timing, RESULT_FORMAT};
-use crate::scenario::{MglruMetrics, THROTTLE_ISOLATED};
+use crate::scenario::{MglruMetrics, ScenarioMetrics, THROTTLE_ISOLATED};
 
 /// xorshift64*: reproducible noise without a dependency.
 struct Noise(u64);
@@ -182,9 +182,7 @@ fn synthetic_run(id: &str, metrics: MglruMetrics) -> RunResult {
         qemu_exit: None,
         timed_out: false,
         bad_lines: vec![],
-        metrics: Some(metrics),
-        noio_metrics: None,
-        script: None,
+        metrics: ScenarioMetrics::Mglru(metrics),
         image: None,
         splats: vec![],
         timing: Timing::default(),

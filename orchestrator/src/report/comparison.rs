@@ -259,7 +259,7 @@ pub fn render_table_fitted(c: &Comparison, width: Option<usize>) -> String {
 pub fn render_anatomy(c: &Comparison) -> String {
     use crate::analysis::anatomy;
     let mut out = String::new();
-    for a in &c.noio_anatomy {
+    for a in &c.anatomy {
         out.push_str(&format!("anatomy: {}\n", anatomy::heading(a)));
         let Some(w) = &a.worst else { continue };
         let mut table = Table::new();
@@ -411,7 +411,7 @@ mod tests {
             .values_mut()
             .filter(|r| r.id.ends_with(|c: char| c.is_ascii_digit()) && r.id.contains("-patched-"))
         {
-            if let Some(x) = r.metrics.as_mut() {
+            if let Some(x) = r.metrics.mglru_mut() {
                 x.pswpin *= 2;
             }
         }

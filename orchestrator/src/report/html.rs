@@ -18,14 +18,6 @@ const TEMPLATE: &str = include_str!("../../templates/report.html.j2");
 /// helps nobody and takes long to render; the tables keep every cell.
 pub const MAX_PLOTTED: usize = 12;
 
-/// Scenario B's latency metrics, drawn as histograms.
-const LATENCY: [&str; 4] = [
-    "noio_latency_p50_ms",
-    "noio_latency_p99_ms",
-    "noio_latency_max_ms",
-    "other_latency_p99_ms",
-];
-
 #[derive(Serialize)]
 struct Plots {
     heading: String,
@@ -79,7 +71,7 @@ fn plots(c: &Comparison, cell: &CellComparison, cand: &CandidateComparison) -> P
     let latency = cand
         .metrics
         .iter()
-        .filter(|m| LATENCY.contains(&m.metric.as_str()))
+        .filter(|m| crate::scenario::registry::histograms().any(|h| h == m.metric))
         .map(|m| svg::histogram(&m.metric, &m.unit, sides(m)))
         .collect();
     let metrics = cand

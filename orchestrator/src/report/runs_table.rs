@@ -8,7 +8,6 @@ use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use crate::matrix::Slot;
 use crate::results::dir::Manifest;
 use crate::results::RunResult;
-use crate::scenario::THROTTLE_ISOLATED;
 
 fn short(commit: Option<&str>) -> String {
     commit.map_or("-".into(), |c| c[..c.len().min(12)].to_string())
@@ -65,24 +64,16 @@ fn kernels_raw(m: &Manifest) -> String {
     out
 }
 
-/// One run in a table cell: the outcome when it did not complete, else
-/// `throttles/peak/touches`.
+/// One run in a table cell: the outcome when it did not complete or its
+/// scenario has no figure, else its scenario's figure
+/// (`registry::Def::runs_figure`: scenario A's `throttles/peak/touches`).
 fn run_figure(r: Option<&RunResult>) -> String {
     let Some(r) = r else {
         return "not run".into();
     };
-    match &r.metrics {
-        Some(m) if r.classification.outcome == crate::run::outcome::Outcome::Completed => format!(
-            "{}/{}/{}{}",
-            m.throttle_count(THROTTLE_ISOLATED),
-            m.nr_isolated_peak,
-            m.touches,
-            if m.oom_kills > 0 {
-                format!(" oom {}", m.oom_kills)
-            } else {
-                String::new()
-            }
-        ),
+    let figure = (crate::scenario::registry::of(r.job.scenario).runs_figure)(&r.metrics);
+    match figure {
+        Some(f) if r.classification.outcome == crate::run::outcome::Outcome::Completed => f,
         _ => r.classification.outcome.name().to_string(),
     }
 }

@@ -156,7 +156,7 @@ pub struct AnatomyView {
 
 fn anatomy_views(c: &Comparison) -> Vec<AnatomyView> {
     use crate::analysis::anatomy;
-    c.noio_anatomy
+    c.anatomy
         .iter()
         .map(|a| AnatomyView {
             heading: anatomy::heading(a),
@@ -178,11 +178,7 @@ pub struct ReproduceView {
 
 /// `scenario A (MGLRU isolation)` for `mglru_isolation`.
 pub fn scenario_name(s: &str) -> String {
-    match s {
-        "mglru_isolation" => "scenario A (MGLRU isolation throttling)".into(),
-        "noio_verity" => "scenario B (GFP_NOIO direct reclaim under dm-verity)".into(),
-        other => other.replace('_', " "),
-    }
+    crate::scenario::registry::title(s)
 }
 
 /// A compact mean for fixed-width columns: at most 9 characters.

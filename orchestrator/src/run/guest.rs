@@ -5,15 +5,14 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use mmci_record::{GuestJob, Record, Scenario, IMAGE_DISK_SERIAL, SWAP_DISK_SERIAL};
+use mmci_record::{GuestJob, Record, IMAGE_DISK_SERIAL, SWAP_DISK_SERIAL};
 
 use crate::arch::Arch;
 use crate::guest::initramfs;
 use crate::guest::vm::{self, Accel, Disk, VmRun, VmSpec};
 use crate::results::{self, KernelInfo, RunResult, Timing};
 use crate::run::outcome::{self, Outcome};
-use crate::scenario;
-use crate::scenario::noio::disks;
+use crate::scenario::registry;
 
 /// Everything one guest run needs.
 #[derive(Clone, Debug)]
@@ -45,21 +44,10 @@ pub struct AttachedImage {
     pub manifest: crate::guest::image::ImageManifest,
 }
 
-/// A timeout that leaves room for a slow (TCG) boot and a slowed-down workload.
+/// A timeout that leaves room for a slow (TCG) boot and a slowed-down
+/// workload: the scenario's.
 pub fn default_timeout(job: &GuestJob) -> Duration {
-    match job.scenario {
-        Scenario::Probe => Duration::from_secs(60),
-        Scenario::MglruIsolation => Duration::from_secs(90 + job.duration_s * 4),
-        // Filling the verity device and the hog under TCG comes on top.
-        Scenario::NoioVerity => Duration::from_secs(300 + job.duration_s * 4),
-        // The script's own timeout, then the set-up and the counters after it.
-        Scenario::Script => Duration::from_secs(
-            120 + job
-                .script
-                .as_ref()
-                .map_or(job.duration_s * 4 + 60, |s| s.timeout_for(job.duration_s)),
-        ),
-    }
+    (registry::of(job.scenario).timeout)(job)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -168,20 +156,8 @@ pub async fn run_guest(
                 .unwrap_or_else(|| cfg.kernel.release.clone()),
             ..cfg.kernel.clone()
         };
-        let metrics = match cfg.job.scenario {
-            // The script runs inside scenario A's set-up and measurements.
-            Scenario::MglruIsolation | Scenario::Script => scenario::mglru_metrics(&records),
-            Scenario::Probe | Scenario::NoioVerity => None,
-        };
-        let script = cfg
-            .job
-            .script
-            .as_ref()
-            .and_then(|s| scenario::script_metrics(&records, &s.name));
-        let noio_metrics = match cfg.job.scenario {
-            Scenario::NoioVerity => scenario::noio_metrics(&records),
-            _ => None,
-        };
+        let def = registry::of(cfg.job.scenario);
+        let metrics = (def.metrics)(&cfg.job, &records);
         let mut splats = crate::results::splat::detect(&run.console);
         decode_traces(cfg, scratch, &mut splats, &mut classification).await;
         let result = RunResult {
@@ -203,8 +179,6 @@ pub async fn run_guest(
             timed_out: run.timed_out,
             bad_lines: run.bad_lines.clone(),
             metrics,
-            noio_metrics,
-            script,
             image: cfg.image.as_ref().map(|i| i.manifest.clone()),
             splats,
             timing,
@@ -217,10 +191,9 @@ pub async fn run_guest(
         let records_path = out_dir.join("records.jsonl");
         crate::host::fs::write_atomic(&records_path, jsonl.as_bytes())
             .map_err(io_err(&records_path))?;
-        if cfg.job.scenario == Scenario::Script {
-            let log = out_dir.join("script-output.log");
-            crate::host::fs::write_atomic(&log, scenario::script::output_log(&records).as_bytes())
-                .map_err(io_err(&log))?;
+        for (name, text) in (def.files)(&records) {
+            let path = out_dir.join(name);
+            crate::host::fs::write_atomic(&path, text.as_bytes()).map_err(io_err(&path))?;
         }
         results::write_run(out_dir, &result).map_err(io_err(out_dir))?;
         return Ok(result);
@@ -255,7 +228,7 @@ async fn attempt(
             readonly: false,
         });
     }
-    for (serial, mb) in disks::scenario_disks(&cfg.job) {
+    for (serial, mb) in (registry::of(cfg.job.scenario).disks)(&cfg.job) {
         let path = scratch.join(format!("{serial}.img"));
         sparse_file(&path, mb).map_err(io_err(&path))?;
         disks.push(Disk {

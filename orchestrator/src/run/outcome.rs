@@ -169,11 +169,9 @@ pub fn classify(run: &VmRun) -> Classification {
     match done {
         Some(true) => {
             let records: Vec<Record> = run.records.iter().map(|r| r.record.clone()).collect();
-            match crate::scenario::noio_metrics(&records) {
-                Some(m) if !m.reproduced() => {
-                    result(Outcome::NotReproduced, m.not_reproduced.join("; "), None)
-                }
-                _ => result(Outcome::Completed, "completed".into(), None),
+            match crate::scenario::registry::not_reproduced(&records) {
+                Some(why) => result(Outcome::NotReproduced, why, None),
+                None => result(Outcome::Completed, "completed".into(), None),
             }
         }
         Some(false) => {

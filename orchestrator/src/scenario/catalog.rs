@@ -12,15 +12,8 @@ use std::borrow::Cow;
 use mmci_record::Scenario;
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::{mglru, noio, script, MglruMetrics, NoioMetrics, ScriptMetrics};
-
-/// A run's scenario metrics, as the catalog's extractors read them.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct RunMetrics<'a> {
-    pub mglru: Option<&'a MglruMetrics>,
-    pub noio: Option<&'a NoioMetrics>,
-    pub script: Option<&'a ScriptMetrics>,
-}
+use crate::scenario::registry::{self, ALL};
+use crate::scenario::ScenarioMetrics;
 
 /// Which way a metric should move for the kernel to be better.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,18 +57,18 @@ pub struct Metric {
 #[derive(Clone, Copy, Debug)]
 pub enum Extract {
     /// A function of the run's scenario metrics.
-    Run(fn(&RunMetrics) -> Option<f64>),
+    Run(fn(&ScenarioMetrics) -> Option<f64>),
     /// The script's own `MMCI-METRIC:` value of the metric's name.
     ScriptMetric,
 }
 
 impl Metric {
     /// Its value in one run.
-    pub fn value(&self, r: &RunMetrics) -> Option<f64> {
+    pub fn value(&self, r: &ScenarioMetrics) -> Option<f64> {
         match self.extract {
             Extract::Run(f) => f(r),
             Extract::ScriptMetric => r
-                .script
+                .script()
                 .and_then(|s| s.metrics.get(self.name.as_ref()).copied()),
         }
     }
@@ -85,20 +78,16 @@ impl Metric {
         self.per_work_of.is_some() || self.name.contains("_per_k")
     }
 
-    /// Measured in runs of `scenario`. Scenario A's kernel-side metrics
-    /// are measured around scripts too; the built-in workload's touches,
-    /// and the counters divided by them, are not.
+    /// Measured in runs of `scenario`: its own, and those it borrows from
+    /// another scenario (`registry::Def::borrows`).
     pub fn measured_in(&self, scenario: Scenario) -> bool {
+        let def = registry::of(scenario);
         self.scenario == scenario
-            || (scenario == Scenario::Script
-                && self.scenario == Scenario::MglruIsolation
-                && !WORKLOAD_ONLY.contains(&self.name.as_ref())
-                && !self.is_per_work())
+            || def
+                .borrows
+                .is_some_and(|(from, keep)| self.scenario == from && keep(self))
     }
 }
-
-/// Scenario A metrics that count the built-in workload's own work.
-const WORKLOAD_ONLY: [&str; 2] = ["touches", "touches_per_s"];
 
 /// `count` per 1,000 units of `work`; None without work.
 pub(crate) fn per_k(count: u64, work: u64) -> Option<f64> {
@@ -124,16 +113,20 @@ macro_rules! per_work {
 }
 pub(crate) use per_work;
 
-/// Every metric: scenario A's raw ones, scenario B's, then the per-work
-/// counters of A and of B (reports put the per-work counters first), then
-/// how a script ended.
+/// Every metric, in registry order: the raw ones of the scenarios with a
+/// work unit (A, B), then their per-work counters (reports put the
+/// per-work counters first), then the metrics of the scenarios without
+/// one (how a script ended).
 pub fn all() -> impl Iterator<Item = &'static Metric> {
-    mglru::catalog::METRICS
-        .iter()
-        .chain(noio::catalog::METRICS.iter())
-        .chain(mglru::catalog::PER_WORK.iter())
-        .chain(noio::catalog::PER_WORK.iter())
-        .chain(script::catalog::METRICS.iter())
+    let with_work = || ALL.iter().filter(|d| d.work_unit.is_some());
+    with_work()
+        .flat_map(|d| d.metric_entries.iter())
+        .chain(with_work().flat_map(|d| d.per_work.iter()))
+        .chain(
+            ALL.iter()
+                .filter(|d| d.work_unit.is_none())
+                .flat_map(|d| d.metric_entries.iter().chain(d.per_work.iter())),
+        )
 }
 
 /// Whether `name` is one of the per-work metrics.
@@ -143,12 +136,8 @@ pub fn is_per_work(name: &str) -> bool {
 
 /// What the per-work metrics of a scenario are divided by.
 pub fn work_unit(scenario: Scenario) -> Option<&'static str> {
-    match scenario {
-        Scenario::MglruIsolation => Some("per 1,000 touches (the workload's page writes)"),
-        Scenario::NoioVerity => Some("per 1,000 reads (the reader's block reads)"),
-        // A script's work is its own: nothing to divide by.
-        Scenario::Probe | Scenario::Script => None,
-    }
+    // A script's work is its own: nothing to divide by.
+    crate::scenario::registry::of(scenario).work_unit
 }
 
 /// The metric called `name`.

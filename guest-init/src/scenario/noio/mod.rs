@@ -270,7 +270,13 @@ impl TraceState {
     }
 }
 
-pub fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
+/// This scenario in the registry.
+pub static DEF: super::registry::Def = super::registry::Def {
+    id: mmci_record::Scenario::NoioVerity,
+    run,
+};
+
+fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     // The RFC's path is the classic LRU's get_scan_count(): MGLRU off.
     setup_step(port, "mglru", || scenario::set_lru_gen(false))?;
     // The job's swap backend; dm-delay's delay applies only when asked for:

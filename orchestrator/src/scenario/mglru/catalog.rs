@@ -4,12 +4,15 @@ use std::borrow::Cow;
 
 use mmci_record::Scenario;
 
-use crate::scenario::catalog::{per_k, per_work, Better, Extract, Metric, RunMetrics};
-use crate::scenario::{MglruMetrics, THROTTLE_ISOLATED};
+use crate::scenario::catalog::{per_k, per_work, Better, Extract, Metric};
+use crate::scenario::{MglruMetrics, ScenarioMetrics, THROTTLE_ISOLATED};
 
-fn a<'a>(r: &RunMetrics<'a>) -> Option<&'a MglruMetrics> {
-    r.mglru
+fn a(r: &ScenarioMetrics) -> Option<&MglruMetrics> {
+    r.mglru()
 }
+
+/// Scenario A metrics that count the built-in workload's own work.
+pub const WORKLOAD_ONLY: [&str; 2] = ["touches", "touches_per_s"];
 
 /// Display order.
 pub static METRICS: &[Metric] = &[

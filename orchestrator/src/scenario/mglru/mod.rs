@@ -3,5 +3,34 @@
 
 pub mod catalog;
 pub mod metrics;
+pub mod report;
+
+use std::time::Duration;
+
+use mmci_record::Scenario;
+
+use crate::scenario::registry::{self, Def};
+use crate::scenario::ScenarioMetrics;
 
 pub use metrics::*;
+
+pub static DEF: Def = Def {
+    id: Scenario::MglruIsolation,
+    title: Some("scenario A (MGLRU isolation throttling)"),
+    timeout: |job| Duration::from_secs(90 + job.duration_s * 4),
+    disks: registry::no_disks,
+    metrics: |_, records| {
+        mglru_metrics(records).map_or(ScenarioMetrics::None, ScenarioMetrics::Mglru)
+    },
+    not_reproduced: registry::no_precondition,
+    files: registry::no_files,
+    metric_entries: catalog::METRICS,
+    borrows: None,
+    per_work: catalog::PER_WORK,
+    work_unit: Some("per 1,000 touches (the workload's page writes)"),
+    histograms: &[],
+    report_guest: crate::scenario::report::cgroup_guest,
+    runs_figure: report::figure,
+    report_sections: report::sections,
+    anatomy: None,
+};

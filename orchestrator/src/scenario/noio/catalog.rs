@@ -4,14 +4,15 @@ use std::borrow::Cow;
 
 use mmci_record::Scenario;
 
-use crate::scenario::catalog::{per_k, per_work, Better, Extract, Metric, RunMetrics};
+use crate::scenario::catalog::{per_k, per_work, Better, Extract, Metric};
 use crate::scenario::NoioMetrics;
+use crate::scenario::ScenarioMetrics;
 
 /// Scenario B's metrics, only from runs whose preconditions held: a run
 /// that did not reproduce the case says nothing about the kernel's
 /// handling of it.
-fn b<'a>(r: &RunMetrics<'a>) -> Option<&'a NoioMetrics> {
-    r.noio.filter(|m| m.reproduced())
+fn b(r: &ScenarioMetrics) -> Option<&NoioMetrics> {
+    r.noio().filter(|m| m.reproduced())
 }
 
 /// Display order.

@@ -1,8 +1,50 @@
 //! Scenario B: GFP_NOIO direct reclaim through dm-verity, and the scratch
 //! disks (verity data and hash) its guest needs.
 
+pub mod anatomy;
 pub mod catalog;
 pub mod disks;
 pub mod metrics;
+pub mod report;
+
+use std::time::Duration;
+
+use mmci_record::Scenario;
+
+use crate::scenario::registry::Def;
+use crate::scenario::ScenarioMetrics;
 
 pub use metrics::*;
+
+pub static DEF: Def = Def {
+    id: Scenario::NoioVerity,
+    title: Some("scenario B (GFP_NOIO direct reclaim under dm-verity)"),
+    // Filling the verity device and the hog under TCG comes on top.
+    timeout: |job| Duration::from_secs(300 + job.duration_s * 4),
+    disks: disks::verity_disks,
+    metrics: |_, records| {
+        noio_metrics(records).map_or(ScenarioMetrics::None, |m| {
+            ScenarioMetrics::Noio(Box::new(m))
+        })
+    },
+    not_reproduced: |records| {
+        noio_metrics(records)
+            .filter(|m| !m.reproduced())
+            .map(|m| m.not_reproduced.join("; "))
+    },
+    files: crate::scenario::registry::no_files,
+    metric_entries: catalog::METRICS,
+    borrows: None,
+    per_work: catalog::PER_WORK,
+    work_unit: Some("per 1,000 reads (the reader's block reads)"),
+    histograms: &[
+        "noio_latency_p50_ms",
+        "noio_latency_p99_ms",
+        "noio_latency_max_ms",
+        "other_latency_p99_ms",
+    ],
+    report_guest: report::guest,
+    runs_figure: crate::scenario::registry::no_figure,
+    report_sections: report::sections,
+    anatomy: Some(anatomy::anatomy),
+};

@@ -7,12 +7,13 @@ use std::borrow::Cow;
 use mmci_record::Scenario;
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::catalog::{Better, Extract, Metric, RunMetrics};
+use crate::scenario::catalog::{Better, Extract, Metric};
+use crate::scenario::ScenarioMetrics;
 use crate::scenario::ScriptMetrics;
 
 /// A script's run: how it ended and its own figures.
-fn s<'a>(r: &RunMetrics<'a>) -> Option<&'a ScriptMetrics> {
-    r.script
+fn s(r: &ScenarioMetrics) -> Option<&ScriptMetrics> {
+    r.script()
 }
 
 /// An entry of how a script's run went: lower is better, with the
@@ -22,7 +23,7 @@ const fn run_metric(
     description: &'static str,
     unit: &'static str,
     timing: bool,
-    extract: fn(&RunMetrics) -> Option<f64>,
+    extract: fn(&ScenarioMetrics) -> Option<f64>,
 ) -> Metric {
     Metric {
         name: Cow::Borrowed(name),
@@ -117,9 +118,9 @@ mod tests {
             metrics: [("get_rps".to_string(), 1500.0)].into(),
             ..ScriptMetrics::default()
         };
-        let r = RunMetrics {
-            script: Some(&s),
-            ..RunMetrics::default()
+        let r = ScenarioMetrics::Script {
+            kernel: None,
+            script: Some(s),
         };
         let decl = MetricDecl {
             unit: "requests/s".into(),
@@ -133,7 +134,7 @@ mod tests {
         assert!(m.timing && m.scenario == Scenario::Script);
         // A name the script did not print, and a run without a script.
         assert_eq!(decl.metric("set_rps").value(&r), None);
-        assert_eq!(m.value(&RunMetrics::default()), None);
+        assert_eq!(m.value(&ScenarioMetrics::default()), None);
         let v = |n: &str| METRICS.iter().find(|m| m.name == n).unwrap().value(&r);
         assert_eq!(v("script_exit_code"), Some(137.0));
         assert_eq!(v("script_oom_killed"), Some(1.0));
@@ -141,6 +142,6 @@ mod tests {
         assert_eq!(v("script_elapsed_s"), Some(2.5));
         assert!(METRICS
             .iter()
-            .all(|m| m.value(&RunMetrics::default()).is_none()));
+            .all(|m| m.value(&ScenarioMetrics::default()).is_none()));
     }
 }

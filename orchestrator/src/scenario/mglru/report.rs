@@ -1,0 +1,141 @@
+//! Scenario A's lines in a run's report: its metrics table, in the seed
+//! thread's order.
+
+use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
+
+use crate::scenario::report::ms;
+use crate::scenario::{MglruMetrics, ScenarioMetrics, THROTTLE_ISOLATED};
+
+/// The metric rows of scenario A, in the seed thread's order.
+pub fn mglru_rows(m: &MglruMetrics) -> Vec<(String, String)> {
+    let mut rows = vec![
+        (
+            "OOM kills (memcg oom_kill)".to_string(),
+            format!(
+                "{}{}",
+                m.oom_kills,
+                if m.workload_oom_killed {
+                    " (workload killed)"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        (
+            "memcg oom events".to_string(),
+            m.memcg_oom_events.to_string(),
+        ),
+        (
+            "memcg max events".to_string(),
+            m.memcg_max_events.to_string(),
+        ),
+    ];
+    // The isolation throttle is the series' headline: always shown, even at 0.
+    let isolated = m
+        .throttle
+        .get(THROTTLE_ISOLATED)
+        .cloned()
+        .unwrap_or_default();
+    rows.push((
+        format!("mm_vmscan_throttled {THROTTLE_ISOLATED}"),
+        format!(
+            "{} (delayed {})",
+            isolated.count,
+            ms(isolated.usec_delayed_sum)
+        ),
+    ));
+    for (reason, t) in m
+        .throttle
+        .iter()
+        .filter(|(r, _)| r.as_str() != THROTTLE_ISOLATED)
+    {
+        rows.push((
+            format!("mm_vmscan_throttled {reason}"),
+            format!("{} (delayed {})", t.count, ms(t.usec_delayed_sum)),
+        ));
+    }
+    if m.throttle_lost_events > 0 {
+        rows.push((
+            "trace events lost".into(),
+            m.throttle_lost_events.to_string(),
+        ));
+    }
+    rows.extend([
+        (
+            "nr_isolated peak (anon+file)".to_string(),
+            format!(
+                "{} (anon {}, file {})",
+                m.nr_isolated_peak, m.nr_isolated_anon_peak, m.nr_isolated_file_peak
+            ),
+        ),
+        (
+            "touches".to_string(),
+            format!("{} ({:.0}/s)", m.touches, m.touches_per_second()),
+        ),
+        (
+            "scan efficiency (pgsteal/pgscan)".to_string(),
+            match m.scan_efficiency {
+                Some(e) => format!("{e:.4} ({} / {})", m.pgsteal, m.pgscan),
+                None => "- (nothing scanned)".to_string(),
+            },
+        ),
+        (
+            "pswpin / pswpout".to_string(),
+            format!("{} / {}", m.pswpin, m.pswpout),
+        ),
+        ("pgmajfault".to_string(), m.pgmajfault.to_string()),
+        (
+            "workingset_refault anon / file".to_string(),
+            format!(
+                "{} / {}",
+                m.workingset_refault_anon, m.workingset_refault_file
+            ),
+        ),
+        (
+            "PSI memory some / full".to_string(),
+            format!("{} / {}", ms(m.psi_some_us), ms(m.psi_full_us)),
+        ),
+    ]);
+    rows
+}
+
+/// The metrics table; without `touches` for a script, which has no
+/// built-in workload counting them.
+pub fn table(m: &MglruMetrics, workload: bool) -> String {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::ASCII_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(vec!["metric", "value"]);
+    for (k, v) in mglru_rows(m) {
+        if workload || k != "touches" {
+            table.add_row(vec![k, v]);
+        }
+    }
+    if let Some(col) = table.column_mut(1) {
+        col.set_cell_alignment(CellAlignment::Right);
+    }
+    format!("\n{table}\n")
+}
+
+/// A completed run in the runs table: `throttles/peak/touches`, and its
+/// OOM kills if any (a script's run too: its kernel-side counters).
+pub fn figure(m: &ScenarioMetrics) -> Option<String> {
+    let m = m.mglru()?;
+    Some(format!(
+        "{}/{}/{}{}",
+        m.throttle_count(THROTTLE_ISOLATED),
+        m.nr_isolated_peak,
+        m.touches,
+        if m.oom_kills > 0 {
+            format!(" oom {}", m.oom_kills)
+        } else {
+            String::new()
+        }
+    ))
+}
+
+/// `registry::Def::report_sections` of scenario A.
+pub fn sections(m: &ScenarioMetrics, _: Option<&crate::guest::image::ImageManifest>) -> String {
+    m.mglru().map(|m| table(m, true)).unwrap_or_default()
+}

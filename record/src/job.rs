@@ -1,0 +1,614 @@
+//! The job the guest runs (`/mmci/job.json`, overridden by `mmci.` words
+//! on the kernel command line): its parameters, where it swaps, the script
+//! of scenario script, and the `MMCI-METRIC:` lines such a script prints.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Scenario, CMDLINE_PREFIX, HOG_TOUCH_RATE_DEFAULT, METRIC_PREFIX};
+
+/// Where the guest swaps (job parameter and matrix axis `swap`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SwapBackend {
+    /// No swap.
+    Off,
+    /// The swap disk directly.
+    Disk,
+    /// dm-delay over the swap disk, `swap_delay_ms` on every I/O (0 = the
+    /// disk directly).
+    DmDelay,
+    /// /dev/zram0 (LZ4) of the swap disk's size: writes complete
+    /// synchronously and swap-ins bypass the swap cache, so the swap cache
+    /// stays near zero (scenario B's corner). The disk itself is unused.
+    Zram,
+}
+
+impl SwapBackend {
+    pub const ALL: [SwapBackend; 4] = [
+        SwapBackend::Off,
+        SwapBackend::Disk,
+        SwapBackend::DmDelay,
+        SwapBackend::Zram,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SwapBackend::Off => "off",
+            SwapBackend::Disk => "disk",
+            SwapBackend::DmDelay => "dm-delay",
+            SwapBackend::Zram => "zram",
+        }
+    }
+
+    /// The parameter's textual forms: a backend name, or a boolean (what
+    /// `swap` was before it had backends: y = dm-delay, n = off).
+    pub fn parse(value: &str) -> Option<SwapBackend> {
+        match value {
+            "1" | "y" | "yes" | "true" | "on" => Some(SwapBackend::DmDelay),
+            "0" | "n" | "no" | "false" | "off" => Some(SwapBackend::Off),
+            _ => SwapBackend::ALL.into_iter().find(|b| b.name() == value),
+        }
+    }
+
+    pub fn enabled(self) -> bool {
+        self != SwapBackend::Off
+    }
+}
+
+impl fmt::Display for SwapBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Reads a backend name or, from job files written before backends
+/// existed, a boolean.
+impl<'de> Deserialize<'de> for SwapBackend {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            Bool(bool),
+            Name(String),
+        }
+        match Form::deserialize(d)? {
+            Form::Bool(true) => Ok(SwapBackend::DmDelay),
+            Form::Bool(false) => Ok(SwapBackend::Off),
+            Form::Name(n) => SwapBackend::parse(&n).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "swap `{n}` is not one of off, disk, dm-delay, zram"
+                ))
+            }),
+        }
+    }
+}
+
+/// The job description the guest reads from [`JOB_PATH`], optionally
+/// overridden by `mmci.<key>=<value>` on the kernel command line. Fields
+/// missing from the JSON take their defaults (run.json files written before
+/// a field existed still read).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct GuestJob {
+    /// Which scenario to run. Default: mglru_isolation.
+    pub scenario: Scenario,
+    /// Workload threads. Default: 64 (the seed thread's repro v1).
+    pub threads: u32,
+    /// Anonymous working set in MiB, shared by all threads. Default: 48.
+    pub working_set_mb: u64,
+    /// How long the workload runs, in seconds. Default: 20.
+    pub duration_s: u64,
+    /// memory.max of the workload's cgroup in MiB; 0 means no limit. Default: 16.
+    pub memcg_max_mb: u64,
+    /// Where to swap: off, disk, dm-delay or zram (booleans read as
+    /// dm-delay/off). Default: dm-delay.
+    pub swap: SwapBackend,
+    /// dm-delay latency on the swap disk in ms (reads, writes and flushes);
+    /// 0 puts swap on the disk directly. Default: 50.
+    pub swap_delay_ms: u32,
+    /// MGLRU on (`lru_gen/enabled` = y) or off (n). Default: true.
+    pub mglru: bool,
+    /// How often the sampler reads nr_isolated_* from /proc/vmstat, in ms.
+    /// Default: 10.
+    pub sample_interval_ms: u64,
+    /// Interval between time-series records, in ms. Default: 1000.
+    pub report_interval_ms: u64,
+    /// Per-CPU trace buffer in KiB (`buffer_size_kb`). Default: 4096.
+    pub trace_buffer_kb: u64,
+    /// Scenario B: the anonymous hog in MiB; 0 sizes it to MemTotal minus
+    /// 16 MiB: more than fits beside the kernel, so the hog keeps swapping
+    /// and free memory keeps falling to the min watermark. Default: 0.
+    pub hog_mb: u64,
+    /// Scenario B: threads of the hog touching its pages at random after
+    /// filling them. Default: 4 (on a 2-vCPU TCG guest with a 32 MiB device
+    /// and 3000 reads, 2 threads gave 0 to 10 GFP_NOIO calls, 4 gave 15 and 45).
+    pub hog_threads: u32,
+    /// Scenario B: random writes a second of the hog, over all its threads;
+    /// 0: as fast as they go. Default: [`HOG_TOUCH_RATE_DEFAULT`]; a job
+    /// recorded before the hog was paced has no such field and reads as 0.
+    #[serde(default)]
+    pub hog_touch_rate: u64,
+    /// Scenario B: size of the dm-verity data device in MiB. Default: 64.
+    pub verity_mb: u64,
+    /// Scenario B: threads doing O_DIRECT random 4 KiB reads. Default: 2.
+    pub readers: u32,
+    /// Scenario B: reads in all, over all readers; 0 reads until `duration_s`
+    /// is over (which ends the readers in any case). Default: 0.
+    pub reads: u64,
+    /// Scenario B: vm.swappiness. Default: 60 (the kernel's).
+    pub swappiness: u32,
+    /// Scenario B: dm_bufio's max_cache_size_bytes, small so that hash
+    /// blocks are re-read and their buffers re-allocated. Default: 65536.
+    pub bufio_cache_bytes: u64,
+    /// Scenario script: what to run (set from the matrix's `scripts:`).
+    pub script: Option<ScriptJob>,
+}
+
+/// Scenario script: a command from the image, or a script copied in.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScriptJob {
+    /// The matrix's name for it (its `scripts:` key).
+    pub name: String,
+    /// The image it runs in (a recipe name); the disk is found by
+    /// [`IMAGE_DISK_SERIAL`].
+    pub image: String,
+    /// argv, resolved in the image's root. Empty: `/bin/sh /mmci/script`.
+    pub command: Vec<String>,
+    /// A script copied into the guest (the matrix's `file:`), at
+    /// [`SCRIPT_PATH`] in the image's root, executable.
+    pub text: Option<String>,
+    /// Extra environment on top of the job's parameters (`MMCI_THREADS`...).
+    pub env: BTreeMap<String, String>,
+    /// Seconds before the script's cgroup is killed; 0: `duration_s` x 4 + 60.
+    pub timeout_s: u64,
+}
+
+/// Where a copied-in script is in the image's root.
+pub const SCRIPT_PATH: &str = "/mmci/script";
+
+impl ScriptJob {
+    /// The argv the guest runs.
+    pub fn argv(&self) -> Vec<String> {
+        if self.command.is_empty() {
+            vec!["/bin/sh".into(), SCRIPT_PATH.into()]
+        } else {
+            self.command.clone()
+        }
+    }
+
+    /// The timeout in seconds for a job of `duration_s`.
+    pub fn timeout_for(&self, duration_s: u64) -> u64 {
+        if self.timeout_s > 0 {
+            self.timeout_s
+        } else {
+            duration_s * 4 + 60
+        }
+    }
+}
+
+/// One `MMCI-METRIC:` line: Some(Ok(pairs)), Some(Err(why)) when it has the
+/// prefix but not the form, None for any other line.
+pub fn parse_metric_line(line: &str) -> Option<Result<Vec<(String, f64)>, String>> {
+    let rest = line.trim_end().strip_prefix(METRIC_PREFIX)?;
+    let mut out = Vec::new();
+    for word in rest.split_whitespace() {
+        let Some((name, value)) = word.split_once('=') else {
+            return Some(Err(format!("`{word}` is not name=value")));
+        };
+        let name_ok = !name.is_empty()
+            && name.len() <= 64
+            && name
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+        if !name_ok {
+            return Some(Err(format!(
+                "metric name `{name}`: use lower case letters, digits and _"
+            )));
+        }
+        match value.parse::<f64>() {
+            Ok(v) if v.is_finite() => out.push((name.to_string(), v)),
+            _ => return Some(Err(format!("{name}: `{value}` is not a number"))),
+        }
+    }
+    if out.is_empty() {
+        return Some(Err("no name=value after the prefix".into()));
+    }
+    Some(Ok(out))
+}
+
+impl Default for GuestJob {
+    fn default() -> Self {
+        GuestJob {
+            scenario: Scenario::MglruIsolation,
+            threads: 64,
+            working_set_mb: 48,
+            duration_s: 20,
+            memcg_max_mb: 16,
+            swap: SwapBackend::DmDelay,
+            swap_delay_ms: 50,
+            mglru: true,
+            sample_interval_ms: 10,
+            report_interval_ms: 1000,
+            trace_buffer_kb: 4096,
+            hog_mb: 0,
+            hog_threads: 4,
+            hog_touch_rate: HOG_TOUCH_RATE_DEFAULT,
+            verity_mb: 64,
+            readers: 2,
+            reads: 0,
+            swappiness: 60,
+            bufio_cache_bytes: 65536,
+            script: None,
+        }
+    }
+}
+
+/// A job parameter that could not be applied.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParamError {
+    #[error("unknown guest parameter `mmci.{key}`; known parameters: {}", GuestJob::PARAM_KEYS.join(", "))]
+    UnknownKey { key: String },
+    #[error("guest parameter `mmci.{key}`: `{value}` is not {expected}")]
+    BadValue {
+        key: String,
+        value: String,
+        expected: &'static str,
+    },
+    #[error("guest parameter `{0}` is not of the form key=value")]
+    NotKeyValue(String),
+}
+
+fn parse_num<T: std::str::FromStr>(key: &str, value: &str) -> Result<T, ParamError> {
+    value.parse().map_err(|_| ParamError::BadValue {
+        key: key.to_string(),
+        value: value.to_string(),
+        expected: "a non-negative whole number",
+    })
+}
+
+/// A whole number of which 0 makes no sense (a device of 0 MiB, 0 readers).
+fn parse_positive<T: std::str::FromStr + PartialEq + Default>(
+    key: &str,
+    value: &str,
+) -> Result<T, ParamError> {
+    match value.parse::<T>() {
+        Ok(v) if v != T::default() => Ok(v),
+        _ => Err(ParamError::BadValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            expected: "a whole number of at least 1",
+        }),
+    }
+}
+
+fn parse_bool(key: &str, value: &str) -> Result<bool, ParamError> {
+    match value {
+        "1" | "y" | "yes" | "true" | "on" => Ok(true),
+        "0" | "n" | "no" | "false" | "off" => Ok(false),
+        _ => Err(ParamError::BadValue {
+            key: key.to_string(),
+            value: value.to_string(),
+            expected: "a boolean (y/n, 1/0, true/false)",
+        }),
+    }
+}
+
+impl GuestJob {
+    /// Every key accepted by [`GuestJob::set`], in the order of the struct.
+    pub const PARAM_KEYS: [&'static str; 19] = [
+        "scenario",
+        "threads",
+        "working_set_mb",
+        "duration_s",
+        "memcg_max_mb",
+        "swap",
+        "swap_delay_ms",
+        "mglru",
+        "sample_interval_ms",
+        "report_interval_ms",
+        "trace_buffer_kb",
+        "hog_mb",
+        "hog_threads",
+        "hog_touch_rate",
+        "verity_mb",
+        "readers",
+        "reads",
+        "swappiness",
+        "bufio_cache_bytes",
+    ];
+
+    /// Every parameter and its value as text, in [`Self::PARAM_KEYS`] order
+    /// (a script sees them as `MMCI_<KEY>` environment variables).
+    pub fn params(&self) -> Vec<(&'static str, String)> {
+        let b = |v: bool| if v { "y" } else { "n" }.to_string();
+        let v: [String; 19] = [
+            self.scenario.name().to_string(),
+            self.threads.to_string(),
+            self.working_set_mb.to_string(),
+            self.duration_s.to_string(),
+            self.memcg_max_mb.to_string(),
+            self.swap.name().to_string(),
+            self.swap_delay_ms.to_string(),
+            b(self.mglru),
+            self.sample_interval_ms.to_string(),
+            self.report_interval_ms.to_string(),
+            self.trace_buffer_kb.to_string(),
+            self.hog_mb.to_string(),
+            self.hog_threads.to_string(),
+            self.hog_touch_rate.to_string(),
+            self.verity_mb.to_string(),
+            self.readers.to_string(),
+            self.reads.to_string(),
+            self.swappiness.to_string(),
+            self.bufio_cache_bytes.to_string(),
+        ];
+        Self::PARAM_KEYS.into_iter().zip(v).collect()
+    }
+
+    /// Sets one parameter from its textual form, as given on the kernel
+    /// command line (`mmci.threads=192`) or by `mmci run --set threads=192`.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ParamError> {
+        match key {
+            "scenario" => {
+                self.scenario = Scenario::ALL
+                    .into_iter()
+                    .find(|s| s.name() == value)
+                    .ok_or_else(|| ParamError::BadValue {
+                        key: key.to_string(),
+                        value: value.to_string(),
+                        expected: "a scenario (probe, mglru_isolation, noio_verity, script)",
+                    })?
+            }
+            "threads" => self.threads = parse_num(key, value)?,
+            "working_set_mb" => self.working_set_mb = parse_num(key, value)?,
+            "duration_s" => self.duration_s = parse_num(key, value)?,
+            "memcg_max_mb" => self.memcg_max_mb = parse_num(key, value)?,
+            "swap" => {
+                self.swap = SwapBackend::parse(value).ok_or_else(|| ParamError::BadValue {
+                    key: key.to_string(),
+                    value: value.to_string(),
+                    expected: "a swap backend (off, disk, dm-delay, zram)",
+                })?
+            }
+            "swap_delay_ms" => self.swap_delay_ms = parse_num(key, value)?,
+            "mglru" => self.mglru = parse_bool(key, value)?,
+            "sample_interval_ms" => self.sample_interval_ms = parse_num(key, value)?,
+            "report_interval_ms" => self.report_interval_ms = parse_num(key, value)?,
+            "trace_buffer_kb" => self.trace_buffer_kb = parse_num(key, value)?,
+            "hog_mb" => self.hog_mb = parse_num(key, value)?,
+            "hog_threads" => self.hog_threads = parse_positive(key, value)?,
+            "hog_touch_rate" => self.hog_touch_rate = parse_num(key, value)?,
+            "verity_mb" => self.verity_mb = parse_positive(key, value)?,
+            "readers" => self.readers = parse_positive(key, value)?,
+            "reads" => self.reads = parse_num(key, value)?,
+            "swappiness" => self.swappiness = parse_num(key, value)?,
+            "bufio_cache_bytes" => self.bufio_cache_bytes = parse_num(key, value)?,
+            _ => {
+                return Err(ParamError::UnknownKey {
+                    key: key.to_string(),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// Sets a parameter given as `key=value`.
+    pub fn set_pair(&mut self, pair: &str) -> Result<(), ParamError> {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| ParamError::NotKeyValue(pair.to_string()))?;
+        self.set(key.trim(), value.trim())
+    }
+
+    /// Applies every `mmci.<key>=<value>` word of a kernel command line;
+    /// other words are the kernel's and are left alone.
+    pub fn apply_cmdline(&mut self, cmdline: &str) -> Result<(), ParamError> {
+        for word in cmdline.split_whitespace() {
+            if let Some(pair) = word.strip_prefix(CMDLINE_PREFIX) {
+                self.set_pair(pair)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cmdline_overrides_only_mmci_words() {
+        let mut job = GuestJob::default();
+        job.apply_cmdline(
+            "console=ttyS0 mmci.threads=192 panic=-1 mmci.mglru=n mmci.scenario=probe",
+        )
+        .unwrap();
+        assert_eq!(job.threads, 192);
+        assert!(!job.mglru);
+        assert_eq!(job.scenario, Scenario::Probe);
+        assert_eq!(job.working_set_mb, GuestJob::default().working_set_mb);
+    }
+
+    #[test]
+    fn unknown_key_names_it_and_lists_known_ones() {
+        let err = GuestJob::default().set_pair("thread=4").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("`mmci.thread`"), "{text}");
+        assert!(text.contains("threads, working_set_mb"), "{text}");
+    }
+
+    #[test]
+    fn bad_values_are_refused() {
+        let mut job = GuestJob::default();
+        assert!(matches!(
+            job.set("threads", "-1"),
+            Err(ParamError::BadValue { .. })
+        ));
+        assert!(matches!(
+            job.set("mglru", "maybe"),
+            Err(ParamError::BadValue { .. })
+        ));
+        assert!(matches!(
+            job.set_pair("threads"),
+            Err(ParamError::NotKeyValue(_))
+        ));
+    }
+
+    #[test]
+    fn every_param_key_is_settable() {
+        let sample = |k: &str| match k {
+            "scenario" => "probe",
+            "swap" | "mglru" => "y",
+            _ => "7",
+        };
+        for key in GuestJob::PARAM_KEYS {
+            GuestJob::default().set(key, sample(key)).unwrap();
+        }
+    }
+
+    #[test]
+    fn scenario_b_params_and_zero_where_it_makes_no_sense() {
+        let mut job = GuestJob::default();
+        job.apply_cmdline(
+            "mmci.scenario=noio_verity mmci.hog_mb=200 mmci.verity_mb=16 mmci.reads=500",
+        )
+        .unwrap();
+        assert_eq!(job.scenario, Scenario::NoioVerity);
+        assert_eq!((job.hog_mb, job.verity_mb, job.reads), (200, 16, 500));
+        let err = job.set("readers", "0").unwrap_err().to_string();
+        assert!(
+            err.contains("`mmci.readers`") && err.contains("at least 1"),
+            "{err}"
+        );
+        assert!(job.set("verity_mb", "0").is_err());
+    }
+
+    #[test]
+    fn jobs_written_before_a_field_existed_still_read() {
+        let mut json = serde_json::to_value(GuestJob::default()).unwrap();
+        json.as_object_mut().unwrap().remove("hog_mb");
+        let job: GuestJob = serde_json::from_value(json).unwrap();
+        assert_eq!(job, GuestJob::default());
+        // Jobs from before the hog was paced ran it unpaced: they read as 0,
+        // new jobs get the default pace.
+        let mut json = serde_json::to_value(GuestJob::default()).unwrap();
+        json.as_object_mut().unwrap().remove("hog_touch_rate");
+        let job: GuestJob = serde_json::from_value(json).unwrap();
+        assert_eq!(job.hog_touch_rate, 0);
+        assert_eq!(GuestJob::default().hog_touch_rate, HOG_TOUCH_RATE_DEFAULT);
+        let mut job = GuestJob::default();
+        job.apply_cmdline("mmci.hog_touch_rate=0").unwrap();
+        assert_eq!(job.hog_touch_rate, 0);
+    }
+
+    #[test]
+    fn swap_backends_and_the_old_boolean() {
+        let cases = [
+            ("zram", Some(SwapBackend::Zram)),
+            ("dm-delay", Some(SwapBackend::DmDelay)),
+            ("disk", Some(SwapBackend::Disk)),
+            ("off", Some(SwapBackend::Off)),
+            ("y", Some(SwapBackend::DmDelay)),
+            ("n", Some(SwapBackend::Off)),
+            ("zswap", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(SwapBackend::parse(text), want, "{text}");
+        }
+        let mut json = serde_json::to_value(GuestJob::default()).unwrap();
+        assert_eq!(json["swap"], "dm-delay");
+        for (old, want) in [(true, SwapBackend::DmDelay), (false, SwapBackend::Off)] {
+            json["swap"] = serde_json::json!(old);
+            let job: GuestJob = serde_json::from_value(json.clone()).unwrap();
+            assert_eq!(job.swap, want);
+        }
+        json["swap"] = serde_json::json!("nvme");
+        let err = serde_json::from_value::<GuestJob>(json).unwrap_err();
+        assert!(err.to_string().contains("not one of off, disk"), "{err}");
+        let err = GuestJob::default().set("swap", "nvme").unwrap_err();
+        assert!(
+            err.to_string().contains("off, disk, dm-delay, zram"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn job_json_rejects_unknown_fields() {
+        let mut json = serde_json::to_value(GuestJob::default()).unwrap();
+        json["bogus"] = serde_json::json!(1);
+        assert!(serde_json::from_value::<GuestJob>(json).is_err());
+    }
+
+    #[test]
+    fn metric_lines() {
+        // (line, expected)
+        let ok = |pairs: &[(&str, f64)]| {
+            Some(Ok(pairs
+                .iter()
+                .map(|(n, v)| (n.to_string(), *v))
+                .collect::<Vec<_>>()))
+        };
+        type Parsed = Option<Result<Vec<(String, f64)>, String>>;
+        let cases: [(&str, Parsed); 5] = [
+            (
+                "MMCI-METRIC: ops_per_s=1234.5",
+                ok(&[("ops_per_s", 1234.5)]),
+            ),
+            (
+                "MMCI-METRIC: a=1 b_2=-3e2  ",
+                ok(&[("a", 1.0), ("b_2", -300.0)]),
+            ),
+            ("ops_per_s=1", None),
+            ("  MMCI-METRIC: a=1", None),
+            (
+                "MMCI-METRIC:",
+                Some(Err("no name=value after the prefix".into())),
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(parse_metric_line(line), want, "{line}");
+        }
+        for bad in [
+            "MMCI-METRIC: a",
+            "MMCI-METRIC: A=1",
+            "MMCI-METRIC: a=fast",
+            "MMCI-METRIC: a=inf",
+        ] {
+            assert!(matches!(parse_metric_line(bad), Some(Err(_))), "{bad}");
+        }
+    }
+
+    #[test]
+    fn params_read_back_into_the_same_job() {
+        let mut job = GuestJob {
+            threads: 3,
+            mglru: false,
+            scenario: Scenario::Script,
+            ..GuestJob::default()
+        };
+        job.bufio_cache_bytes = 4096;
+        let mut again = GuestJob::default();
+        for (k, v) in job.params() {
+            again.set(k, &v).unwrap();
+        }
+        assert_eq!(again, job);
+    }
+
+    #[test]
+    fn script_argv_and_timeout() {
+        let s = ScriptJob::default();
+        assert_eq!(s.argv(), ["/bin/sh", SCRIPT_PATH]);
+        assert_eq!(s.timeout_for(20), 140);
+        let s = ScriptJob {
+            command: vec!["redis-bench".into()],
+            timeout_s: 30,
+            ..ScriptJob::default()
+        };
+        assert_eq!(s.argv(), ["redis-bench"]);
+        assert_eq!(s.timeout_for(20), 30);
+    }
+}

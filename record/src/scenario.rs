@@ -1,0 +1,51 @@
+//! Which scenario a guest runs: the id every stage of the host and the
+//! guest dispatches on (through their scenario registries).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What the guest runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scenario {
+    /// Say hello and power off: used to probe accelerators and time boots.
+    Probe,
+    /// Scenario A of docs/workloads.md: many threads thrashing an anonymous
+    /// working set in a small memory cgroup over slow swap.
+    MglruIsolation,
+    /// Scenario B of docs/workloads.md: GFP_NOIO direct reclaim from
+    /// dm-verity's dm-bufio allocations while an anonymous hog fills memory.
+    /// Always runs the classic LRU (MGLRU off) and an unlimited hog cgroup;
+    /// `mglru`, `memcg_max_mb`, `threads` and `working_set_mb` are scenario A's.
+    NoioVerity,
+    /// A script or command from a guest image (`images/`), run in the image's
+    /// root inside scenario A's memory cgroup (MGLRU, dm-delay swap, the
+    /// same kernel-side measurements); its exit status and `MMCI-METRIC:`
+    /// lines are its own figures. See [`ScriptJob`].
+    Script,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 4] = [
+        Scenario::Probe,
+        Scenario::MglruIsolation,
+        Scenario::NoioVerity,
+        Scenario::Script,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Probe => "probe",
+            Scenario::MglruIsolation => "mglru_isolation",
+            Scenario::NoioVerity => "noio_verity",
+            Scenario::Script => "script",
+        }
+    }
+}
+
+impl fmt::Display for Scenario {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
