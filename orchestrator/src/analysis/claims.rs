@@ -68,7 +68,8 @@ pub struct ClaimCheck {
 
 /// Row names (lowercased, notes in parentheses and punctuation dropped)
 /// and the metric each is. A row matches when its normalised name equals
-/// one of the names, or starts with it followed by a space.
+/// one of the names, or starts with it followed by a space; the longest
+/// match wins.
 pub const SYNONYMS: &[(&[&str], &str)] = &[
     (
         &[
@@ -77,6 +78,8 @@ pub const SYNONYMS: &[(&[&str], &str)] = &[
             "oom_kill",
             "memcg oom kills",
             "oom killed",
+            "runs with a memcg oom kill",
+            "runs with an oom kill",
         ],
         "oom_kills",
     ),
@@ -174,15 +177,16 @@ fn normalise(name: &str) -> String {
     out.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// The metric a claim row speaks of, if mmci measures it.
+/// The metric a claim row speaks of, if mmci measures it: the longest
+/// name that matches wins (`pswpout per 1,000 touches` is not `pswpout`).
 pub fn metric_for(row: &str) -> Option<&'static str> {
     let n = normalise(row);
-    SYNONYMS.iter().find_map(|(names, metric)| {
-        names
-            .iter()
-            .any(|s| n == *s || n.starts_with(&format!("{s} ")))
-            .then_some(*metric)
-    })
+    SYNONYMS
+        .iter()
+        .flat_map(|(names, metric)| names.iter().map(move |s| (*s, *metric)))
+        .filter(|(s, _)| n == *s || n.starts_with(&format!("{s} ")))
+        .max_by_key(|(s, _)| s.len())
+        .map(|(_, metric)| metric)
 }
 
 /// Whether a set-up's text describes a cell: every `N threads`, `N MB
