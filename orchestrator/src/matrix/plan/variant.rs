@@ -464,6 +464,20 @@ mod tests {
             let back: Variant = serde_json::from_str(j).unwrap();
             assert_eq!(&back, v, "{j}");
         }
+        // A GitHub token is never written, by a variant or a spec.
+        let with_token = Variant {
+            name: "g".into(),
+            series: Some(SeriesSpec::GitHub {
+                api: crate::series::fetch::GITHUB_API.into(),
+                repo: "o/r".into(),
+                number: 5,
+                token: Some("t0ken".into()),
+            }),
+            ..Variant::base()
+        };
+        assert_eq!(serde_json::to_string(&with_token).unwrap(), json[3]);
+        let spec = serde_json::to_string(&with_token.series).unwrap();
+        assert!(!spec.contains("t0ken"), "{spec}");
         // The mbox's content, not its path, goes into the fingerprint.
         assert_eq!(plan.fingerprint(), "051760f8b4361cbe");
         let one = |name: &str| {
