@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use mmci::host::process::GroupChild;
-use mmci::series::{self, fetch::Fetcher, SeriesSource};
+use mmci::series::{self, fetch::Fetcher, SeriesSpec};
 use tokio::process::Command;
 
 mod lore_corpus {
@@ -176,7 +176,7 @@ async fn lore_threads_and_atom_feed_from_a_real_public_inbox() {
 
     // --lore: the thread as public-inbox serves it, assembled.
     let s = series::load(
-        &SeriesSource::Lore {
+        &SeriesSpec::Lore {
             message_id: NUMA_ROOT.into(),
             base_url: pi.base.clone(),
         },
@@ -187,7 +187,7 @@ async fn lore_threads_and_atom_feed_from_a_real_public_inbox() {
     .unwrap();
     assert_eq!(s.assembly, "v5 = v2 1/4 + v2 2/4 + v2 3/4 + v5 4/4");
     let kmem = series::load(
-        &SeriesSource::Lore {
+        &SeriesSpec::Lore {
             message_id: KMEM_ROOT.into(),
             base_url: pi.base.clone(),
         },

@@ -237,7 +237,7 @@ async fn gzipped_files_load_as_their_mbox() {
     for row in rows() {
         let path = corpus_dir().join(&row.file);
         let name = path.display().to_string();
-        let got = series::load(&series::SeriesSource::Mbox(path), &fetcher, store.path())
+        let got = series::load(&series::SeriesSpec::Mbox(path), &fetcher, store.path())
             .await
             .map(|s| shape(&s))
             .map_err(|e| e.to_string());

@@ -221,7 +221,7 @@ async fn new_build_warnings_of_a_series_are_reported_against_the_base() {
                 Variant::base(),
                 Variant {
                     name: "warns".into(),
-                    series: Some(series.clone()),
+                    series: Some(mmci::series::SeriesSpec::from_path(&series)),
                     ..Variant::base()
                 },
             ]),

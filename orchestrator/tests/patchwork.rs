@@ -514,7 +514,7 @@ async fn a_series_is_read_from_patchwork_with_its_patch_ids() {
     let (server, fake) = patchwork().await;
     fake.0.lock().unwrap().series.push(pw_series(7, "", None));
     let store = work();
-    let source = mmci::series::SeriesSource::Patchwork {
+    let source = mmci::series::SeriesSpec::Patchwork {
         url: server.uri(),
         series: 7,
     };
@@ -674,7 +674,7 @@ fn matrix_kernel_variants_take_a_patchwork_series() {
     );
     assert_eq!(
         sources["pw"].series,
-        Some(mmci::series::SeriesSource::Patchwork {
+        Some(mmci::series::SeriesSpec::Patchwork {
             url: "https://patchwork.kernel.org".into(),
             series: 901234
         })

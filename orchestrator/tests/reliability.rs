@@ -16,7 +16,7 @@ use mmci::arch::Arch;
 use mmci::host::paths::WorkDir;
 use mmci::kernel::build;
 use mmci::kernel::{self, KernelSource};
-use mmci::series::SeriesSource;
+use mmci::series::SeriesSpec;
 
 mod common;
 
@@ -510,9 +510,7 @@ async fn a_series_cannot_tamper_with_the_baseline_objects() {
     let first_sha = sha256(&first.image);
 
     let hostile = KernelSource {
-        series: Some(SeriesSource::Mbox(
-            tampering_series(tmp.path(), &work).await,
-        )),
+        series: Some(SeriesSpec::Mbox(tampering_series(tmp.path(), &work).await)),
         ..trusted.clone()
     };
     let candidate = kernel::prepare(&hostile, Arch::X86_64, &work)

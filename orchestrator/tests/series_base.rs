@@ -468,7 +468,7 @@ async fn prerequisites_are_found_by_patch_id_and_applied_first() {
     }
     std::fs::write(&together, &bytes).unwrap();
     let s = series::load_with(
-        &series::SeriesSource::Mbox(together.clone()),
+        &series::SeriesSpec::Mbox(together.clone()),
         &Default::default(),
         &Default::default(),
         &tmp.path().join("store"),
@@ -495,7 +495,7 @@ async fn prerequisites_are_found_by_patch_id_and_applied_first() {
     // Without it, the series does not apply on the base, and the refusal
     // names the missing prerequisite.
     let alone = series::load_with(
-        &series::SeriesSource::PatchDir(out.clone()),
+        &series::SeriesSpec::PatchDir(out.clone()),
         &Default::default(),
         &Default::default(),
         &tmp.path().join("store"),

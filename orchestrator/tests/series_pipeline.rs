@@ -14,7 +14,7 @@ use mmci::kernel::build::{self, BuildError, BuildRequest};
 use mmci::kernel::tree;
 use mmci::kernel::{self, KernelSource};
 use mmci::series::fetch::{FetchError, Fetcher};
-use mmci::series::{self, SeriesError, SeriesSource};
+use mmci::series::{self, SeriesError, SeriesSpec};
 
 use common::http::{self, no_query};
 use wiremock::matchers::{method, path};
@@ -96,7 +96,7 @@ fn store() -> tempfile::TempDir {
 #[tokio::test]
 async fn lore_thread_latest_revision_applies_builds_and_caches() {
     let server = lore(two_revision_thread().as_bytes()).await;
-    let source = SeriesSource::Lore {
+    let source = SeriesSpec::Lore {
         message_id: "cover.1796033954.git.mmci-dev@example.org".into(),
         base_url: server.uri(),
     };
@@ -190,7 +190,7 @@ async fn series_that_does_not_apply_names_patch_and_file() {
     let tmp = tempfile::tempdir().unwrap();
     let mbox = tmp.path().join("broken.mbox");
     std::fs::write(&mbox, broken_series_mbox()).unwrap();
-    let series = series::load(&SeriesSource::Mbox(mbox), &quick_fetcher(), tmp.path())
+    let series = series::load(&SeriesSpec::Mbox(mbox), &quick_fetcher(), tmp.path())
         .await
         .unwrap();
     let work = common::work_dir();
@@ -248,7 +248,7 @@ async fn thread_with_a_missing_patch_is_refused() {
     ]
     .concat();
     let server = lore(thread.as_bytes()).await;
-    let source = SeriesSource::Lore {
+    let source = SeriesSpec::Lore {
         message_id: "x@example.org".into(),
         base_url: server.uri(),
     };
@@ -265,7 +265,7 @@ async fn thread_with_a_missing_patch_is_refused() {
 async fn a_message_that_is_not_a_patch_is_refused() {
     let thread = "From x Mon Sep 17 00:00:00 2001\nFrom: A <a@example.org>\nSubject: Re: [PATCH] mm: something\nMessage-ID: <r@example.org>\n\nLooks fine to me.\n";
     let server = lore(thread.as_bytes()).await;
-    let source = SeriesSource::Lore {
+    let source = SeriesSpec::Lore {
         message_id: "r@example.org".into(),
         base_url: server.uri(),
     };
@@ -283,7 +283,7 @@ async fn unreachable_lore_is_retried_then_reported_and_nothing_is_kept() {
         .local_addr()
         .unwrap()
         .port();
-    let source = SeriesSource::Lore {
+    let source = SeriesSpec::Lore {
         message_id: "x@example.org".into(),
         base_url: format!("http://127.0.0.1:{port}"),
     };
@@ -327,7 +327,7 @@ async fn server_errors_are_retried() {
         .expect(1)
         .mount(&server)
         .await;
-    let source = SeriesSource::Lore {
+    let source = SeriesSpec::Lore {
         message_id: "x@example.org".into(),
         base_url: server.uri(),
     };
@@ -348,7 +348,7 @@ async fn corrupt_gzip_is_an_error() {
         .respond_with(ResponseTemplate::new(200).set_body_bytes("this is not gzip"))
         .mount(&server)
         .await;
-    let source = SeriesSource::Lore {
+    let source = SeriesSpec::Lore {
         message_id: "x@example.org".into(),
         base_url: server.uri(),
     };
@@ -379,7 +379,7 @@ async fn pull_request() -> MockServer {
 #[tokio::test]
 async fn github_pull_request_patches() {
     let server = pull_request().await;
-    let source = SeriesSource::GitHub {
+    let source = SeriesSpec::GitHub {
         api: format!("{}/api/v3", server.uri()),
         repo: "mmci/linux".into(),
         number: 5,
@@ -412,7 +412,7 @@ async fn a_series_is_fetched_once_for_its_base_and_its_build() {
         .mount(&server)
         .await;
     let patched = KernelSource {
-        series: Some(SeriesSource::Lore {
+        series: Some(SeriesSpec::Lore {
             message_id: "cover.1796033954.git.mmci-dev@example.org".into(),
             base_url: server.uri(),
         }),
@@ -470,7 +470,7 @@ async fn run_binary_with(
 async fn bundled_series_hash() -> String {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
-    series::load(&SeriesSource::Mbox(path), &quick_fetcher(), store().path())
+    series::load(&SeriesSpec::Mbox(path), &quick_fetcher(), store().path())
         .await
         .unwrap()
         .hash

@@ -43,7 +43,10 @@ pub fn synthetic(runs: usize) -> (Manifest, BTreeMap<String, RunResult>, Vec<Run
             Variant::base(),
             Variant {
                 name: "patched".into(),
-                lore: Some("<synthetic@mmci>".into()),
+                series: Some(crate::series::SeriesSpec::Lore {
+                    message_id: "<synthetic@mmci>".into(),
+                    base_url: crate::series::fetch::LORE_URL.into(),
+                }),
                 ..Variant::base()
             },
         ]),

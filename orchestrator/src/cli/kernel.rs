@@ -1,17 +1,18 @@
 //! The kernel and series options shared by `run`, `kernel build` and
 //! `bench boot` ([`KernelArgs`], into a [`KernelSource`] and its
-//! [`SeriesSource`]), and the commands on kernels and series alone:
+//! [`SeriesSpec`]), and the commands on kernels and series alone:
 //! `kernel build` and `series show`.
 
 use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use super::series_args::SeriesArgs;
 use crate::arch::Arch;
 use crate::error::{exit, AppError};
 use crate::host::paths::WorkDir;
 use crate::kernel::{self, Flavour, KernelSource};
-use crate::series::{fetch, SeriesSource};
+use crate::series::{fetch, SeriesSpec};
 
 #[derive(clap::Args, Clone)]
 pub struct KernelArgs {
@@ -40,27 +41,10 @@ pub struct KernelArgs {
     /// (cover letter and revisions allowed) or a directory of format-patch files.
     #[arg(long, conflicts_with_all = ["lore", "github_pr", "pw_series"])]
     pub series: Option<PathBuf>,
-    /// Patch series from a lore thread: a message-id (or lore URL) of any mail in it.
-    #[arg(long, value_name = "MESSAGE-ID", conflicts_with_all = ["github_pr", "pw_series"])]
-    pub lore: Option<String>,
-    /// public-inbox server for --lore.
-    #[arg(long, default_value = crate::series::fetch::LORE_URL)]
-    pub lore_url: String,
-    /// Patch series from a GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
-    #[arg(long, value_name = "OWNER/REPO#N", conflicts_with = "pw_series")]
-    pub github_pr: Option<String>,
-    /// Patchwork instance of --pw-series (e.g. https://patchwork.kernel.org).
-    #[arg(long, value_name = "URL", requires = "pw_series")]
-    pub patchwork: Option<String>,
-    /// Patch series from patchwork: the series id (its REST API 1.3 series and mbox).
-    #[arg(long, value_name = "ID", requires = "patchwork")]
-    pub pw_series: Option<u64>,
-    /// GitHub API base URL for --github-pr (GitHub Enterprise: https://HOST/api/v3).
-    #[arg(long, default_value = crate::series::fetch::GITHUB_API)]
-    pub github_api: String,
-    /// Revision N of the series instead of the newest complete one.
-    #[arg(long, value_name = "N")]
-    pub revision: Option<u32>,
+    /// The series from elsewhere (`--lore`, `--github-pr`, `--pw-series`)
+    /// and `--revision`.
+    #[command(flatten)]
+    pub series_from: SeriesArgs,
     /// Further bases to try, in order, when the series has no base-commit:
     /// in the tree and does not apply on --ref (repeatable): a ref of the
     /// tree, or another tree as URL#REF (e.g. a mainline mirror).
@@ -81,7 +65,7 @@ pub struct KernelArgs {
 impl KernelArgs {
     /// The series named by `--series`, `--lore`, `--github-pr` or
     /// `--pw-series`, checked; `None` without one.
-    pub fn series(&self) -> Result<Option<SeriesSource>, AppError> {
+    pub fn series(&self) -> Result<Option<SeriesSpec>, AppError> {
         self.series_with(&super::env_var)
     }
 
@@ -89,48 +73,8 @@ impl KernelArgs {
     fn series_with(
         &self,
         env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Option<SeriesSource>, AppError> {
-        let bad = |option: &str, value: &str, why: &str| {
-            AppError::BadOption(format!("{option} {value}: {why}"))
-        };
-        if let Some(path) = &self.series {
-            if !path.exists() {
-                return Err(bad(
-                    "--series",
-                    &path.display().to_string(),
-                    "no such file or directory",
-                ));
-            }
-            return Ok(Some(SeriesSource::from_path(path)));
-        }
-        if let Some(given) = &self.lore {
-            fetch::check_base_url("--lore-url", &self.lore_url)
-                .map_err(|e| AppError::BadOption(e.to_string()))?;
-            let message_id = fetch::normalize_message_id(given)
-                .map_err(|e| bad("--lore", given, &e.to_string()))?;
-            return Ok(Some(SeriesSource::Lore {
-                message_id,
-                base_url: self.lore_url.clone(),
-            }));
-        }
-        if let Some(given) = &self.github_pr {
-            fetch::check_base_url("--github-api", &self.github_api)
-                .map_err(|e| AppError::BadOption(e.to_string()))?;
-            let (repo, number) = fetch::parse_pull_request(given)
-                .ok_or_else(|| bad("--github-pr", given, "expected OWNER/REPO#NUMBER"))?;
-            return Ok(Some(SeriesSource::GitHub {
-                api: self.github_api.clone(),
-                repo,
-                number,
-                token: env("GITHUB_TOKEN"),
-            }));
-        }
-        if let (Some(url), Some(series)) = (&self.patchwork, self.pw_series) {
-            let url = crate::series::patchwork::check_url("--patchwork", url)
-                .map_err(|e| AppError::BadOption(e.to_string()))?;
-            return Ok(Some(SeriesSource::Patchwork { url, series }));
-        }
-        Ok(None)
+    ) -> Result<Option<SeriesSpec>, AppError> {
+        self.series_from.spec(self.series.as_deref(), env)
     }
 
     /// The kernel these options name, with its series.
@@ -149,7 +93,7 @@ impl KernelArgs {
         };
         s.fragments = self.config_fragments.clone();
         s.series = self.series()?;
-        s.series_revision = self.revision;
+        s.series_revision = self.series_from.revision;
         for e in &self.base_cascade {
             crate::kernel::tree::CascadeEntry::parse(e)
                 .map_err(|err| AppError::BadOption(format!("--base-cascade: {err}")))?;
@@ -191,31 +135,10 @@ pub struct SeriesShowArgs {
     /// An mbox file or a directory of format-patch files.
     #[arg(conflicts_with_all = ["lore", "github_pr", "pw_series"], required_unless_present_any = ["lore", "github_pr", "pw_series"])]
     pub source: Option<PathBuf>,
-    /// A lore thread: a message-id (or lore URL) of any mail in it.
-    #[arg(long, value_name = "MESSAGE-ID", conflicts_with_all = ["github_pr", "pw_series"])]
-    pub lore: Option<String>,
-    /// public-inbox server for --lore.
-    #[arg(long, default_value = crate::series::fetch::LORE_URL)]
-    pub lore_url: String,
-    /// A GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
-    #[arg(long, value_name = "OWNER/REPO#N")]
-    pub github_pr: Option<String>,
-    #[arg(long, default_value = crate::series::fetch::GITHUB_API)]
-    pub github_api: String,
-    /// Patchwork instance of --pw-series (e.g. https://patchwork.kernel.org).
-    #[arg(long, value_name = "URL", requires = "pw_series")]
-    pub patchwork: Option<String>,
-    /// A series on patchwork: its id (REST API 1.3 series and mbox).
-    #[arg(
-        long,
-        value_name = "ID",
-        requires = "patchwork",
-        conflicts_with = "github_pr"
-    )]
-    pub pw_series: Option<u64>,
-    /// Revision N instead of the newest complete one.
-    #[arg(long, value_name = "N")]
-    pub revision: Option<u32>,
+    /// The series from elsewhere (`--lore`, `--github-pr`, `--pw-series`)
+    /// and `--revision`.
+    #[command(flatten)]
+    pub series_from: SeriesArgs,
     /// Choose the base in this tree (a git URL, mirrored in the work dir):
     /// base-commit when it has it, else --ref, then each --base-cascade
     /// entry (a ref of the tree, or another tree as URL#REF).
@@ -253,13 +176,7 @@ async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError
         config_fragments: vec![],
         jobs: None,
         series: a.source.clone(),
-        lore: a.lore.clone(),
-        lore_url: a.lore_url.clone(),
-        github_pr: a.github_pr.clone(),
-        github_api: a.github_api.clone(),
-        patchwork: a.patchwork.clone(),
-        pw_series: a.pw_series,
-        revision: a.revision,
+        series_from: a.series_from.clone(),
         base_cascade: a.base_cascade.clone(),
         prerequisites: a.prerequisites.clone(),
         unsandboxed_builds: false,
@@ -278,7 +195,7 @@ async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError
     let mut series = crate::series::load_with(
         &source,
         &crate::series::LoadOptions {
-            revision: a.revision,
+            revision: a.series_from.revision,
             prerequisites: a.prerequisites.clone(),
         },
         &fetch::Fetcher::default(),
@@ -340,11 +257,11 @@ mod tests {
     }
 
     /// Options, and the source or the error they give.
-    type Case<'a> = (&'a [&'a str], Result<Option<SeriesSource>, &'a str>);
+    type Case<'a> = (&'a [&'a str], Result<Option<SeriesSpec>, &'a str>);
 
     #[test]
     fn series_options_become_a_checked_source() {
-        let lore = |id: &str| SeriesSource::Lore {
+        let lore = |id: &str| SeriesSpec::Lore {
             message_id: id.into(),
             base_url: fetch::LORE_URL.into(),
         };
@@ -368,7 +285,7 @@ mod tests {
             ),
             (
                 &["--github-pr", "o/r#5"],
-                Ok(Some(SeriesSource::GitHub {
+                Ok(Some(SeriesSpec::GitHub {
                     api: fetch::GITHUB_API.into(),
                     repo: "o/r".into(),
                     number: 5,
@@ -381,7 +298,7 @@ mod tests {
             ),
             (
                 &["--patchwork", "https://pw.example/", "--pw-series", "7"],
-                Ok(Some(SeriesSource::Patchwork {
+                Ok(Some(SeriesSpec::Patchwork {
                     url: "https://pw.example".into(),
                     series: 7,
                 })),

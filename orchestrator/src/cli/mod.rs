@@ -19,6 +19,7 @@ pub mod machine;
 pub mod post;
 pub mod results;
 pub mod run;
+pub mod series_args;
 pub mod watch;
 
 use std::path::PathBuf;

@@ -13,7 +13,7 @@ use clap::Subcommand;
 use super::results::AnalysisArgs;
 use super::{env_var, nonempty, rate_limits};
 use crate::error::{exit, AppError};
-use crate::series::{fetch, SeriesSource};
+use crate::series::{fetch, SeriesSpec};
 
 #[derive(Subcommand)]
 pub enum PostCommand {
@@ -373,7 +373,7 @@ pub async fn email_post(
             let store = tempfile::tempdir()
                 .map_err(|e| AppError::BadOption(format!("cannot create a temporary dir: {e}")))?;
             crate::series::load(
-                &SeriesSource::from_path(path),
+                &SeriesSpec::from_path(path),
                 &fetch::Fetcher::default(),
                 store.path(),
             )

@@ -15,7 +15,7 @@ use crate::host::paths::WorkDir;
 use crate::matrix::{Overrides, Shard, Variant};
 use crate::run::accel::AccelRequest;
 use crate::run::request::{self, Endpoints, RunRequest};
-use crate::series::SeriesSource;
+use crate::series::SeriesSpec;
 
 #[derive(clap::Args)]
 pub struct RunArgs {
@@ -105,7 +105,7 @@ pub fn machine_sets(a: &RunArgs) -> Vec<String> {
 /// the matrix's.
 pub fn command_line_variants(
     image: Option<&Path>,
-    series: Option<&SeriesSource>,
+    series: Option<&SeriesSpec>,
 ) -> Option<Vec<Variant>> {
     if let Some(image) = image {
         return Some(vec![Variant {
@@ -119,29 +119,22 @@ pub fn command_line_variants(
         Variant::base(),
         Variant {
             name: "patched".into(),
-            series: match s {
-                SeriesSource::Mbox(p) | SeriesSource::PatchDir(p) => {
-                    Some(p.canonicalize().unwrap_or_else(|_| p.clone()))
+            // A path as an absolute one, so reports say which file it was.
+            series: Some(match s {
+                SeriesSpec::Mbox(p) | SeriesSpec::PatchDir(p) => {
+                    SeriesSpec::from_path(&p.canonicalize().unwrap_or_else(|_| p.clone()))
                 }
-                _ => None,
-            },
-            lore: match s {
-                SeriesSource::Lore { message_id, .. } => Some(message_id.clone()),
-                _ => None,
-            },
-            github_pr: match s {
-                SeriesSource::GitHub { repo, number, .. } => Some(format!("{repo}#{number}")),
-                _ => None,
-            },
-            patchwork: match s {
-                SeriesSource::Patchwork { url, series } => {
-                    Some(crate::series::patchwork::SeriesRef {
-                        url: url.clone(),
-                        series: *series,
-                    })
-                }
-                _ => None,
-            },
+                // The token stays with the kernel's source, out of the plan.
+                SeriesSpec::GitHub {
+                    api, repo, number, ..
+                } => SeriesSpec::GitHub {
+                    api: api.clone(),
+                    repo: repo.clone(),
+                    number: *number,
+                    token: None,
+                },
+                _ => s.clone(),
+            }),
             from_command_line: true,
             ..Variant::base()
         },
@@ -176,8 +169,8 @@ pub fn run_request(a: RunArgs) -> Result<RunRequest, AppError> {
             repeats: a.repeats,
         },
         endpoints: Endpoints {
-            lore_url: a.kernel.lore_url.clone(),
-            github_api: a.kernel.github_api.clone(),
+            lore_url: a.kernel.series_from.lore_url.clone(),
+            github_api: a.kernel.series_from.github_api.clone(),
             ..Default::default()
         },
         base,
@@ -309,7 +302,7 @@ mod tests {
     /// `--kernel`, the series, and the variants they give.
     type Case<'a> = (
         Option<&'a Path>,
-        Option<&'a SeriesSource>,
+        Option<&'a SeriesSpec>,
         Option<Vec<Variant>>,
     );
 
@@ -324,21 +317,21 @@ mod tests {
             f(&mut v);
             Some(vec![Variant::base(), v])
         };
-        let lore = SeriesSource::Lore {
+        let lore = SeriesSpec::Lore {
             message_id: "a@b".into(),
             base_url: "https://lore.example".into(),
         };
-        let pr = SeriesSource::GitHub {
+        let pr = SeriesSpec::GitHub {
             api: "https://api.example".into(),
             repo: "o/r".into(),
             number: 5,
             token: Some("secret".into()),
         };
-        let pw = SeriesSource::Patchwork {
+        let pw = SeriesSpec::Patchwork {
             url: "https://pw.example".into(),
             series: 7,
         };
-        let mbox = SeriesSource::Mbox("/nonexistent/s.mbox".into());
+        let mbox = SeriesSpec::Mbox("/nonexistent/s.mbox".into());
         let image = Path::new("/boot/bzImage");
         let cases: Vec<Case> = vec![
             (None, None, None),
@@ -351,27 +344,29 @@ mod tests {
                     ..Variant::base()
                 }]),
             ),
-            (None, Some(&lore), patched(&|v| v.lore = Some("a@b".into()))),
+            (
+                None,
+                Some(&lore),
+                patched(&|v| v.series = Some(lore.clone())),
+            ),
             (
                 None,
                 Some(&pr),
-                patched(&|v| v.github_pr = Some("o/r#5".into())),
-            ),
-            (
-                None,
-                Some(&pw),
                 patched(&|v| {
-                    v.patchwork = Some(crate::series::patchwork::SeriesRef {
-                        url: "https://pw.example".into(),
-                        series: 7,
+                    v.series = Some(SeriesSpec::GitHub {
+                        api: "https://api.example".into(),
+                        repo: "o/r".into(),
+                        number: 5,
+                        token: None,
                     })
                 }),
             ),
+            (None, Some(&pw), patched(&|v| v.series = Some(pw.clone()))),
             // A path that cannot be made absolute stays as given.
             (
                 None,
                 Some(&mbox),
-                patched(&|v| v.series = Some("/nonexistent/s.mbox".into())),
+                patched(&|v| v.series = Some(mbox.clone())),
             ),
         ];
         for (image, series, want) in cases {
@@ -410,7 +405,7 @@ mod tests {
         assert_eq!(r.endpoints.lore_url, "http://127.0.0.1:9");
         assert!(matches!(
             r.base.series,
-            Some(SeriesSource::Lore { ref message_id, .. }) if message_id == "a@b.example"
+            Some(SeriesSpec::Lore { ref message_id, .. }) if message_id == "a@b.example"
         ));
         let names: Vec<String> = r
             .overrides

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use crate::arch::Arch;
 use crate::host::paths::WorkDir;
-use crate::series::{self, SeriesError, SeriesSource};
+use crate::series::{self, SeriesError, SeriesSpec};
 use build::{BuildError, BuildRequest, Fragment};
 pub use flavour::Flavour;
 use serde::{Deserialize, Serialize};
@@ -92,7 +92,7 @@ pub struct KernelSource {
     /// Fragments merged after those (the bundled or the given ones).
     pub flavour: Flavour,
     /// A patch series to apply on the tree before building.
-    pub series: Option<SeriesSource>,
+    pub series: Option<SeriesSpec>,
     /// `--revision N`: this revision of the series instead of the newest.
     pub series_revision: Option<u32>,
     /// `--prerequisites MBOX`: where the patches the series'

@@ -300,20 +300,19 @@ pub fn reproduce_command(plan: &Plan, cell: &Cell, shard_of: &BTreeMap<String, u
             cmd.push(format!("--shard {index}/{n}"));
         }
     }
-    if let Some(v) = plan.variants.iter().find(|v| v.from_command_line) {
-        if let Some(s) = &v.series {
-            cmd.push(format!("--series {}", shell_word(&s.to_string_lossy())));
-        } else if let Some(l) = &v.lore {
-            cmd.push(format!("--lore {}", shell_word(l)));
-        } else if let Some(pr) = &v.github_pr {
-            cmd.push(format!("--github-pr {}", shell_word(pr)));
-        } else if let Some(pw) = &v.patchwork {
-            cmd.push(format!(
-                "--patchwork {} --pw-series {}",
-                shell_word(&pw.url),
-                pw.series
-            ));
-        }
+    if let Some(s) = plan
+        .variants
+        .iter()
+        .find(|v| v.from_command_line)
+        .and_then(|v| v.series.as_ref())
+    {
+        cmd.push(
+            s.options()
+                .iter()
+                .map(|(o, v)| format!("{o} {}", shell_word(v)))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
     }
     cmd.push(format!("--repeats {}", plan.repeats));
     cmd.join(" ")

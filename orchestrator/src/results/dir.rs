@@ -515,7 +515,10 @@ mod tests {
         .unwrap();
         p.variants.push(Variant {
             name: "patched".into(),
-            lore: Some("<x@y>".into()),
+            series: Some(crate::series::SeriesSpec::Lore {
+                message_id: "<x@y>".into(),
+                base_url: crate::series::fetch::LORE_URL.into(),
+            }),
             ..Variant::base()
         });
         p

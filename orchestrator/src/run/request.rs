@@ -14,7 +14,7 @@ use crate::matrix::schedule::Capacity;
 use crate::matrix::{MatrixError, Overrides, Plan, Shard};
 use crate::run::accel::AccelRequest;
 use crate::run::executor::MatrixOptions;
-use crate::series::SeriesSource;
+use crate::series::SeriesSpec;
 
 /// What `mmci run` was asked to do.
 #[derive(Clone, Debug)]
@@ -135,7 +135,7 @@ pub fn variant_sources(
     plan: &Plan,
     base: &KernelSource,
     endpoints: &Endpoints,
-    cli_series: Option<&SeriesSource>,
+    cli_series: Option<&SeriesSpec>,
 ) -> BTreeMap<String, KernelSource> {
     plan.variants
         .iter()
@@ -157,33 +157,13 @@ pub fn variant_sources(
                     }),
                 );
             }
-            if let Some(p) = &v.series {
-                s.series = Some(SeriesSource::from_path(p));
-            }
-            if let Some(id) = &v.lore {
-                s.series = Some(SeriesSource::Lore {
-                    message_id: id.clone(),
-                    base_url: endpoints.lore_url.clone(),
-                });
-            }
-            if let Some((repo, number)) = v
-                .github_pr
-                .as_deref()
-                .and_then(crate::series::fetch::parse_pull_request)
-            {
-                s.series = Some(SeriesSource::GitHub {
-                    api: endpoints.github_api.clone(),
-                    repo,
-                    number,
-                    token: endpoints.github_token.clone(),
-                });
-            }
-            if let Some(pw) = &v.patchwork {
-                s.series = Some(SeriesSource::Patchwork {
-                    url: pw.url.clone(),
-                    series: pw.series,
-                });
-            }
+            s.series = v.series.as_ref().map(|spec| {
+                spec.with_endpoints(
+                    &endpoints.lore_url,
+                    &endpoints.github_api,
+                    endpoints.github_token.as_deref(),
+                )
+            });
             // `--revision` belongs to the command line's series; a matrix
             // kernel's series has its own `revision:`.
             s.series_revision = v.revision;
@@ -234,7 +214,7 @@ mod tests {
     fn each_variant_keeps_its_own_revision() {
         let series = |name: &str, revision| Variant {
             name: name.into(),
-            series: Some("t.mbox".into()),
+            series: Some(SeriesSpec::Mbox("t.mbox".into())),
             revision,
             ..Variant::base()
         };
@@ -254,7 +234,7 @@ mod tests {
             series_revision: Some(3),
             ..KernelSource::bundled()
         };
-        let cli_series = SeriesSource::from_path(std::path::Path::new("cli.mbox"));
+        let cli_series = SeriesSpec::from_path(std::path::Path::new("cli.mbox"));
         let sources = variant_sources(&plan, &base, &Endpoints::default(), Some(&cli_series));
         let revisions: Vec<(&str, Option<u32>)> = ["base", "v1", "v2", "patched"]
             .iter()

@@ -41,9 +41,14 @@ pub fn read_mbox_file(path: &Path, source_name: &str) -> Result<Vec<u8>, SeriesE
     Ok(bytes)
 }
 
-/// Where a series comes from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SeriesSource {
+/// Where a series comes from: what `--series`, `--lore`, `--github-pr`
+/// and `--patchwork`/`--pw-series` name on the command line (the cli's
+/// `SeriesArgs`), and a matrix kernel's `series:`, `lore:`, `github_pr:` or
+/// `patchwork:` (a plan's `Variant`, whose manifest form keeps those keys).
+/// The GitHub token is never serialized.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum SeriesSpec {
     Mbox(PathBuf),
     /// A directory of `git format-patch` files (*.patch, in name order).
     PatchDir(PathBuf),
@@ -57,6 +62,7 @@ pub enum SeriesSource {
         api: String,
         repo: String,
         number: u64,
+        #[serde(skip)]
         token: Option<String>,
     },
     /// A series on a patchwork instance, by its id (REST API 1.3).
@@ -66,22 +72,72 @@ pub enum SeriesSource {
     },
 }
 
-impl SeriesSource {
+impl SeriesSpec {
     /// A path: a directory is a format-patch directory, a file an mbox.
-    pub fn from_path(path: &Path) -> SeriesSource {
+    pub fn from_path(path: &Path) -> SeriesSpec {
         if path.is_dir() {
-            SeriesSource::PatchDir(path.to_path_buf())
+            SeriesSpec::PatchDir(path.to_path_buf())
         } else {
-            SeriesSource::Mbox(path.to_path_buf())
+            SeriesSpec::Mbox(path.to_path_buf())
+        }
+    }
+
+    /// A pull request's OWNER/REPO#N as `--github-pr` and `github_pr:`
+    /// spell it.
+    pub fn pull_request(repo: &str, number: u64) -> String {
+        format!("{repo}#{number}")
+    }
+
+    /// This source fetched from these servers: a lore thread from
+    /// `lore_url`, a pull request through `github_api` with `token`; a path
+    /// is a directory or a file as it is now.
+    pub fn with_endpoints(
+        &self,
+        lore_url: &str,
+        github_api: &str,
+        github_token: Option<&str>,
+    ) -> SeriesSpec {
+        match self {
+            SeriesSpec::Mbox(p) | SeriesSpec::PatchDir(p) => SeriesSpec::from_path(p),
+            SeriesSpec::Lore { message_id, .. } => SeriesSpec::Lore {
+                message_id: message_id.clone(),
+                base_url: lore_url.to_string(),
+            },
+            SeriesSpec::GitHub { repo, number, .. } => SeriesSpec::GitHub {
+                api: github_api.to_string(),
+                repo: repo.clone(),
+                number: *number,
+                token: github_token.map(str::to_string),
+            },
+            SeriesSpec::Patchwork { .. } => self.clone(),
+        }
+    }
+
+    /// The command-line options that name this source, with their values:
+    /// `--series PATH`, `--lore ID`, `--github-pr OWNER/REPO#N` or
+    /// `--patchwork URL --pw-series ID` (the endpoints left out).
+    pub fn options(&self) -> Vec<(&'static str, String)> {
+        match self {
+            SeriesSpec::Mbox(p) | SeriesSpec::PatchDir(p) => {
+                vec![("--series", p.to_string_lossy().into_owned())]
+            }
+            SeriesSpec::Lore { message_id, .. } => vec![("--lore", message_id.clone())],
+            SeriesSpec::GitHub { repo, number, .. } => {
+                vec![("--github-pr", SeriesSpec::pull_request(repo, *number))]
+            }
+            SeriesSpec::Patchwork { url, series } => vec![
+                ("--patchwork", url.clone()),
+                ("--pw-series", series.to_string()),
+            ],
         }
     }
 
     pub fn name(&self) -> String {
         match self {
-            SeriesSource::Mbox(p) | SeriesSource::PatchDir(p) => p.display().to_string(),
-            SeriesSource::Lore { message_id, .. } => format!("<{message_id}>"),
-            SeriesSource::GitHub { repo, number, .. } => format!("{repo}#{number}"),
-            SeriesSource::Patchwork { url, series } => format!("patchwork series {series} ({url})"),
+            SeriesSpec::Mbox(p) | SeriesSpec::PatchDir(p) => p.display().to_string(),
+            SeriesSpec::Lore { message_id, .. } => format!("<{message_id}>"),
+            SeriesSpec::GitHub { repo, number, .. } => format!("{repo}#{number}"),
+            SeriesSpec::Patchwork { url, series } => format!("patchwork series {series} ({url})"),
         }
     }
 }
@@ -100,7 +156,7 @@ pub struct LoadOptions {
 /// threads are kept as `<store>/<name>.mbox` (written only once complete)
 /// for the record.
 pub async fn load(
-    source: &SeriesSource,
+    source: &SeriesSpec,
     fetcher: &fetch::Fetcher,
     store: &Path,
 ) -> Result<Series, SeriesError> {
@@ -110,7 +166,7 @@ pub async fn load(
 /// [`load`], with `--revision N` and `--prerequisites`. A lore thread's
 /// series is the one its requested message-id belongs to.
 pub async fn load_with(
-    source: &SeriesSource,
+    source: &SeriesSpec,
     options: &LoadOptions,
     fetcher: &fetch::Fetcher,
     store: &Path,
@@ -121,7 +177,7 @@ pub async fn load_with(
 /// [`load`], with where the series came from on patchwork (its patch ids)
 /// when that was the source.
 pub async fn load_source(
-    source: &SeriesSource,
+    source: &SeriesSpec,
     fetcher: &fetch::Fetcher,
     store: &Path,
 ) -> Result<(Series, Option<patchwork::Origin>), SeriesError> {
@@ -131,7 +187,7 @@ pub async fn load_source(
 /// [`load_with`] and [`load_source`] in one: `--revision N`,
 /// `--prerequisites`, and the patchwork origin when that was the source.
 pub async fn load_source_with(
-    source: &SeriesSource,
+    source: &SeriesSpec,
     options: &LoadOptions,
     fetcher: &fetch::Fetcher,
     store: &Path,
@@ -141,7 +197,7 @@ pub async fn load_source_with(
     let name = source.name();
     let sel = Selection {
         requested: match source {
-            SeriesSource::Lore { message_id, .. } => Some(message_id.clone()),
+            SeriesSpec::Lore { message_id, .. } => Some(message_id.clone()),
             _ => None,
         },
         revision,
@@ -157,8 +213,8 @@ pub async fn load_source_with(
     // One more than a thread may hold is enough to refuse it.
     let thread_mails = |b: &[u8]| mail::mails_from_mbox_at_most(b, thread::MAX_THREAD_MAILS + 1);
     let mails = match source {
-        SeriesSource::Mbox(path) => thread_mails(&read_mbox_file(path, &name)?),
-        SeriesSource::PatchDir(dir) => {
+        SeriesSpec::Mbox(path) => thread_mails(&read_mbox_file(path, &name)?),
+        SeriesSpec::PatchDir(dir) => {
             let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
                 .map_err(io)?
                 .filter_map(|e| e.ok().map(|e| e.path()))
@@ -185,7 +241,7 @@ pub async fn load_source_with(
             }
             mails
         }
-        SeriesSource::Lore {
+        SeriesSpec::Lore {
             message_id,
             base_url,
         } => {
@@ -196,7 +252,7 @@ pub async fn load_source_with(
             )?;
             thread_mails(&mbox)
         }
-        SeriesSource::GitHub {
+        SeriesSpec::GitHub {
             api,
             repo,
             number,
@@ -211,7 +267,7 @@ pub async fn load_source_with(
             )?;
             thread_mails(&mbox)
         }
-        SeriesSource::Patchwork { url, series } => {
+        SeriesSpec::Patchwork { url, series } => {
             let limits = patchwork::Limits {
                 attempts: fetcher.attempts,
                 backoff: fetcher.backoff,
@@ -255,7 +311,7 @@ mod tests {
             .build()
             .unwrap()
             .block_on(load(
-                &SeriesSource::Mbox(path),
+                &SeriesSpec::Mbox(path),
                 &fetch::Fetcher::default(),
                 store.path(),
             ))
@@ -306,7 +362,7 @@ mod tests {
 
     fn load_file(path: &Path, store: &Path) -> Result<Series, SeriesError> {
         block_on(load(
-            &SeriesSource::Mbox(path.to_path_buf()),
+            &SeriesSpec::Mbox(path.to_path_buf()),
             &fetch::Fetcher::default(),
             store,
         ))

@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use sha2::{Digest, Sha256};
 
 pub use load::{
-    load, load_source, load_source_with, load_with, read_mbox_file, LoadOptions, SeriesSource,
+    load, load_source, load_source_with, load_with, read_mbox_file, LoadOptions, SeriesSpec,
 };
 pub use mail::{mails_from_mbox, parse_mail, Mail};
 pub use revision::{LeftOut, Reason};

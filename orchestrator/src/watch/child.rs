@@ -3,16 +3,28 @@
 
 use std::path::Path;
 
+use crate::series::SeriesSpec;
+
 /// The `mmci run` command line for a series stored at `mbox`.
 pub fn run_command(mmci: &Path, mbox: &Path, results: &Path, args: &[String]) -> Vec<String> {
-    let mut cmd = vec![
-        mmci.display().to_string(),
-        "run".into(),
-        "--series".into(),
-        mbox.display().to_string(),
-        "--results".into(),
-        results.display().to_string(),
-    ];
+    run_command_for(mmci, &SeriesSpec::Mbox(mbox.to_path_buf()), results, args)
+}
+
+/// The `mmci run` command line for the series `spec` names: its options
+/// ([`SeriesSpec::options`]), `--results`, then `args`.
+pub fn run_command_for(
+    mmci: &Path,
+    spec: &SeriesSpec,
+    results: &Path,
+    args: &[String],
+) -> Vec<String> {
+    let mut cmd = vec![mmci.display().to_string(), "run".into()];
+    for (option, value) in spec.options() {
+        cmd.push(option.into());
+        cmd.push(value);
+    }
+    cmd.push("--results".into());
+    cmd.push(results.display().to_string());
     cmd.extend(args.iter().cloned());
     cmd
 }

@@ -120,18 +120,11 @@ pub fn run_command(
     results: &Path,
     args: &[String],
 ) -> Vec<String> {
-    let mut cmd = vec![
-        mmci.display().to_string(),
-        "run".into(),
-        "--patchwork".into(),
-        src.url.clone(),
-        "--pw-series".into(),
-        series.to_string(),
-        "--results".into(),
-        results.display().to_string(),
-    ];
-    cmd.extend(args.iter().cloned());
-    cmd
+    let spec = crate::series::SeriesSpec::Patchwork {
+        url: src.url.clone(),
+        series,
+    };
+    super::child::run_command_for(mmci, &spec, results, args)
 }
 
 fn remote(e: PatchworkError) -> WatchError {

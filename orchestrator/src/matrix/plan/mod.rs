@@ -396,6 +396,9 @@ impl Plan {
         let canonical = serde_json::json!({
             "cells": self.cells.iter().map(|c| &c.id).collect::<Vec<_>>(),
             "variants": self.variants.iter().map(|v| {
+                // The manifest's form: fingerprints stay what they were
+                // before the series sources were one type.
+                let v = VariantRepr::from(v.clone());
                 let mut j = serde_json::json!({
                     "name": v.name,
                     "series": v.series.as_ref().map(|p| file_digest(p)),

@@ -309,8 +309,10 @@ mod tests {
         }
         let ok = matrix("scripts:\n  r:\n    image: ../images/tools\n    command: [x]\naxes:\n  script: [r]\nkernels:\n  - name: base\n  - name: p\n    series: ../kernels/series/s.mbox\n").unwrap();
         assert_eq!(
-            ok.variants[1].series.as_deref(),
-            Some(t.join("repo/kernels/series/s.mbox").as_path())
+            ok.variants[1].series,
+            Some(crate::series::SeriesSpec::from_path(
+                &t.join("repo/kernels/series/s.mbox")
+            ))
         );
     }
 }

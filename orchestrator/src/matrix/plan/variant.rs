@@ -3,36 +3,61 @@
 //! serialized), and the content hash of a series file for the plan's hash.
 
 use super::*;
+use crate::series::SeriesSpec;
 
 /// A kernel variant, paths resolved.
+///
+/// Its manifest form (and [`Plan::fingerprint`]'s input) is
+/// [`VariantRepr`]: the series source under the keys a matrix gives it,
+/// `series`, `lore`, `github_pr` or `patchwork`, as manifests have always
+/// had them.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "VariantRepr", try_from = "VariantRepr")]
 pub struct Variant {
     pub name: String,
-    pub series: Option<PathBuf>,
-    pub lore: Option<String>,
-    /// OWNER/REPO#N.
-    #[serde(default)]
-    pub github_pr: Option<String>,
-    /// A series on patchwork.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub patchwork: Option<crate::series::patchwork::SeriesRef>,
+    /// The series applied: a matrix kernel's `series:` (an absolute path),
+    /// `lore:`, `github_pr:` or `patchwork:`, or the command line's.
+    /// A lore thread or pull request from a matrix names the default
+    /// servers; the run's `--lore-url`/`--github-api` replace them (see
+    /// [`SeriesSpec::with_endpoints`]).
+    pub series: Option<SeriesSpec>,
     /// Written to manifests with its credentials masked (see
     /// [`crate::kernel::tree::redact_url`]).
-    #[serde(serialize_with = "serialize_redacted_url")]
     pub tree: Option<String>,
     pub git_ref: Option<String>,
     /// A prebuilt image (`mmci run --kernel`).
     pub image: Option<PathBuf>,
     /// The series given on the command line (`--series`, `--lore`,
-    /// `--github-pr`); `series`/`lore` then only describe it.
-    #[serde(default)]
+    /// `--github-pr`, `--pw-series`); `series` then only describes it.
     pub from_command_line: bool,
     /// Revision N of the series instead of the newest complete one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<u32>,
 }
 
-pub(super) fn serialize_redacted_url<S: serde::Serializer>(
+/// A [`Variant`] as manifests write it: one optional key per kind of
+/// series source. A GitHub token is never written; a tree URL's
+/// credentials are masked.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct VariantRepr {
+    pub(super) name: String,
+    pub(super) series: Option<PathBuf>,
+    pub(super) lore: Option<String>,
+    /// OWNER/REPO#N.
+    #[serde(default)]
+    pub(super) github_pr: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) patchwork: Option<crate::series::patchwork::SeriesRef>,
+    #[serde(serialize_with = "serialize_redacted_url")]
+    pub(super) tree: Option<String>,
+    pub(super) git_ref: Option<String>,
+    pub(super) image: Option<PathBuf>,
+    #[serde(default)]
+    pub(super) from_command_line: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) revision: Option<u32>,
+}
+
+fn serialize_redacted_url<S: serde::Serializer>(
     url: &Option<String>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
@@ -41,14 +66,106 @@ pub(super) fn serialize_redacted_url<S: serde::Serializer>(
         .serialize(s)
 }
 
+impl From<Variant> for VariantRepr {
+    fn from(v: Variant) -> VariantRepr {
+        let mut r = VariantRepr {
+            name: v.name,
+            series: None,
+            lore: None,
+            github_pr: None,
+            patchwork: None,
+            tree: v.tree,
+            git_ref: v.git_ref,
+            image: v.image,
+            from_command_line: v.from_command_line,
+            revision: v.revision,
+        };
+        match v.series {
+            Some(SeriesSpec::Mbox(p) | SeriesSpec::PatchDir(p)) => r.series = Some(p),
+            Some(SeriesSpec::Lore { message_id, .. }) => r.lore = Some(message_id),
+            Some(SeriesSpec::GitHub { repo, number, .. }) => {
+                r.github_pr = Some(SeriesSpec::pull_request(&repo, number))
+            }
+            Some(SeriesSpec::Patchwork { url, series }) => {
+                r.patchwork = Some(crate::series::patchwork::SeriesRef { url, series })
+            }
+            None => {}
+        }
+        r
+    }
+}
+
+impl TryFrom<VariantRepr> for Variant {
+    type Error = String;
+
+    fn try_from(r: VariantRepr) -> Result<Variant, String> {
+        let series = series_spec(
+            r.series.as_deref(),
+            r.lore.as_deref(),
+            r.github_pr.as_deref(),
+            r.patchwork.as_ref(),
+        )?;
+        Ok(Variant {
+            name: r.name,
+            series,
+            tree: r.tree,
+            git_ref: r.git_ref,
+            image: r.image,
+            from_command_line: r.from_command_line,
+            revision: r.revision,
+        })
+    }
+}
+
+/// The one series source of a kernel entry's (or a manifest variant's)
+/// `series`, `lore`, `github_pr` and `patchwork` keys; an error names the
+/// key at fault. A lore thread or pull request names the default servers.
+fn series_spec(
+    series: Option<&Path>,
+    lore: Option<&str>,
+    github_pr: Option<&str>,
+    patchwork: Option<&crate::series::patchwork::SeriesRef>,
+) -> Result<Option<SeriesSpec>, String> {
+    use crate::series::fetch;
+    let given = [
+        series.is_some(),
+        lore.is_some(),
+        github_pr.is_some(),
+        patchwork.is_some(),
+    ];
+    if given.iter().filter(|g| **g).count() > 1 {
+        return Err("give one of `series`, `lore`, `github_pr`, `patchwork`".into());
+    }
+    if let Some(p) = series {
+        return Ok(Some(SeriesSpec::from_path(p)));
+    }
+    if let Some(id) = lore {
+        return Ok(Some(SeriesSpec::Lore {
+            message_id: id.to_string(),
+            base_url: fetch::LORE_URL.to_string(),
+        }));
+    }
+    if let Some(pr) = github_pr {
+        let (repo, number) = fetch::parse_pull_request(pr)
+            .ok_or_else(|| format!("github_pr `{pr}` is not OWNER/REPO#NUMBER"))?;
+        return Ok(Some(SeriesSpec::GitHub {
+            api: fetch::GITHUB_API.to_string(),
+            repo,
+            number,
+            token: None,
+        }));
+    }
+    Ok(patchwork.map(|r| SeriesSpec::Patchwork {
+        url: r.url.clone(),
+        series: r.series,
+    }))
+}
+
 impl Variant {
     pub fn base() -> Variant {
         Variant {
             name: "base".into(),
             series: None,
-            lore: None,
-            github_pr: None,
-            patchwork: None,
             tree: None,
             git_ref: None,
             image: None,
@@ -73,17 +190,21 @@ impl Variant {
             .revision
             .map(|n| format!(" (v{n})"))
             .unwrap_or_default();
-        if let Some(s) = &self.series {
-            parts.push(format!("series {}{revision}", s.display()));
-        }
-        if let Some(l) = &self.lore {
-            parts.push(format!("lore {l}{revision}"));
-        }
-        if let Some(pr) = &self.github_pr {
-            parts.push(format!("pull request {pr}"));
-        }
-        if let Some(pw) = &self.patchwork {
-            parts.push(format!("patchwork series {} ({})", pw.series, pw.url));
+        match &self.series {
+            Some(SeriesSpec::Mbox(s) | SeriesSpec::PatchDir(s)) => {
+                parts.push(format!("series {}{revision}", s.display()))
+            }
+            Some(SeriesSpec::Lore { message_id, .. }) => {
+                parts.push(format!("lore {message_id}{revision}"))
+            }
+            Some(SeriesSpec::GitHub { repo, number, .. }) => parts.push(format!(
+                "pull request {}",
+                SeriesSpec::pull_request(repo, *number)
+            )),
+            Some(SeriesSpec::Patchwork { url, series }) => {
+                parts.push(format!("patchwork series {series} ({url})"))
+            }
+            None => {}
         }
         if parts.is_empty() {
             "base tree".into()
@@ -111,39 +232,19 @@ pub(super) fn resolve_variant(
             format!("kernel name `{}`: use letters, digits, `-`, `_` or `.` (it becomes part of run ids)", entry.name),
         ));
     }
-    let sources = [
-        entry.series.is_some(),
-        entry.lore.is_some(),
-        entry.github_pr.is_some(),
-        entry.patchwork.is_some(),
-    ];
-    if sources.iter().filter(|s| **s).count() > 1 {
-        return Err(MatrixError::at(
-            file,
-            Some(pos),
-            format!(
-                "kernel `{}`: give one of `series`, `lore`, `github_pr`, `patchwork`",
-                entry.name
-            ),
-        ));
-    }
-    if let Some(pr) = &entry.github_pr {
-        if crate::series::fetch::parse_pull_request(pr).is_none() {
-            return Err(MatrixError::at(
-                file,
-                Some(pos),
-                format!(
-                    "kernel `{}`: github_pr `{pr}` is not OWNER/REPO#NUMBER",
-                    entry.name
-                ),
-            ));
-        }
-    }
+    let at = |e: String| MatrixError::at(file, Some(pos), format!("kernel `{}`: {e}", entry.name));
+    // At most one source, a pull request spelled right: checked first.
+    series_spec(
+        entry.series.as_deref(),
+        entry.lore.as_deref(),
+        entry.github_pr.as_deref(),
+        entry.patchwork.as_ref(),
+    )
+    .map_err(at)?;
     let patchwork = match &entry.patchwork {
         Some(r) => Some(crate::series::patchwork::SeriesRef {
-            url: crate::series::patchwork::check_url("patchwork: url:", &r.url).map_err(|e| {
-                MatrixError::at(file, Some(pos), format!("kernel `{}`: {e}", entry.name))
-            })?,
+            url: crate::series::patchwork::check_url("patchwork: url:", &r.url)
+                .map_err(|e| at(e.to_string()))?,
             series: r.series,
         }),
         None => None,
@@ -190,19 +291,21 @@ pub(super) fn resolve_variant(
             )
         })?;
     }
-    let series = match &entry.series {
+    let path = match &entry.series {
         // Absolute, so reports and manifests say which file it was.
-        Some(p) => Some(confine(base_dir, "series", Path::new(p)).map_err(|e| {
-            MatrixError::at(file, Some(pos), format!("kernel `{}`: {e}", entry.name))
-        })?),
+        Some(p) => Some(confine(base_dir, "series", p).map_err(at)?),
         None => None,
     };
+    let series = series_spec(
+        path.as_deref(),
+        entry.lore.as_deref(),
+        entry.github_pr.as_deref(),
+        patchwork.as_ref(),
+    )
+    .map_err(at)?;
     Ok(Variant {
         name: entry.name.clone(),
         series,
-        lore: entry.lore.clone(),
-        github_pr: entry.github_pr.clone(),
-        patchwork,
         tree: entry.tree.clone(),
         git_ref: entry.git_ref.clone(),
         image: None,
@@ -327,6 +430,69 @@ mod tests {
             p.fingerprint(),
             rotated.fingerprint(),
             "a new token resumes the plan"
+        );
+    }
+
+    /// A variant of each series source kind: its manifest form (the keys
+    /// `series`, `lore`, `github_pr`, `patchwork` as manifests have always
+    /// had them) and the plan fingerprint, pinned to the values written
+    /// before the sources were one type, so old results dirs still resume
+    /// and merge.
+    #[test]
+    fn series_sources_keep_their_manifest_form_and_fingerprint() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.mbox"), "From x\n").unwrap();
+        let yaml = "axes:\n  threads: [1]\nkernels:\n  - name: base\n  - name: m\n    series: t.mbox\n    revision: 2\n  - name: l\n    lore: a@b.example\n  - name: g\n    github_pr: o/r#5\n  - name: p\n    patchwork: {url: \"https://pw.example.org\", series: 7}\n";
+        let plan = from_text(yaml, "m.yaml", dir.path(), &Overrides::default()).unwrap();
+        let mbox = dir.path().join("t.mbox");
+        let json: Vec<String> = plan
+            .variants
+            .iter()
+            .map(|v| serde_json::to_string(v).unwrap())
+            .collect();
+        assert_eq!(
+            json,
+            [
+                r#"{"name":"base","series":null,"lore":null,"github_pr":null,"tree":null,"git_ref":null,"image":null,"from_command_line":false}"#.to_string(),
+                format!(r#"{{"name":"m","series":{},"lore":null,"github_pr":null,"tree":null,"git_ref":null,"image":null,"from_command_line":false,"revision":2}}"#, serde_json::to_string(&mbox).unwrap()),
+                r#"{"name":"l","series":null,"lore":"a@b.example","github_pr":null,"tree":null,"git_ref":null,"image":null,"from_command_line":false}"#.to_string(),
+                r#"{"name":"g","series":null,"lore":null,"github_pr":"o/r#5","tree":null,"git_ref":null,"image":null,"from_command_line":false}"#.to_string(),
+                r#"{"name":"p","series":null,"lore":null,"github_pr":null,"patchwork":{"url":"https://pw.example.org","series":7},"tree":null,"git_ref":null,"image":null,"from_command_line":false}"#.to_string(),
+            ]
+        );
+        for (v, j) in plan.variants.iter().zip(&json) {
+            let back: Variant = serde_json::from_str(j).unwrap();
+            assert_eq!(&back, v, "{j}");
+        }
+        // A GitHub token is never written, by a variant or a spec.
+        let with_token = Variant {
+            name: "g".into(),
+            series: Some(SeriesSpec::GitHub {
+                api: crate::series::fetch::GITHUB_API.into(),
+                repo: "o/r".into(),
+                number: 5,
+                token: Some("t0ken".into()),
+            }),
+            ..Variant::base()
+        };
+        assert_eq!(serde_json::to_string(&with_token).unwrap(), json[3]);
+        let spec = serde_json::to_string(&with_token.series).unwrap();
+        assert!(!spec.contains("t0ken"), "{spec}");
+        // The mbox's content, not its path, goes into the fingerprint.
+        assert_eq!(plan.fingerprint(), "051760f8b4361cbe");
+        let one = |name: &str| {
+            let mut p = plan.clone();
+            p.variants.retain(|v| v.name == "base" || v.name == name);
+            p.fingerprint()
+        };
+        assert_eq!(
+            ["m", "l", "g", "p"].map(one),
+            [
+                "d349272a30a49a78",
+                "79eade881cec0181",
+                "d9b443310b2a19de",
+                "a32efd10eec44685"
+            ]
         );
     }
 }
