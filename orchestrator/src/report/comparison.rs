@@ -6,45 +6,9 @@ use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 
 use crate::analysis::catalog;
 use crate::analysis::compare::cell_name;
-use crate::analysis::model::{Assessment, Comparison, ExpectationResult, MetricComparison, Status};
+use crate::analysis::model::{Comparison, MetricComparison};
 use crate::analysis::text;
-
-/// Where a row goes: what needs attention first.
-/// `patched: 9 of 10 runs completed (1 failed)`: one kernel's runs.
-pub fn runs_line(v: &crate::analysis::model::VariantRuns) -> String {
-    let mut s = format!(
-        "{}: {} of {} runs completed",
-        v.variant, v.completed, v.planned
-    );
-    let mut extra = vec![];
-    if !v.failures.is_empty() {
-        extra.push(format!("{} failed", v.failures.len()));
-    }
-    if !v.infra.is_empty() {
-        extra.push(format!("{} infra failure(s)", v.infra.len()));
-    }
-    if !v.missing.is_empty() {
-        extra.push(format!("{} without result", v.missing.len()));
-    }
-    if let Some(e) = &v.build_error {
-        extra.push(format!("did not build: {e}"));
-    }
-    if !extra.is_empty() {
-        s.push_str(&format!(" ({})", extra.join(", ")));
-    }
-    s
-}
-
-pub fn rank(m: &MetricComparison, e: Option<&ExpectationResult>) -> u8 {
-    match (e.map(|e| e.status), m.assessment) {
-        (Some(Status::Fail), _) => 0,
-        (_, Assessment::Regression) if !m.functional_only => 1,
-        (Some(Status::Inconclusive), _) => 2,
-        (_, Assessment::Improvement | Assessment::Changed) => 3,
-        (Some(Status::Pass), _) => 4,
-        _ => 5,
-    }
-}
+use crate::report::comparison_text::{change_column, rank, result_text, runs_line};
 
 fn side(s: &Option<crate::analysis::stats::Summary>) -> String {
     s.as_ref().map_or("-".into(), text::summary)
@@ -54,14 +18,6 @@ fn p_text(m: &MetricComparison) -> String {
     let mwu = m.mann_whitney.as_ref().map_or("-".into(), |r| text::p(r.p));
     let welch = m.welch.as_ref().map_or("-".into(), |w| text::p(w.p));
     format!("{mwu} / {welch}")
-}
-
-pub fn result_text(m: &MetricComparison) -> String {
-    if m.functional_only {
-        format!("{} (TCG: functional only)", m.assessment.name())
-    } else {
-        m.assessment.name().to_string()
-    }
 }
 
 /// How much of the table to keep: each level folds or drops more, in this
@@ -145,7 +101,7 @@ fn rows_at(c: &Comparison, level: u8) -> (Vec<String>, Rows) {
                 }
                 row.push(m.change.as_ref().map_or("-".into(), |ch| {
                     if level >= 2 {
-                        crate::report::view::change_column(ch)
+                        change_column(ch)
                     } else {
                         text::change(ch)
                     }

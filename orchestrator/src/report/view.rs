@@ -14,9 +14,9 @@ use serde::Serialize;
 use crate::analysis::catalog;
 use crate::analysis::compare::cell_name;
 use crate::analysis::model::{Assessment, Comparison, MetricComparison, Status};
-use crate::analysis::stats::{Change, Summary};
+use crate::analysis::stats::Summary;
 use crate::analysis::text;
-use crate::report::comparison::{rank, result_text};
+use crate::report::comparison_text::{change_column, rank, result_text, runs_line};
 use std::collections::BTreeMap;
 
 use crate::matrix::plan::{shard_assignment, Cell, Plan};
@@ -199,16 +199,6 @@ pub fn rel_sd(s: &Summary) -> String {
             format!("{:.0}%", (sd / s.mean.abs() * 100.0).min(999.0))
         }
         _ => String::new(),
-    }
-}
-
-/// The change without its interval, short enough for a fixed column.
-pub fn change_column(c: &Change) -> String {
-    match c {
-        Change::Relative { rel, .. } => text::pct(*rel),
-        Change::FromZero { .. } => "from 0".into(),
-        Change::ToZero { .. } => "to 0".into(),
-        Change::BothZero => "0".into(),
     }
 }
 
@@ -495,7 +485,7 @@ pub fn build(input: &ReportInput) -> View {
     let runs = c
         .variants
         .iter()
-        .map(|r| untrusted::line(&crate::report::comparison::runs_line(r)))
+        .map(|r| untrusted::line(&runs_line(r)))
         .collect();
 
     let splats = c

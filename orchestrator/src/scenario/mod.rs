@@ -11,6 +11,8 @@
 use std::collections::BTreeMap;
 
 pub mod catalog;
+pub mod def;
+pub mod metric;
 pub mod metrics;
 pub mod mglru;
 pub mod noio;

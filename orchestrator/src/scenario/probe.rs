@@ -5,24 +5,24 @@ use std::time::Duration;
 
 use mmci_record::Scenario;
 
-use crate::scenario::registry::{self, Def};
+use crate::scenario::def::{self, Def};
 use crate::scenario::ScenarioMetrics;
 
 pub static DEF: Def = Def {
     id: Scenario::Probe,
     title: None,
     timeout: |_| Duration::from_secs(60),
-    disks: registry::no_disks,
+    disks: def::no_disks,
     metrics: |_, _| ScenarioMetrics::None,
-    not_reproduced: registry::no_precondition,
-    files: registry::no_files,
+    not_reproduced: def::no_precondition,
+    files: def::no_files,
     metric_entries: &[],
     borrows: None,
     per_work: &[],
     work_unit: None,
     histograms: &[],
     report_guest: crate::scenario::report::cgroup_guest,
-    runs_figure: registry::no_figure,
+    runs_figure: def::no_figure,
     report_sections: |_, _| String::new(),
     anatomy: None,
 };

@@ -3,7 +3,7 @@
 
 use mmci_record::{GuestJob, SwapBackend};
 
-use crate::scenario::registry::GuestShape;
+use crate::scenario::def::GuestShape;
 
 pub(crate) fn on_off(b: bool) -> &'static str {
     if b {

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use mmci_record::Scenario;
 
-use crate::scenario::catalog::{per_k, per_work, Better, Extract, Metric};
+use crate::scenario::metric::{per_k, per_work, Better, Extract, Metric};
 use crate::scenario::{MglruMetrics, ScenarioMetrics, THROTTLE_ISOLATED};
 
 fn a(r: &ScenarioMetrics) -> Option<&MglruMetrics> {

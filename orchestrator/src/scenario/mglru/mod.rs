@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use mmci_record::Scenario;
 
-use crate::scenario::registry::{self, Def};
+use crate::scenario::def::{self, Def};
 use crate::scenario::ScenarioMetrics;
 
 pub use metrics::*;
@@ -18,12 +18,12 @@ pub static DEF: Def = Def {
     id: Scenario::MglruIsolation,
     title: Some("scenario A (MGLRU isolation throttling)"),
     timeout: |job| Duration::from_secs(90 + job.duration_s * 4),
-    disks: registry::no_disks,
+    disks: def::no_disks,
     metrics: |_, records| {
         mglru_metrics(records).map_or(ScenarioMetrics::None, ScenarioMetrics::Mglru)
     },
-    not_reproduced: registry::no_precondition,
-    files: registry::no_files,
+    not_reproduced: def::no_precondition,
+    files: def::no_files,
     metric_entries: catalog::METRICS,
     borrows: None,
     per_work: catalog::PER_WORK,

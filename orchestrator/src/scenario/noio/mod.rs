@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use mmci_record::Scenario;
 
-use crate::scenario::registry::Def;
+use crate::scenario::def::Def;
 use crate::scenario::ScenarioMetrics;
 
 pub use metrics::*;
@@ -32,7 +32,7 @@ pub static DEF: Def = Def {
             .filter(|m| !m.reproduced())
             .map(|m| m.not_reproduced.join("; "))
     },
-    files: crate::scenario::registry::no_files,
+    files: crate::scenario::def::no_files,
     metric_entries: catalog::METRICS,
     borrows: None,
     per_work: catalog::PER_WORK,
@@ -44,7 +44,7 @@ pub static DEF: Def = Def {
         "other_latency_p99_ms",
     ],
     report_guest: report::guest,
-    runs_figure: crate::scenario::registry::no_figure,
+    runs_figure: crate::scenario::def::no_figure,
     report_sections: report::sections,
     anatomy: Some(anatomy::anatomy),
 };

@@ -5,9 +5,9 @@
 use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use mmci_record::GuestJob;
 
+use crate::scenario::def::GuestShape;
 use crate::scenario::noio::anatomy;
 use crate::scenario::noio::{ClassStats, NoioMetrics, ANON_TO_FILE_MIN};
-use crate::scenario::registry::GuestShape;
 use crate::scenario::report::{mib, ms_f, swap_text};
 use crate::scenario::ScenarioMetrics;
 

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use mmci_record::Scenario;
 use serde::{Deserialize, Serialize};
 
-use crate::scenario::catalog::{Better, Extract, Metric};
+use crate::scenario::metric::{Better, Extract, Metric};
 use crate::scenario::ScenarioMetrics;
 use crate::scenario::ScriptMetrics;
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use mmci_record::Scenario;
 
-use crate::scenario::registry::{self, Def};
+use crate::scenario::def::{self, Def};
 use crate::scenario::ScenarioMetrics;
 
 pub use catalog::MetricDecl;
@@ -33,7 +33,7 @@ pub static DEF: Def = Def {
     },
     // The image disk is not scratch: run/guest.rs attaches the built image
     // read-only.
-    disks: registry::no_disks,
+    disks: def::no_disks,
     // The script runs inside scenario A's set-up and measurements.
     metrics: |job, records| ScenarioMetrics::Script {
         kernel: crate::scenario::mglru::mglru_metrics(records),
@@ -42,7 +42,7 @@ pub static DEF: Def = Def {
             .as_ref()
             .and_then(|s| script_metrics(records, &s.name)),
     },
-    not_reproduced: registry::no_precondition,
+    not_reproduced: def::no_precondition,
     files: |records| vec![("script-output.log", output_log(records))],
     metric_entries: catalog::METRICS,
     // Scenario A's kernel-side metrics are measured around the script; the

@@ -1,0 +1,64 @@
+//! Text of a comparison that its terminal report (`comparison`) and the
+//! view of the other reports (`view`) share: a kernel's runs line, where a
+//! metric's row goes, its result and its change in a fixed column.
+
+use crate::analysis::model::{
+    Assessment, ExpectationResult, MetricComparison, Status, VariantRuns,
+};
+use crate::analysis::stats::Change;
+use crate::analysis::text;
+
+/// `patched: 9 of 10 runs completed (1 failed)`: one kernel's runs.
+pub fn runs_line(v: &VariantRuns) -> String {
+    let mut s = format!(
+        "{}: {} of {} runs completed",
+        v.variant, v.completed, v.planned
+    );
+    let mut extra = vec![];
+    if !v.failures.is_empty() {
+        extra.push(format!("{} failed", v.failures.len()));
+    }
+    if !v.infra.is_empty() {
+        extra.push(format!("{} infra failure(s)", v.infra.len()));
+    }
+    if !v.missing.is_empty() {
+        extra.push(format!("{} without result", v.missing.len()));
+    }
+    if let Some(e) = &v.build_error {
+        extra.push(format!("did not build: {e}"));
+    }
+    if !extra.is_empty() {
+        s.push_str(&format!(" ({})", extra.join(", ")));
+    }
+    s
+}
+
+/// Where a row goes: what needs attention first.
+pub fn rank(m: &MetricComparison, e: Option<&ExpectationResult>) -> u8 {
+    match (e.map(|e| e.status), m.assessment) {
+        (Some(Status::Fail), _) => 0,
+        (_, Assessment::Regression) if !m.functional_only => 1,
+        (Some(Status::Inconclusive), _) => 2,
+        (_, Assessment::Improvement | Assessment::Changed) => 3,
+        (Some(Status::Pass), _) => 4,
+        _ => 5,
+    }
+}
+
+pub fn result_text(m: &MetricComparison) -> String {
+    if m.functional_only {
+        format!("{} (TCG: functional only)", m.assessment.name())
+    } else {
+        m.assessment.name().to_string()
+    }
+}
+
+/// The change without its interval, short enough for a fixed column.
+pub fn change_column(c: &Change) -> String {
+    match c {
+        Change::Relative { rel, .. } => text::pct(*rel),
+        Change::FromZero { .. } => "from 0".into(),
+        Change::ToZero { .. } => "to 0".into(),
+        Change::BothZero => "0".into(),
+    }
+}
