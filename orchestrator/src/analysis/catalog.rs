@@ -6,7 +6,7 @@
 //! entries with their own extractors; a matrix's scripts add the metrics
 //! they declare (`of_cell`); nothing else changes.
 
-pub use crate::matrix::expectations::{
+pub use crate::matrix::plan::expectations::{
     kind_name, of_cell, of_cells, validate, validate_all, CatalogError,
 };
 use crate::results::RunResult;

@@ -5,7 +5,6 @@
 //! cells, kernel variants, run slots and shards.
 
 pub mod expand;
-pub mod expectations;
 pub mod file;
 pub mod plan;
 pub mod schedule;

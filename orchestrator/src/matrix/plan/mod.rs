@@ -16,6 +16,7 @@ use crate::kernel::Flavour;
 use crate::scenario::script::MetricDecl;
 
 mod cell;
+pub mod expectations;
 mod script;
 mod shard;
 mod variant;
@@ -308,9 +309,9 @@ pub fn plan(
         ));
     }
     // Expectations name catalog metrics measured by some cell.
-    let measured = super::expectations::of_cells(&cells, &scripts);
+    let measured = expectations::of_cells(&cells, &scripts);
     for (name, e) in &m.expect {
-        super::expectations::validate(name, &e.value, &measured)
+        expectations::validate(name, &e.value, &measured)
             .map_err(|err| MatrixError::at(file, Some(Pos::of(e)), err.to_string()))?;
     }
     Ok(Plan {

@@ -161,7 +161,7 @@ mod tests {
         assert_eq!(p.scripts["repro"].metrics["ops"].unit, "ops");
         // The cell measures scenario A's kernel-side counters, how the
         // script ended and what it declares; not the built-in workload's.
-        let measured = crate::matrix::expectations::of_cell(&p.cells[0], &p.scripts);
+        let measured = crate::matrix::plan::expectations::of_cell(&p.cells[0], &p.scripts);
         let names: Vec<&str> = measured.iter().map(|m| m.name.as_ref()).collect();
         for n in ["pswpout", "throttle_isolated", "script_exit_code", "ops"] {
             assert!(names.contains(&n), "{n}: {names:?}");

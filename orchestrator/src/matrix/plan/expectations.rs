@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use super::{Cell, ScriptDef};
 use crate::matrix::file::{ExpectKind, Expectation};
-use crate::matrix::plan::{Cell, ScriptDef};
 use crate::scenario::catalog::{metric, of_scenario, Metric};
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
