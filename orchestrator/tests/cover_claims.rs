@@ -84,3 +84,34 @@ fn real_cover_letters_yield_their_recorded_rows() {
         .count();
     assert!(real_with_rows >= 10, "{real_with_rows}");
 }
+
+/// `mmci series show` lists the claims `mmci run` will check: the bundled
+/// v1 letter's two tables, row by row.
+#[test]
+fn series_show_lists_the_cover_letters_claims() {
+    let mbox =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
+    let work = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .args(["series", "show"])
+        .arg(&mbox)
+        .env("MMCI_WORK_DIR", work.path())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for want in [
+        "claims:    9 row(s) in 2 table(s) of the cover letter",
+        "repro v1: 64 threads, 48 MB working set, 60 s (unpatched -> patched)",
+        "    mm_vmscan_throttled: 0 -> 35645 (all VMSCAN_THROTTLE_ISOLATED)",
+        "    total touches: 246,499,132,369 -> 301,456,426,692 (+22%)",
+        "repro v2: 192 threads, 48 MB working set, 60 s (unpatched -> patched)",
+        "    OOM kills: 1 (killed) -> 0",
+    ] {
+        assert!(text.contains(want), "missing {want:?} in:\n{text}");
+    }
+}

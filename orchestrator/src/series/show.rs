@@ -114,6 +114,51 @@ pub fn json(source: &str, s: &Series) -> String {
     serde_json::to_string_pretty(&doc).unwrap_or_default()
 }
 
+/// The cover letter's before/after tables as `mmci run` will check them:
+/// per table its set-up and columns, per row the claimed change.
+fn claims_text(o: &mut String, tables: &[super::claims::ClaimTable]) {
+    if tables.is_empty() {
+        return;
+    }
+    let rows: usize = tables.iter().map(|t| t.rows.len()).sum();
+    let _ = writeln!(
+        o,
+        "claims:    {rows} row(s) in {} table(s) of the cover letter",
+        tables.len()
+    );
+    for t in tables {
+        let _ = writeln!(
+            o,
+            "  line {}: {} ({} -> {})",
+            t.line,
+            tail_words(&t.setup, 100),
+            t.base_column,
+            t.candidate_column
+        );
+        for r in &t.rows {
+            let _ = writeln!(o, "    {}: {} -> {}", r.name, r.base.text, r.candidate.text);
+        }
+        for (line, text) in &t.unread {
+            let _ = writeln!(o, "    not read (line {line}): {text}");
+        }
+    }
+}
+
+/// The end of a long set-up text (the clause next to the table says most),
+/// cut at a word: `..., base -> v1 -> v2 [64 threads]`.
+fn tail_words(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let start = s
+        .char_indices()
+        .map(|(i, _)| i)
+        .nth(s.chars().count() - max)
+        .unwrap_or(0);
+    let cut = s[start..].find(' ').map_or(start, |i| start + i + 1);
+    format!("...{}", &s[cut..])
+}
+
 /// The terminal form.
 pub fn text(source: &str, s: &Series) -> String {
     let mut o = String::new();
@@ -150,6 +195,7 @@ pub fn text(source: &str, s: &Series) -> String {
     match &s.cover {
         Some(c) => {
             let _ = writeln!(o, "cover:     {}\n           <{}>", c.subject, c.message_id);
+            claims_text(&mut o, &c.claims);
         }
         None => {
             let _ = writeln!(o, "cover:     none");
