@@ -12,75 +12,26 @@
 //!   metrics normalised by the work done, so that a kernel that does more
 //!   work is not blamed for doing it. A guard that is a timing is judged
 //!   on KVM only: under TCG its size means little, and it is listed as not
-//!   judged rather than making the verdict inconclusive.
-
-use serde::{Deserialize, Serialize};
+//!   judged rather than making the verdict inconclusive. Each scenario's
+//!   `Def` names its guards (scenario A: throughput and swap and fault
+//!   traffic per 1,000 touches; scenario B: the NOIO callers' p99 latency
+//!   and futile calls, the other reclaimers' p99 latency as the control).
 
 use super::expect;
 use super::model::{ExpectationResult, MetricComparison, Options, Status};
 use super::stats::fisher_exact_greater;
 use super::text;
 use crate::matrix::file::{ExpectKind, Expectation};
-
-/// One metric the policy guards, and why a maintainer watches it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Guard {
-    pub metric: &'static str,
-    pub why: &'static str,
-}
+pub use crate::scenario::def::Guard;
 
 /// The metric whose per-run values count OOM kills (a run with any is a
 /// run with an OOM kill).
 pub const OOM_METRIC: &str = "oom_kills";
 
-/// Scenario A (MGLRU isolation): throughput and the swap and fault
-/// traffic per 1,000 pages written.
-const MGLRU_GUARDS: &[Guard] = &[
-    Guard {
-        metric: "touches",
-        why: "throughput: pages the workload wrote",
-    },
-    Guard {
-        metric: "pswpout_per_ktouch",
-        why: "swap-out traffic per 1,000 touches",
-    },
-    Guard {
-        metric: "pswpin_per_ktouch",
-        why: "swap-in traffic per 1,000 touches",
-    },
-    Guard {
-        metric: "pgmajfault_per_ktouch",
-        why: "major faults per 1,000 touches",
-    },
-];
-
-/// Scenario B (GFP_NOIO reclaim under dm-verity): the NOIO callers'
-/// latency and futile calls, and the other reclaimers' latency (the
-/// control).
-const NOIO_GUARDS: &[Guard] = &[
-    Guard {
-        metric: "noio_latency_p99_ms",
-        why: "GFP_NOIO direct-reclaim latency, 99th percentile (KVM)",
-    },
-    Guard {
-        metric: "noio_zero_reclaim_share",
-        why: "share of GFP_NOIO reclaim calls that reclaimed nothing",
-    },
-    Guard {
-        metric: "other_latency_p99_ms",
-        why: "other direct reclaim's latency, 99th percentile (KVM)",
-    },
-];
-
-/// The guards of a scenario (by its name in a cell, `mglru_isolation`).
-/// A script's own metrics are guarded when the matrix gives them a better
-/// direction: `script_guards`.
+/// The guards of a scenario (by its name in a cell, `mglru_isolation`):
+/// each scenario's `Def` lists its own (scenario/<name>/mod.rs).
 pub fn guards(scenario: &str) -> &'static [Guard] {
-    match scenario {
-        "mglru_isolation" => MGLRU_GUARDS,
-        "noio_verity" => NOIO_GUARDS,
-        _ => &[],
-    }
+    crate::scenario::registry::named(scenario).map_or(&[], |d| d.guards)
 }
 
 /// Fisher's exact test on the runs with an OOM kill: fails when the
@@ -185,8 +136,9 @@ mod tests {
 
     #[test]
     fn every_guard_is_a_catalog_metric() {
-        for scenario in ["mglru_isolation", "noio_verity"] {
-            for g in guards(scenario) {
+        assert!(!guards("mglru_isolation").is_empty());
+        for def in crate::scenario::registry::ALL {
+            for g in def.guards {
                 assert!(
                     crate::analysis::catalog::metric(g.metric).is_some(),
                     "{}",

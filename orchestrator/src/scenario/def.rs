@@ -32,6 +32,14 @@ pub type AnatomyFn = fn(&str, &str, &[(&String, &ScenarioMetrics)]) -> Anatomy;
 /// of its metrics).
 pub type Borrowed = (Scenario, fn(&Metric) -> bool);
 
+/// A metric the regression policy guards for every series run in a
+/// scenario, and why a maintainer watches it (analysis/policy.rs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Guard {
+    pub metric: &'static str,
+    pub why: &'static str,
+}
+
 /// One scenario.
 pub struct Def {
     pub id: Scenario,
@@ -70,6 +78,9 @@ pub struct Def {
     /// Its anatomy of one cell and kernel from the completed runs' metrics
     /// (run id, metrics); None: the scenario has none.
     pub anatomy: Option<AnatomyFn>,
+    /// The metrics the regression policy guards in its cells (a timing is
+    /// judged on KVM only).
+    pub guards: &'static [Guard],
 }
 
 /// No scratch disks, no precondition, no files: the defaults of a `Def`.

@@ -25,4 +25,5 @@ pub static DEF: Def = Def {
     runs_figure: def::no_figure,
     report_sections: |_, _| String::new(),
     anatomy: None,
+    guards: &[],
 };

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use mmci_record::Scenario;
 
+use crate::scenario::def::Guard;
 use crate::scenario::def::{self, Def};
 use crate::scenario::ScenarioMetrics;
 
@@ -33,4 +34,22 @@ pub static DEF: Def = Def {
     runs_figure: report::figure,
     report_sections: report::sections,
     anatomy: None,
+    guards: &[
+        Guard {
+            metric: "touches",
+            why: "throughput: pages the workload wrote",
+        },
+        Guard {
+            metric: "pswpout_per_ktouch",
+            why: "swap-out traffic per 1,000 touches",
+        },
+        Guard {
+            metric: "pswpin_per_ktouch",
+            why: "swap-in traffic per 1,000 touches",
+        },
+        Guard {
+            metric: "pgmajfault_per_ktouch",
+            why: "major faults per 1,000 touches",
+        },
+    ],
 };

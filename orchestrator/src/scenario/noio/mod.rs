@@ -12,6 +12,7 @@ use std::time::Duration;
 use mmci_record::Scenario;
 
 use crate::scenario::def::Def;
+use crate::scenario::def::Guard;
 use crate::scenario::ScenarioMetrics;
 
 pub use metrics::*;
@@ -47,4 +48,18 @@ pub static DEF: Def = Def {
     runs_figure: crate::scenario::def::no_figure,
     report_sections: report::sections,
     anatomy: Some(anatomy::anatomy),
+    guards: &[
+        Guard {
+            metric: "noio_latency_p99_ms",
+            why: "GFP_NOIO direct-reclaim latency, 99th percentile (KVM)",
+        },
+        Guard {
+            metric: "noio_zero_reclaim_share",
+            why: "share of GFP_NOIO reclaim calls that reclaimed nothing",
+        },
+        Guard {
+            metric: "other_latency_p99_ms",
+            why: "other direct reclaim's latency, 99th percentile (KVM)",
+        },
+    ],
 };

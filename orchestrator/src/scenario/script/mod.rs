@@ -58,4 +58,5 @@ pub static DEF: Def = Def {
     runs_figure: crate::scenario::mglru::report::figure,
     report_sections: report::sections,
     anatomy: None,
+    guards: &[],
 };
