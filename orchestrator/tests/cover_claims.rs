@@ -115,3 +115,29 @@ fn series_show_lists_the_cover_letters_claims() {
         assert!(text.contains(want), "missing {want:?} in:\n{text}");
     }
 }
+
+/// A hostile letter: a table header over a 1 MiB row of numbers and
+/// spaces (every split of which a row reader could try), 100,000 lines,
+/// and control characters in a row name. Parsed quickly, the long row
+/// unread, no control character kept.
+#[test]
+fn hostile_cover_letters_are_read_in_bounded_time_and_kept_printable() {
+    let mut text = String::from("        baseline   patched\n");
+    text.push_str(&"1 ".repeat(512 * 1024));
+    text.push('\n');
+    text.push_str("        baseline   patched\n  \u{1b}[31mtouches\u{7}   10   20\n\n");
+    for _ in 0..100_000 {
+        text.push_str("  x   1 -> 2   3 -> 4\n");
+    }
+    let started = std::time::Instant::now();
+    let tables = mmci::series::claims::parse(&text);
+    // Generous for a debug build on a busy host; the quadratic reading this
+    // guards against takes minutes.
+    assert!(started.elapsed().as_secs() < 20, "{:?}", started.elapsed());
+    let rows: Vec<_> = tables.iter().flat_map(|t| &t.rows).collect();
+    assert!(rows.iter().any(|r| r.name == "[31mtouches"), "{rows:#?}");
+    for r in &rows {
+        assert!(!r.name.chars().any(|c| c.is_control()), "{:?}", r.name);
+    }
+    assert!(!rows.iter().any(|r| r.base.text.len() > 100));
+}

@@ -61,10 +61,36 @@ pub struct ClaimTable {
     pub line: usize,
 }
 
+/// Lines of a cover letter read for tables: past them, prose or pasted
+/// logs, not a before/after table.
+pub const MAX_LINES: usize = 5_000;
+
+/// The longest line that can be a table row (mmtests' widest rows with
+/// seven kernels are about 200 characters).
+pub const MAX_LINE_CHARS: usize = 400;
+
 /// The tables of a cover letter (its body; a `---` line ends the prose,
 /// the diffstat after it is never read).
 pub fn parse(text: &str) -> Vec<ClaimTable> {
-    let lines: Vec<&str> = text.lines().take_while(|l| l.trim_end() != "---").collect();
+    // The letter is untrusted: control characters become spaces (names and
+    // set-ups reach terminals and reports), a line longer than any table
+    // row becomes a blank line (reading a row tries every split of it), and
+    // only the first MAX_LINES lines are read.
+    let clean: Vec<String> = text
+        .lines()
+        .take_while(|l| l.trim_end() != "---")
+        .take(MAX_LINES)
+        .map(|l| {
+            if l.chars().count() > MAX_LINE_CHARS {
+                String::new()
+            } else {
+                l.chars()
+                    .map(|c| if c.is_control() && c != '\t' { ' ' } else { c })
+                    .collect()
+            }
+        })
+        .collect();
+    let lines: Vec<&str> = clean.iter().map(String::as_str).collect();
     let mut tables = vec![];
     let mut i = 0;
     while i < lines.len() {
