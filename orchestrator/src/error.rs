@@ -54,6 +54,9 @@ pub mod exit {
     /// Posting failed: GitHub or the SMTP server refused or could not be
     /// reached (the results dir is untouched; post again).
     pub const POST: i32 = 9;
+    /// The analysis had nothing to judge (one kernel, too few runs, only
+    /// timings under TCG): not a pass.
+    pub const NO_VERDICT: i32 = 10;
     /// Interrupted (Ctrl-C, SIGINT): 128 + 2, as a shell reports it.
     pub const INTERRUPTED: i32 = 130;
     /// Terminated (SIGTERM: `timeout`, `kill`, a CI runner): 128 + 15.
@@ -142,6 +145,7 @@ pub fn verdict_exit_code(s: crate::analysis::Status) -> i32 {
         crate::analysis::Status::Pass => exit::OK,
         crate::analysis::Status::Fail => exit::RUN_FAILED,
         crate::analysis::Status::Inconclusive => exit::INCONCLUSIVE,
+        crate::analysis::Status::NoVerdict => exit::NO_VERDICT,
     }
 }
 

@@ -48,6 +48,9 @@ impl Finding {
 /// One claim row beside one cell's measurement.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ClaimCheck {
+    /// The candidate whose cover letter claims it.
+    #[serde(default)]
+    pub variant: String,
     /// The table's set-up as the letter words it.
     pub setup: String,
     pub row: String,
@@ -62,6 +65,12 @@ pub struct ClaimCheck {
     pub measured: Option<String>,
     pub p: Option<f64>,
     pub finding: Finding,
+    /// An agreement the baseline could not have contradicted: the claim
+    /// starts from 0 and the baseline reads 0 in every run (a counter the
+    /// series adds, an event base never has). It shows the series is
+    /// active, not that reclaim changed, and counts as no finding.
+    #[serde(default)]
+    pub by_construction: bool,
     /// One line: why.
     pub reason: String,
 }
@@ -305,6 +314,7 @@ pub fn check(
 ) -> ClaimCheck {
     let metric = metric_for(&row.name);
     let mut c = ClaimCheck {
+        variant: String::new(),
         setup: setup.to_string(),
         row: row.name.clone(),
         line: row.line,
@@ -314,6 +324,7 @@ pub fn check(
         measured: None,
         p: None,
         finding: Finding::NotMeasured,
+        by_construction: false,
         reason: String::new(),
     };
     let Some(metric) = metric else {
@@ -365,7 +376,61 @@ pub fn check(
             ),
         ),
     };
+    let base_all_zero = !m.base_values.is_empty() && m.base_values.iter().all(|v| *v == 0.0);
+    if c.finding == Finding::Agrees && sign > 0.0 && row.base.value == Some(0.0) && base_all_zero
+    {
+        c.by_construction = true;
+        c.reason = format!(
+            "{}; but the baseline reads 0 in every run: this shows the series is active \
+             (a counter it adds, an event base never has), not that reclaim changed",
+            c.reason
+        );
+    }
     c
+}
+
+/// One cell as the claims see it: its name in reports, its set-up's
+/// numbers (`threads`, `working_set_mb`, `memcg_max_mb`) and the
+/// candidate's comparison there.
+pub struct CellView<'a> {
+    pub name: &'a str,
+    pub params: Vec<(&'static str, f64)>,
+    pub metrics: &'a [MetricComparison],
+}
+
+/// Every row of a candidate's cover-letter tables beside the cells its
+/// set-up describes: once per such cell, or once as not measured here
+/// (no metric of mmci's is the row, no cell is the set-up, no run has it).
+pub fn check_tables(
+    variant: &str,
+    tables: &[crate::series::claims::ClaimTable],
+    cells: &[CellView],
+) -> Vec<ClaimCheck> {
+    let mut out = vec![];
+    for t in tables {
+        let described: Vec<&CellView> = cells
+            .iter()
+            .filter(|c| setup_matches(&t.setup, &c.params))
+            .collect();
+        for row in &t.rows {
+            let metric = metric_for(&row.name);
+            let mut checks: Vec<ClaimCheck> = match metric {
+                Some(metric) if !described.is_empty() => described
+                    .iter()
+                    .map(|c| {
+                        let m = c.metrics.iter().find(|m| m.metric == metric);
+                        check(&t.setup, row, Some(c.name), m)
+                    })
+                    .collect(),
+                _ => vec![check(&t.setup, row, None, None)],
+            };
+            for c in &mut checks {
+                c.variant = variant.to_string();
+            }
+            out.extend(checks);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::catalog::{self, Better, Metric};
+use super::claims::{check_tables, CellView, ClaimCheck};
 use super::expect;
+use super::policy;
 use super::model::*;
 use super::series;
 use super::stats::{self, min_attainable_p};
@@ -232,6 +234,13 @@ pub fn compare(
         .skip(1)
         .map(|v| v.name.clone())
         .collect();
+    let candidate_expect: BTreeMap<String, BTreeMap<String, Expectation>> = plan
+        .variants
+        .iter()
+        .skip(1)
+        .filter(|v| !v.expect.is_empty())
+        .map(|v| (v.name.clone(), v.expect.clone()))
+        .collect();
     let mut cells = Vec::with_capacity(plan.cells.len());
     for cell in &plan.cells {
         let base_runs = completed(plan, runs, &cell.id, &baseline);
@@ -253,6 +262,12 @@ pub fn compare(
                 })
                 .collect();
             judge_per_work(&mut metrics);
+            // The matrix's expectations, then the candidate's own over them.
+            let mut expect = expect.clone();
+            if let Some(own) = candidate_expect.get(cand) {
+                expect.extend(own.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
+            let guards = policy::check_cell(cell.job.scenario.name(), &metrics, opts);
             let expectations = expect
                 .iter()
                 .filter(|(name, _)| {
@@ -270,6 +285,7 @@ pub fn compare(
                 variant: cand.clone(),
                 metrics,
                 expectations,
+                guards,
             });
         }
         cells.push(CellComparison {
@@ -283,7 +299,8 @@ pub fn compare(
     }
     let variants = variant_runs(m, runs);
     let splats = splat_findings(plan, runs, &baseline);
-    let verdict = verdict(&cells, &variants, &splats);
+    let claims = claim_checks(m, &cells);
+    let verdict = super::verdict::verdict(&cells, &variants, &splats, &claims);
     let anatomy =
         super::anatomy::anatomies(plan, |cell, variant| completed(plan, runs, cell, variant));
     Comparison {
@@ -297,6 +314,8 @@ pub fn compare(
         options: opts.clone(),
         accel: m.accel.clone(),
         expect: expect.clone(),
+        candidate_expect,
+        claims,
         cells,
         variants,
         verdict,
@@ -415,86 +434,40 @@ pub fn cell_name(c: &CellComparison) -> &str {
     }
 }
 
-/// The verdict: kernels that did not build and runs that did not complete
-/// fail it, as do failed expectations; inconclusive expectations and
-/// missing runs make it inconclusive; otherwise it passes.
-fn verdict(cells: &[CellComparison], variants: &[VariantRuns], splats: &[SplatFinding]) -> Verdict {
-    let mut fails = vec![];
-    let mut unsure = vec![];
-    // A splat the candidate brings is a regression whatever the numbers say.
-    for f in splats.iter().filter(|f| f.status == SplatStatus::New) {
-        for h in f.hits.iter().skip(1).filter(|h| h.runs > 0) {
-            fails.push(format!(
-                "{}: {} in {} of {} runs (not on {})",
-                h.variant, f.title, h.runs, h.of, f.hits[0].variant
-            ));
-        }
+/// Each candidate's cover-letter claims beside the cells their set-ups
+/// describe (the cover is in the manifest, read when the series was
+/// assembled).
+fn claim_checks(m: &Manifest, cells: &[CellComparison]) -> Vec<ClaimCheck> {
+    let mut out = vec![];
+    for v in m.plan.variants.iter().skip(1) {
+        let Some(tables) = m
+            .kernels
+            .iter()
+            .filter(|k| k.variant == v.name)
+            .find_map(|k| k.kernel.series.as_ref()?.cover.as_ref())
+            .map(|c| &c.claims)
+        else {
+            continue;
+        };
+        let views: Vec<CellView> = cells
+            .iter()
+            .filter_map(|c| {
+                let job = &m.plan.cells.iter().find(|p| p.id == c.cell)?.job;
+                let cand = c.candidates.iter().find(|x| x.variant == v.name)?;
+                Some(CellView {
+                    name: cell_name(c),
+                    params: vec![
+                        ("threads", f64::from(job.threads)),
+                        ("working_set_mb", job.working_set_mb as f64),
+                        ("memcg_max_mb", job.memcg_max_mb as f64),
+                    ],
+                    metrics: &cand.metrics,
+                })
+            })
+            .collect();
+        out.extend(check_tables(&v.name, tables, &views));
     }
-    for v in variants {
-        if let Some(e) = &v.build_error {
-            fails.push(format!("{}: did not build: {e}", v.variant));
-        }
-        for f in &v.failures {
-            fails.push(format!(
-                "{}: {} in {}: {}",
-                v.variant,
-                f.outcome.name(),
-                f.run,
-                f.reason
-            ));
-        }
-        if !v.missing.is_empty() && v.build_error.is_none() {
-            unsure.push(format!(
-                "{}: {} of {} planned runs have no result",
-                v.variant,
-                v.missing.len(),
-                v.planned
-            ));
-        }
-    }
-    let (mut passed, mut failed, mut inconclusive) = (0, 0, 0);
-    for c in cells {
-        for cand in &c.candidates {
-            for e in &cand.expectations {
-                let line = || {
-                    format!(
-                        "{} {}: {} {}: {}",
-                        cell_name(c),
-                        cand.variant,
-                        e.metric,
-                        catalog::kind_name(e.kind),
-                        e.reason
-                    )
-                };
-                match e.status {
-                    Status::Pass => passed += 1,
-                    Status::Fail => {
-                        failed += 1;
-                        fails.push(line());
-                    }
-                    Status::Inconclusive => {
-                        inconclusive += 1;
-                        unsure.push(line());
-                    }
-                }
-            }
-        }
-    }
-    let status = if !fails.is_empty() {
-        Status::Fail
-    } else if !unsure.is_empty() {
-        Status::Inconclusive
-    } else {
-        Status::Pass
-    };
-    fails.extend(unsure);
-    Verdict {
-        status,
-        reasons: fails,
-        expectations_passed: passed,
-        expectations_failed: failed,
-        expectations_inconclusive: inconclusive,
-    }
+    out
 }
 
 /// Reads a results dir and compares it. `extra_expect` adds to (and
@@ -511,6 +484,9 @@ pub fn analyse_dir(
     expect.extend(extra_expect.iter().map(|(k, v)| (k.clone(), v.clone())));
     let measured = catalog::of_cells(&m.plan.cells, &m.plan.scripts);
     catalog::validate_all(&expect, &measured)?;
+    for v in &m.plan.variants {
+        catalog::validate_all(&v.expect, &measured)?;
+    }
     let runs = results_dir::all_runs(dir);
     let series = series::read_all(dir, &m.plan, &runs);
     Ok(compare(&m, &runs, &expect, series, opts))
@@ -570,12 +546,20 @@ mod tests {
         assert_eq!(c.verdict.status, Status::Pass, "{:?}", c.verdict.reasons);
         assert!(c.verdict.reasons.is_empty());
         assert_eq!(c.verdict.expectations_passed, 8);
+        // The regression policy ran in both cells and names its guards.
+        assert_eq!(
+            c.verdict.headline(),
+            "PASS: no regression found in 20 runs on 2 cells (guards: oom_kills, touches, \
+             pswpout_per_ktouch, pswpin_per_ktouch, pgmajfault_per_ktouch); 8 expectation(s) met"
+        );
+        assert_eq!(cand.guards.len(), 5);
+        assert!(cand.guards.iter().all(|g| g.status == Some(Status::Pass)), "{:?}", cand.guards);
         // The JSON form reads back to the same comparison.
         let json = serde_json::to_string(&c).unwrap();
         let back: Comparison = serde_json::from_str(&json).unwrap();
         assert_eq!(back, c);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(v["format"], 2);
+        assert_eq!(v["format"], 3);
         assert_eq!(
             v["cells"][0]["candidates"][0]["metrics"][0]["change"]["kind"],
             "from_zero"

@@ -19,6 +19,7 @@ pub mod series;
 pub mod stats;
 pub mod synthetic;
 pub mod text;
+pub mod verdict;
 
 pub use compare::{analyse_dir, compare, AnalysisError};
 pub use model::{Comparison, Options, Status, Test, COMPARISON_FORMAT};

@@ -16,7 +16,10 @@ use crate::run::outcome::Outcome;
 /// Version of the comparison's JSON layout. Bump on any change a reader of
 /// the previous version would misread.
 /// 2: splats, per-work metrics and their assessments.
-pub const COMPARISON_FORMAT: u32 = 2;
+/// 3: the regression policy's guards per cell and candidate, the cover
+/// letter's claims, a candidate's own expectations, status NO VERDICT and
+/// the verdict's summary line.
+pub const COMPARISON_FORMAT: u32 = 3;
 
 /// Which test decides significance. Both are always computed and shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -83,8 +86,17 @@ pub struct Comparison {
     pub options: Options,
     /// Accelerator per arch, with the reason (from the manifest).
     pub accel: BTreeMap<String, String>,
-    /// The expectations evaluated (the plan's, with command-line ones over them).
+    /// The matrix's expectations (with command-line ones over them),
+    /// evaluated for every candidate.
     pub expect: BTreeMap<String, Expectation>,
+    /// Each candidate's own expectations (its kernel entry's `expect:`),
+    /// over the matrix's for that candidate only.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub candidate_expect: BTreeMap<String, BTreeMap<String, Expectation>>,
+    /// The cover letters' claims beside the measurement, candidate by
+    /// candidate, row by row (a row once per cell its set-up describes).
+    #[serde(default)]
+    pub claims: Vec<super::claims::ClaimCheck>,
     pub cells: Vec<CellComparison>,
     /// Per kernel variant: what happened to its runs.
     pub variants: Vec<VariantRuns>,
@@ -128,6 +140,23 @@ pub struct CandidateComparison {
     /// Every catalog metric of the cell's scenario that some run has.
     pub metrics: Vec<MetricComparison>,
     pub expectations: Vec<ExpectationResult>,
+    /// The regression policy: runs with an OOM kill, then the scenario's
+    /// guards (see `analysis::policy`).
+    #[serde(default)]
+    pub guards: Vec<GuardResult>,
+}
+
+/// One check of the regression policy in one cell, for one candidate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GuardResult {
+    pub metric: String,
+    /// What it guards, in words (the scenario's `Def`).
+    pub why: String,
+    /// Pass or Fail; None when it could not be judged here (a timing under
+    /// TCG, too few runs for the test to reach alpha, no run has it).
+    pub status: Option<Status>,
+    /// One line: why.
+    pub reason: String,
 }
 
 /// What the numbers say, before any expectation.
@@ -203,6 +232,9 @@ pub struct MetricComparison {
 pub enum Status {
     Fail,
     Inconclusive,
+    /// Nothing could be judged (one kernel, too few runs, every guard a
+    /// timing under TCG): never a pass.
+    NoVerdict,
     Pass,
 }
 
@@ -212,6 +244,7 @@ impl Status {
             Status::Pass => "PASS",
             Status::Fail => "FAIL",
             Status::Inconclusive => "INCONCLUSIVE",
+            Status::NoVerdict => "NO VERDICT",
         }
     }
 }
@@ -314,16 +347,59 @@ pub struct VariantRuns {
     pub build_error: Option<String>,
 }
 
-/// The verdict of the series: every expectation, plus the runs that did
-/// not complete.
+/// The verdict of the series: the regression policy, the expectations
+/// (the matrix's and the candidate's own), the cover letter's claims, and
+/// the runs that did not complete.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Verdict {
     pub status: Status,
+    /// One line after the status: `no regression found in 20 runs on 2
+    /// cells (guards: ...)`.
+    #[serde(default)]
+    pub summary: String,
     /// Failures first, then what is inconclusive; empty on a clean pass.
     pub reasons: Vec<String>,
+    /// What could not be judged here, and why (not a failure, not a pass).
+    #[serde(default)]
+    pub not_judged: Vec<String>,
+    /// The guards judged somewhere in the matrix, in first-seen order.
+    #[serde(default)]
+    pub guards: Vec<String>,
+    /// Completed runs and the matrix's cells.
+    #[serde(default)]
+    pub runs: usize,
+    #[serde(default)]
+    pub cells: usize,
     pub expectations_passed: usize,
     pub expectations_failed: usize,
     pub expectations_inconclusive: usize,
+    /// The cover letter's claims, by finding (true-by-construction
+    /// agreements counted apart).
+    #[serde(default)]
+    pub claims: ClaimCounts,
+}
+
+/// How many claim checks had each finding.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimCounts {
+    pub agree: usize,
+    /// Agreements the baseline could not have contradicted: it reads 0 in
+    /// every run (the counter the series adds, or an event it never has).
+    pub by_construction: usize,
+    pub contradict: usize,
+    pub not_significant: usize,
+    pub not_measured: usize,
+}
+
+impl Verdict {
+    /// `PASS: no regression found in ...`.
+    pub fn headline(&self) -> String {
+        if self.summary.is_empty() {
+            self.status.name().to_string()
+        } else {
+            format!("{}: {}", self.status.name(), self.summary)
+        }
+    }
 }
 
 /// A run's time series as sampled by the guest (one point per report

@@ -18,7 +18,7 @@
 //!   and futile calls, the other reclaimers' p99 latency as the control).
 
 use super::expect;
-use super::model::{ExpectationResult, MetricComparison, Options, Status};
+use super::model::{ExpectationResult, GuardResult, MetricComparison, Options, Status};
 use super::stats::fisher_exact_greater;
 use super::text;
 use crate::matrix::file::{ExpectKind, Expectation};
@@ -45,6 +45,16 @@ pub fn oom_runs(m: &MetricComparison, opts: &Options) -> ExpectationResult {
         (
             Status::Inconclusive,
             format!("{line}: a side has no completed run"),
+        )
+    } else if fisher_exact_greater(cn, cn, 0, bn) > opts.alpha {
+        // Even every candidate run killed against none of the baseline's
+        // would not be significant: the test cannot say anything here.
+        (
+            Status::Inconclusive,
+            format!(
+                "{line}: with {cn} + {bn} runs Fisher's exact test cannot reach p <= {}",
+                opts.alpha
+            ),
         )
     } else {
         let p = fisher_exact_greater(ch, cn, bh, bn);
@@ -75,6 +85,40 @@ pub fn guard(m: &MetricComparison, opts: &Options) -> Option<ExpectationResult> 
         m,
         opts,
     ))
+}
+
+/// The regression policy in one cell for one candidate: runs with an OOM
+/// kill (Fisher's exact test), then each guard of the cell's scenario.
+/// A check that cannot be judged here is kept with status None and why.
+pub fn check_cell(scenario: &str, metrics: &[MetricComparison], opts: &Options) -> Vec<GuardResult> {
+    let mut out = vec![];
+    let find = |name: &str| metrics.iter().find(|m| m.metric == name);
+    if let Some(m) = find(OOM_METRIC) {
+        let r = oom_runs(m, opts);
+        out.push(GuardResult {
+            metric: OOM_METRIC.into(),
+            why: "runs with an OOM kill, by Fisher's exact test".into(),
+            status: (r.status != Status::Inconclusive).then_some(r.status),
+            reason: r.reason,
+        });
+    }
+    for g in guards(scenario) {
+        let (status, reason) = match find(g.metric) {
+            None => (None, "no completed run has it".to_string()),
+            Some(m) => match guard(m, opts) {
+                None => (None, "a timing under TCG: its size means little".to_string()),
+                Some(r) if r.status == Status::Inconclusive => (None, r.reason),
+                Some(r) => (Some(r.status), r.reason),
+            },
+        };
+        out.push(GuardResult {
+            metric: g.metric.into(),
+            why: g.why.into(),
+            status,
+            reason,
+        });
+    }
+    out
 }
 
 #[cfg(test)]
@@ -115,6 +159,9 @@ mod tests {
             (&[1.0; 5], &[1.0; 5], Status::Pass),
             (&[1.0; 5], &[0.0; 5], Status::Pass),
             (&[], &[1.0], Status::Inconclusive),
+            // 2 + 2 runs: even 2 of 2 against 0 of 2 gives p = 1/6.
+            (&[0.0; 2], &[1.0; 2], Status::Inconclusive),
+            (&[0.0; 2], &[0.0; 2], Status::Inconclusive),
         ];
         for (b, c, want) in cases {
             let r = oom_runs(&comparison(OOM_METRIC, b, c), &opts);

@@ -128,6 +128,11 @@ pub struct KernelEntry {
     /// complete one, as `--revision N`: a thread's v1 and v2 side by side.
     #[serde(default)]
     pub revision: Option<u32>,
+    /// This kernel's own expectations against the baseline (what its
+    /// series claims to do), over the matrix's `expect:` for this kernel
+    /// only: a series given on the command line in its place has none.
+    #[serde(default)]
+    pub expect: BTreeMap<String, Expectation>,
 }
 
 /// A scalar as written in YAML: `64`, `true`, `x86_64`.
@@ -175,6 +180,11 @@ pub enum Expectation {
         threshold: Option<f64>,
     },
 }
+
+// Thresholds are checked finite before a plan holds them
+// (`plan::expectations::validate`): equality is total there, so kernel
+// variants (which derive Eq) can carry expectations.
+impl Eq for Expectation {}
 
 impl Expectation {
     pub fn kind(&self) -> ExpectKind {

@@ -98,7 +98,9 @@ impl CheckState {
         match s {
             crate::analysis::Status::Pass => CheckState::Success,
             crate::analysis::Status::Fail => CheckState::Fail,
-            crate::analysis::Status::Inconclusive => CheckState::Warning,
+            crate::analysis::Status::Inconclusive | crate::analysis::Status::NoVerdict => {
+                CheckState::Warning
+            }
         }
     }
 }
@@ -158,13 +160,7 @@ pub fn default_description(
         (CheckState::Pending, _) => "mmci: building the kernels and running the matrix".into(),
         (_, Some(c)) => {
             let v = &c.verdict;
-            let mut text = format!(
-                "mmci: {}: {} expectation(s) met, {} failed, {} inconclusive",
-                v.status.name(),
-                v.expectations_passed,
-                v.expectations_failed,
-                v.expectations_inconclusive
-            );
+            let mut text = format!("mmci: {}", v.headline());
             if let Some(r) = v.reasons.first() {
                 text.push_str(&format!("; {r}"));
             }

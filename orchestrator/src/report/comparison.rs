@@ -338,16 +338,18 @@ fn render_raw(c: &Comparison, width: Option<usize>) -> String {
         }
     }
     out.push_str(&render_anatomy(c));
+    out.push_str(&super::checks_text::render_policy(c));
+    out.push_str(&super::checks_text::render_claims(c));
     let v = &c.verdict;
-    out.push_str(&format!(
-        "verdict: {} ({} expectation(s) passed, {} failed, {} inconclusive)\n",
-        v.status.name(),
-        v.expectations_passed,
-        v.expectations_failed,
-        v.expectations_inconclusive
-    ));
+    out.push_str(&format!("verdict: {}\n", v.headline()));
     for r in &v.reasons {
         out.push_str(&format!("  - {r}\n"));
+    }
+    if !v.not_judged.is_empty() {
+        out.push_str("not judged here:\n");
+        for r in &v.not_judged {
+            out.push_str(&format!("  - {r}\n"));
+        }
     }
     out
 }
@@ -393,7 +395,7 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("verdict: FAIL (3 expectation(s) passed, 1 failed, 0 inconclusive)"),
+            text.contains("verdict: FAIL: 2 findings in 10 runs on 1 cell\n"),
             "{text}"
         );
     }

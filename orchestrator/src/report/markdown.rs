@@ -201,7 +201,7 @@ impl Keep {
         k[ROWS] = v.row_count();
         k[OLD_SPLATS] = v.splats.len() - new;
         k[EXCERPTS] = v.splats.len();
-        k[EXPECTATIONS] = v.expectations.len();
+        k[EXPECTATIONS] = v.checks_len();
         k[NEW_SPLATS] = new;
         k[REASONS] = v.reasons.len();
         Keep(k)

@@ -9,6 +9,7 @@
 //! that every format reads the same; templates only lay them out.
 
 pub mod comparison;
+pub mod checks_text;
 pub mod comparison_text;
 pub mod email;
 pub mod html;

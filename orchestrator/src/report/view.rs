@@ -36,9 +36,18 @@ pub struct View {
     pub baseline: String,
     pub candidates: Vec<String>,
     pub status: String,
+    /// The status as a CSS class: `NO_VERDICT` for `NO VERDICT`.
+    pub status_class: String,
     pub passed: bool,
     pub verdict: String,
     pub reasons: Vec<String>,
+    /// What the verdict could not judge here, and why.
+    pub not_judged: Vec<String>,
+    /// The regression policy, cell by cell: failures first.
+    pub guards: Vec<GuardView>,
+    /// The cover letter's claims beside the measurement: contradictions
+    /// first, then agreements, then the rest.
+    pub claims: Vec<ClaimView>,
     /// Hidden marker of the report, for sticky comments.
     pub marker: String,
     pub method: String,
@@ -95,6 +104,108 @@ pub struct ExpectationView {
     pub kind: String,
     pub status: String,
     pub reason: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GuardView {
+    pub cell: String,
+    pub kernel: String,
+    pub metric: String,
+    pub why: String,
+    /// `PASS`, `FAIL` or `not judged`.
+    pub status: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ClaimView {
+    pub kernel: String,
+    pub setup: String,
+    pub row: String,
+    pub line: usize,
+    pub claimed: String,
+    pub metric: String,
+    pub cell: String,
+    pub measured: String,
+    pub p: String,
+    /// `agrees`, `contradicts`, `not significant`, `not measured here`,
+    /// or `agrees (by construction)`.
+    pub finding: String,
+    pub contradicts: bool,
+    pub reason: String,
+}
+
+/// The regression policy's checks as rows: failures first, then passes,
+/// then what was not judged; stable within.
+pub fn guard_views(c: &Comparison) -> Vec<GuardView> {
+    let mut out: Vec<(u8, GuardView)> = vec![];
+    for cell in &c.cells {
+        for cand in &cell.candidates {
+            for g in &cand.guards {
+                let (rank, status) = match g.status {
+                    Some(Status::Fail) => (0, "FAIL"),
+                    Some(_) => (1, "PASS"),
+                    None => (2, "not judged"),
+                };
+                out.push((
+                    rank,
+                    GuardView {
+                        cell: cell_name(cell).to_string(),
+                        kernel: cand.variant.clone(),
+                        metric: g.metric.clone(),
+                        why: g.why.clone(),
+                        status: status.into(),
+                        reason: untrusted::line(&g.reason),
+                    },
+                ));
+            }
+        }
+    }
+    out.sort_by_key(|(r, _)| *r);
+    out.into_iter().map(|(_, g)| g).collect()
+}
+
+/// The claims as rows. Every string of a claim came from the cover
+/// letter (untrusted) or was built from it.
+pub fn claim_views(c: &Comparison) -> Vec<ClaimView> {
+    use crate::analysis::claims::Finding;
+    let mut out: Vec<(u8, ClaimView)> = c
+        .claims
+        .iter()
+        .map(|k| {
+            let rank = match k.finding {
+                Finding::Contradicts => 0,
+                Finding::Agrees if !k.by_construction => 1,
+                Finding::NotSignificant => 2,
+                Finding::Agrees => 3,
+                Finding::NotMeasured => 4,
+            };
+            let finding = if k.by_construction {
+                "agrees (by construction)".to_string()
+            } else {
+                k.finding.name().to_string()
+            };
+            (
+                rank,
+                ClaimView {
+                    kernel: untrusted::line(&k.variant),
+                    setup: untrusted::line(&k.setup),
+                    row: untrusted::line(&k.row),
+                    line: k.line,
+                    claimed: untrusted::line(&k.claimed),
+                    metric: k.metric.clone().unwrap_or_else(|| "-".into()),
+                    cell: k.cell.as_deref().map_or("-".into(), untrusted::line),
+                    measured: k.measured.as_deref().map_or("-".into(), untrusted::line),
+                    p: k.p.map_or("-".into(), text::p),
+                    finding,
+                    contradicts: k.finding == Finding::Contradicts,
+                    reason: untrusted::line(&k.reason),
+                },
+            )
+        })
+        .collect();
+    out.sort_by_key(|(r, _)| *r);
+    out.into_iter().map(|(_, k)| k).collect()
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -520,15 +631,13 @@ pub fn build(input: &ReportInput) -> View {
         baseline: c.baseline.clone(),
         candidates: c.candidates.clone(),
         status: v.status.name().into(),
+        status_class: v.status.name().replace(' ', "_"),
         passed: v.status == Status::Pass,
-        verdict: format!(
-            "{}: {} expectation(s) passed, {} failed, {} inconclusive",
-            v.status.name(),
-            v.expectations_passed,
-            v.expectations_failed,
-            v.expectations_inconclusive
-        ),
+        verdict: untrusted::line(&v.headline()),
         reasons: v.reasons.iter().map(|r| untrusted::line(r)).collect(),
+        not_judged: v.not_judged.iter().map(|r| untrusted::line(r)).collect(),
+        guards: guard_views(c),
+        claims: claim_views(c),
         marker: marker(m),
         method: format!(
             "significant: {} p <= {} and |change| >= the noise floor ({} by default); \
@@ -582,9 +691,29 @@ impl View {
             left -= keep;
         }
         self.tables.retain(|t| !t.rows.is_empty());
-        let keep = self.expectations.len().min(expectations);
-        self.expectations_cut += self.expectations.len() - keep;
-        self.expectations.truncate(keep);
+        // The expectations, the policy's checks, the claims and what was
+        // not judged: the first `expectations` of each (they are sorted
+        // failures first).
+        fn cut<T>(v: &mut Vec<T>, n: usize) -> usize {
+            let keep = v.len().min(n);
+            let gone = v.len() - keep;
+            v.truncate(keep);
+            gone
+        }
+        self.expectations_cut += cut(&mut self.expectations, expectations)
+            + cut(&mut self.guards, expectations)
+            + cut(&mut self.claims, expectations)
+            + cut(&mut self.not_judged, expectations);
+    }
+
+    /// The longest of the lists [`View::truncate`] cuts by its second
+    /// argument.
+    pub fn checks_len(&self) -> usize {
+        self.expectations
+            .len()
+            .max(self.guards.len())
+            .max(self.claims.len())
+            .max(self.not_judged.len())
     }
 
     /// Keeps the first `new` new splats and the first `old` pre-existing

@@ -314,6 +314,25 @@ pub fn plan(
         expectations::validate(name, &e.value, &measured)
             .map_err(|err| MatrixError::at(file, Some(Pos::of(e)), err.to_string()))?;
     }
+    // A kernel's own: at its entry (YAML positions inside an entry are
+    // not kept), the kernel named.
+    for k in &m.kernels {
+        for (name, e) in &k.value.expect {
+            expectations::validate(name, e, &measured).map_err(|err| {
+                MatrixError::at(file, Some(Pos::of(k)), format!("kernel `{}`: {err}", k.value.name))
+            })?;
+        }
+    }
+    if let Some(k) = m.kernels.first().filter(|k| !k.value.expect.is_empty()) {
+        return Err(MatrixError::at(
+            file,
+            Some(Pos::of(k)),
+            format!(
+                "kernel `{}` is the baseline: its `expect:` would compare it with itself; put it on a candidate",
+                k.value.name
+            ),
+        ));
+    }
     Ok(Plan {
         source: file.to_string(),
         description: m.description.clone(),

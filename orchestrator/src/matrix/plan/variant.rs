@@ -32,6 +32,9 @@ pub struct Variant {
     pub from_command_line: bool,
     /// Revision N of the series instead of the newest complete one.
     pub revision: Option<u32>,
+    /// The kernel entry's own `expect:` (checked against the catalog):
+    /// what its series claims, judged for this candidate only.
+    pub expect: BTreeMap<String, Expectation>,
 }
 
 /// A [`Variant`] as manifests write it: one optional key per kind of
@@ -55,6 +58,8 @@ pub(super) struct VariantRepr {
     pub(super) from_command_line: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) revision: Option<u32>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(super) expect: BTreeMap<String, Expectation>,
 }
 
 fn serialize_redacted_url<S: serde::Serializer>(
@@ -79,6 +84,7 @@ impl From<Variant> for VariantRepr {
             image: v.image,
             from_command_line: v.from_command_line,
             revision: v.revision,
+            expect: v.expect,
         };
         match v.series {
             Some(SeriesSpec::Mbox(p) | SeriesSpec::PatchDir(p)) => r.series = Some(p),
@@ -113,6 +119,7 @@ impl TryFrom<VariantRepr> for Variant {
             image: r.image,
             from_command_line: r.from_command_line,
             revision: r.revision,
+            expect: r.expect,
         })
     }
 }
@@ -171,6 +178,7 @@ impl Variant {
             image: None,
             from_command_line: false,
             revision: None,
+            expect: BTreeMap::new(),
         }
     }
 
@@ -311,6 +319,7 @@ pub(super) fn resolve_variant(
         image: None,
         from_command_line: false,
         revision: entry.revision,
+        expect: entry.expect.clone(),
     })
 }
 

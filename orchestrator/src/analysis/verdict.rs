@@ -1,0 +1,358 @@
+//! The verdict of a comparison: what fails it, what leaves it undecided,
+//! when there was nothing to judge, and the one line that says so.
+//! FAIL: a kernel that did not build, a run that did not complete, a new
+//! splat, a failed expectation, a guard of the regression policy that
+//! regressed, more runs with an OOM kill, a claim of the cover letter
+//! contradicted with significance. INCONCLUSIVE: otherwise, an expectation
+//! that could not be decided or runs without a result. NO VERDICT:
+//! otherwise, nothing was judged (one kernel, too few runs, only timings
+//! under TCG): never a pass. PASS: the rest, read as "no regression found
+//! in N runs on M cells", naming the guards.
+
+use super::catalog;
+use super::claims::{ClaimCheck, Finding};
+use super::compare::cell_name;
+use super::model::*;
+
+/// The verdict. FAIL: a kernel that did not build, a run that did not
+/// complete, a new splat, a failed expectation, a guard that regressed,
+/// more runs with an OOM kill, a claim contradicted with significance.
+/// INCONCLUSIVE: otherwise, an expectation that could not be decided or
+/// runs without a result. NO VERDICT: otherwise, nothing was judged (one
+/// kernel, too few runs, only timings under TCG). PASS: the rest.
+pub fn verdict(
+    cells: &[CellComparison],
+    variants: &[VariantRuns],
+    splats: &[SplatFinding],
+    claims: &[ClaimCheck],
+) -> Verdict {
+    let mut fails = vec![];
+    let mut unsure = vec![];
+    let mut not_judged = vec![];
+    let mut judged = 0usize;
+    // A splat the candidate brings is a regression whatever the numbers say.
+    for f in splats.iter().filter(|f| f.status == SplatStatus::New) {
+        for h in f.hits.iter().skip(1).filter(|h| h.runs > 0) {
+            fails.push(format!(
+                "{}: {} in {} of {} runs (not on {})",
+                h.variant, f.title, h.runs, h.of, f.hits[0].variant
+            ));
+        }
+    }
+    for v in variants {
+        if let Some(e) = &v.build_error {
+            fails.push(format!("{}: did not build: {e}", v.variant));
+        }
+        for f in &v.failures {
+            fails.push(format!(
+                "{}: {} in {}: {}",
+                v.variant,
+                f.outcome.name(),
+                f.run,
+                f.reason
+            ));
+        }
+        if !v.missing.is_empty() && v.build_error.is_none() {
+            unsure.push(format!(
+                "{}: {} of {} planned runs have no result",
+                v.variant,
+                v.missing.len(),
+                v.planned
+            ));
+        }
+    }
+    let (mut passed, mut failed, mut inconclusive) = (0, 0, 0);
+    let mut guards: Vec<String> = vec![];
+    for c in cells {
+        for cand in &c.candidates {
+            for g in &cand.guards {
+                let line = format!("{} {}: {}: {}", cell_name(c), cand.variant, g.metric, g.reason);
+                match g.status {
+                    Some(Status::Fail) => {
+                        judged += 1;
+                        fails.push(format!(
+                            "{} {}: {} ({}): {}",
+                            cell_name(c),
+                            cand.variant,
+                            g.metric,
+                            g.why,
+                            g.reason
+                        ));
+                    }
+                    Some(_) => judged += 1,
+                    None => not_judged.push(line),
+                }
+                if g.status.is_some() && !guards.contains(&g.metric) {
+                    guards.push(g.metric.clone());
+                }
+            }
+            for e in &cand.expectations {
+                let line = || {
+                    format!(
+                        "{} {}: {} {}: {}",
+                        cell_name(c),
+                        cand.variant,
+                        e.metric,
+                        catalog::kind_name(e.kind),
+                        e.reason
+                    )
+                };
+                match e.status {
+                    Status::Pass => {
+                        passed += 1;
+                        judged += 1;
+                    }
+                    Status::Fail => {
+                        failed += 1;
+                        judged += 1;
+                        fails.push(line());
+                    }
+                    Status::Inconclusive | Status::NoVerdict => {
+                        inconclusive += 1;
+                        unsure.push(line());
+                    }
+                }
+            }
+        }
+    }
+    let mut counts = ClaimCounts::default();
+    for k in claims {
+        match k.finding {
+            Finding::Agrees if k.by_construction => counts.by_construction += 1,
+            Finding::Agrees => {
+                counts.agree += 1;
+                judged += 1;
+            }
+            Finding::Contradicts => {
+                counts.contradict += 1;
+                judged += 1;
+                fails.push(format!(
+                    "{} {}: the cover letter claims {} {} ({}, line {}), measured {}: {}",
+                    k.cell.as_deref().unwrap_or("-"),
+                    k.variant,
+                    k.row,
+                    k.claimed,
+                    k.setup,
+                    k.line,
+                    k.measured.as_deref().unwrap_or("-"),
+                    k.reason
+                ));
+            }
+            Finding::NotSignificant => counts.not_significant += 1,
+            Finding::NotMeasured => counts.not_measured += 1,
+        }
+    }
+    let runs: usize = variants.iter().map(|v| v.completed).sum();
+    let n_cells = cells.len();
+    let no_candidate = cells.iter().all(|c| c.candidates.is_empty());
+    let status = if !fails.is_empty() {
+        Status::Fail
+    } else if !unsure.is_empty() {
+        Status::Inconclusive
+    } else if judged == 0 || no_candidate {
+        Status::NoVerdict
+    } else {
+        Status::Pass
+    };
+    let in_runs = format!(
+        "in {runs} run{} on {n_cells} cell{}",
+        if runs == 1 { "" } else { "s" },
+        if n_cells == 1 { "" } else { "s" }
+    );
+    let summary = match status {
+        Status::Fail => format!(
+            "{} finding{} {in_runs}",
+            fails.len(),
+            if fails.len() == 1 { "" } else { "s" }
+        ),
+        Status::Inconclusive => format!(
+            "{} check{} could not be decided {in_runs}",
+            unsure.len(),
+            if unsure.len() == 1 { "" } else { "s" }
+        ),
+        Status::NoVerdict if no_candidate => format!(
+            "nothing to compare {in_runs}: the matrix has one kernel, no candidate"
+        ),
+        Status::NoVerdict => format!(
+            "nothing could be judged {in_runs}: every check needs more runs or KVM (see below)"
+        ),
+        Status::Pass => {
+            let mut s = format!("no regression found {in_runs} (guards: {})", guards.join(", "));
+            if passed > 0 {
+                s.push_str(&format!("; {passed} expectation(s) met"));
+            }
+            if counts.agree > 0 {
+                s.push_str(&format!(
+                    "; {} of the cover letter's claims agree",
+                    counts.agree
+                ));
+            }
+            s
+        }
+    };
+    fails.extend(unsure);
+    if no_candidate {
+        not_judged.clear();
+    }
+    Verdict {
+        status,
+        summary,
+        reasons: fails,
+        not_judged,
+        guards,
+        runs,
+        cells: n_cells,
+        expectations_passed: passed,
+        expectations_failed: failed,
+        expectations_inconclusive: inconclusive,
+        claims: counts,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analysis::synthetic::synthetic;
+    use crate::analysis::{compare, Options};
+    use crate::guest::vm::Accel;
+    use crate::matrix::file::{ExpectKind, Expectation};
+    use std::collections::BTreeMap;
+
+    fn no_expect() -> BTreeMap<String, Expectation> {
+        BTreeMap::new()
+    }
+
+    #[test]
+    fn the_regression_policy_alone_passes_a_series_that_changes_nothing_it_guards() {
+        // No expectation at all (a series nobody wrote expectations for):
+        // the policy's guards decide, and the verdict names them.
+        let (m, runs, _) = synthetic(20);
+        let c = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+        assert_eq!(c.verdict.status, Status::Pass, "{:?}", c.verdict.reasons);
+        assert_eq!(
+            c.verdict.summary,
+            "no regression found in 20 runs on 2 cells (guards: oom_kills, touches, \
+             pswpout_per_ktouch, pswpin_per_ktouch, pgmajfault_per_ktouch)"
+        );
+        assert_eq!(c.verdict.expectations_passed, 0);
+    }
+
+    #[test]
+    fn a_guard_that_regresses_fails_and_is_named() {
+        let (m, mut runs, _) = synthetic(20);
+        for r in runs.values_mut().filter(|r| r.id.contains("-patched-")) {
+            let x = r.metrics.mglru_mut().unwrap();
+            x.pswpout = x.touches * 3;
+        }
+        let c = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+        assert_eq!(c.verdict.status, Status::Fail);
+        assert_eq!(c.verdict.summary, "2 findings in 20 runs on 2 cells");
+        assert!(
+            c.verdict.reasons[0].starts_with(
+                "threads=1 patched: pswpout_per_ktouch (swap-out traffic per 1,000 touches): regressed: +"
+            ),
+            "{:?}",
+            c.verdict.reasons
+        );
+    }
+
+    #[test]
+    fn nothing_to_judge_is_no_verdict_never_a_pass() {
+        // Under TCG with 2 runs a side: the timing guard is not judged, the
+        // others cannot reach alpha, nor can Fisher's test.
+        let (m, mut runs, _) = synthetic(20);
+        runs.retain(|id, _| id.ends_with("-r1") || id.ends_with("-r2"));
+        for r in runs.values_mut() {
+            r.accel = Accel::Tcg;
+        }
+        let mut m2 = m.clone();
+        m2.plan.repeats = 2;
+        let c = compare(&m2, &runs, &no_expect(), vec![], &Options::default());
+        assert_eq!(c.verdict.status, Status::NoVerdict, "{:?}", c.verdict);
+        assert!(
+            c.verdict.summary.starts_with("nothing could be judged in 8 runs on 2 cells"),
+            "{}",
+            c.verdict.summary
+        );
+        assert!(c.verdict.reasons.is_empty());
+        assert!(c
+            .verdict
+            .not_judged
+            .iter()
+            .any(|l| l.contains("touches: a timing under TCG")));
+
+        // One kernel: nothing to compare it with.
+        let mut m1 = m2.clone();
+        m1.plan.variants.truncate(1);
+        let c = compare(&m1, &runs, &no_expect(), vec![], &Options::default());
+        assert_eq!(c.verdict.status, Status::NoVerdict);
+        assert!(
+            c.verdict.summary.ends_with("the matrix has one kernel, no candidate"),
+            "{}",
+            c.verdict.summary
+        );
+    }
+
+    #[test]
+    fn a_candidates_own_expectations_are_its_alone() {
+        let (mut m, runs, _) = synthetic(20);
+        m.plan.variants[1].expect = [(
+            "throttle_isolated".to_string(),
+            Expectation::Kind(ExpectKind::Zero),
+        )]
+        .into();
+        let c = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+        assert_eq!(c.candidate_expect["patched"].len(), 1);
+        assert_eq!(c.verdict.status, Status::Fail);
+        assert_eq!(c.verdict.expectations_failed, 2);
+        assert!(c.verdict.reasons[0].contains("throttle_isolated zero: nonzero in 5 of 5 runs"));
+    }
+
+    #[test]
+    fn claims_fail_when_contradicted_and_by_construction_counts_for_nothing() {
+        use crate::analysis::claims::ClaimCheck;
+        let (m, runs, _) = synthetic(20);
+        let c = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+        let claim = |finding, by_construction| ClaimCheck {
+            variant: "patched".into(),
+            setup: "64 threads".into(),
+            row: "pswpout per 1,000 touches".into(),
+            line: 12,
+            claimed: "974 -> 746 (-23.4%)".into(),
+            metric: Some("pswpout_per_ktouch".into()),
+            cell: Some("threads=1".into()),
+            measured: Some("755 -> 980 (+29.8%)".into()),
+            p: Some(0.0079),
+            finding,
+            by_construction,
+            reason: "significant the other way: claimed down, measured up, p=0.0079".into(),
+        };
+        let v = verdict(
+            &c.cells,
+            &c.variants,
+            &c.splats,
+            &[claim(Finding::Contradicts, false)],
+        );
+        assert_eq!(v.status, Status::Fail);
+        assert_eq!(v.claims.contradict, 1);
+        assert_eq!(
+            v.reasons[0],
+            "threads=1 patched: the cover letter claims pswpout per 1,000 touches 974 -> 746 \
+             (-23.4%) (64 threads, line 12), measured 755 -> 980 (+29.8%): significant the \
+             other way: claimed down, measured up, p=0.0079"
+        );
+        let v = verdict(
+            &c.cells,
+            &c.variants,
+            &c.splats,
+            &[claim(Finding::Agrees, true), claim(Finding::Agrees, false)],
+        );
+        assert_eq!(v.status, Status::Pass);
+        assert_eq!((v.claims.agree, v.claims.by_construction), (1, 1));
+        assert!(
+            v.summary.ends_with("; 1 of the cover letter's claims agree"),
+            "{}",
+            v.summary
+        );
+    }
+}
