@@ -11,69 +11,8 @@
 //! direction (patched above, below or equal to unpatched) against the
 //! measured change and its p. Sizes are shown, not judged.
 
-use serde::{Deserialize, Serialize};
-
-use crate::analysis::model::{Assessment, MetricComparison};
+use crate::analysis::model::{Assessment, ClaimCheck, Finding, MetricComparison};
 use crate::series::claims::{ClaimRow, Quantity};
-
-/// What the measurement says of one claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Finding {
-    /// Measured a significant change the way the claim goes (or, for a
-    /// claim of no change, no significant change).
-    Agrees,
-    /// Measured a significant change the other way, or a significant change
-    /// where the claim says none: this fails the verdict.
-    Contradicts,
-    /// The measurement cannot tell (p above alpha, below the noise floor,
-    /// too few runs, or a timing under TCG).
-    NotSignificant,
-    /// No metric of mmci's is this row, or no cell of the matrix is its
-    /// set-up.
-    NotMeasured,
-}
-
-impl Finding {
-    pub fn name(self) -> &'static str {
-        match self {
-            Finding::Agrees => "agrees",
-            Finding::Contradicts => "contradicts",
-            Finding::NotSignificant => "not significant",
-            Finding::NotMeasured => "not measured here",
-        }
-    }
-}
-
-/// One claim row beside one cell's measurement.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ClaimCheck {
-    /// The candidate whose cover letter claims it.
-    #[serde(default)]
-    pub variant: String,
-    /// The table's set-up as the letter words it.
-    pub setup: String,
-    pub row: String,
-    /// Line of the row in the cover letter.
-    pub line: usize,
-    /// `0 -> 35645`, `246,499,132,369 -> 301,456,426,692 (+22.3%)`.
-    pub claimed: String,
-    pub metric: Option<String>,
-    /// The cell whose runs were compared.
-    pub cell: Option<String>,
-    /// The measured change as the comparison shows it.
-    pub measured: Option<String>,
-    pub p: Option<f64>,
-    pub finding: Finding,
-    /// An agreement the baseline could not have contradicted: the claim
-    /// starts from 0 and the baseline reads 0 in every run (a counter the
-    /// series adds, an event base never has). It shows the series is
-    /// active, not that reclaim changed, and counts as no finding.
-    #[serde(default)]
-    pub by_construction: bool,
-    /// One line: why.
-    pub reason: String,
-}
 
 /// Row names (lowercased, notes in parentheses and punctuation dropped)
 /// and the metric each is. A row matches when its normalised name equals

@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::catalog::{self, Better, Metric};
-use super::claims::{check_tables, CellView, ClaimCheck};
+use super::claims::{check_tables, CellView};
+pub use super::model::cell_name;
 use super::expect;
 use super::policy;
 use super::model::*;
@@ -425,14 +426,6 @@ pub fn splat_findings(
     out
 }
 
-/// How a cell is named in reasons: its label, else its id.
-pub fn cell_name(c: &CellComparison) -> &str {
-    if c.label.is_empty() {
-        &c.cell
-    } else {
-        &c.label
-    }
-}
 
 /// Each candidate's cover-letter claims beside the cells their set-ups
 /// describe (the cover is in the manifest, read when the series was

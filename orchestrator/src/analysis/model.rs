@@ -96,7 +96,7 @@ pub struct Comparison {
     /// The cover letters' claims beside the measurement, candidate by
     /// candidate, row by row (a row once per cell its set-up describes).
     #[serde(default)]
-    pub claims: Vec<super::claims::ClaimCheck>,
+    pub claims: Vec<ClaimCheck>,
     pub cells: Vec<CellComparison>,
     /// Per kernel variant: what happened to its runs.
     pub variants: Vec<VariantRuns>,
@@ -111,6 +111,15 @@ pub struct Comparison {
     /// B: the slowest dm-bufio call); the key is format 2's.
     #[serde(default, rename = "noio_anatomy")]
     pub anatomy: Vec<super::anatomy::Anatomy>,
+}
+
+/// How a cell is named in reasons: its label, else its id.
+pub fn cell_name(c: &CellComparison) -> &str {
+    if c.label.is_empty() {
+        &c.cell
+    } else {
+        &c.label
+    }
 }
 
 impl CellComparison {
@@ -420,4 +429,63 @@ pub struct RunSeries {
     pub memcg_current_bytes: Vec<u64>,
     /// The workload's cumulative touch counter.
     pub touches: Vec<u64>,
+}
+
+/// What the measurement says of one claim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Finding {
+    /// Measured a significant change the way the claim goes (or, for a
+    /// claim of no change, no significant change).
+    Agrees,
+    /// Measured a significant change the other way, or a significant change
+    /// where the claim says none: this fails the verdict.
+    Contradicts,
+    /// The measurement cannot tell (p above alpha, below the noise floor,
+    /// too few runs, or a timing under TCG).
+    NotSignificant,
+    /// No metric of mmci's is this row, or no cell of the matrix is its
+    /// set-up.
+    NotMeasured,
+}
+
+impl Finding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Finding::Agrees => "agrees",
+            Finding::Contradicts => "contradicts",
+            Finding::NotSignificant => "not significant",
+            Finding::NotMeasured => "not measured here",
+        }
+    }
+}
+
+/// One claim row beside one cell's measurement.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClaimCheck {
+    /// The candidate whose cover letter claims it.
+    #[serde(default)]
+    pub variant: String,
+    /// The table's set-up as the letter words it.
+    pub setup: String,
+    pub row: String,
+    /// Line of the row in the cover letter.
+    pub line: usize,
+    /// `0 -> 35645`, `246,499,132,369 -> 301,456,426,692 (+22.3%)`.
+    pub claimed: String,
+    pub metric: Option<String>,
+    /// The cell whose runs were compared.
+    pub cell: Option<String>,
+    /// The measured change as the comparison shows it.
+    pub measured: Option<String>,
+    pub p: Option<f64>,
+    pub finding: Finding,
+    /// An agreement the baseline could not have contradicted: the claim
+    /// starts from 0 and the baseline reads 0 in every run (a counter the
+    /// series adds, an event base never has). It shows the series is
+    /// active, not that reclaim changed, and counts as no finding.
+    #[serde(default)]
+    pub by_construction: bool,
+    /// One line: why.
+    pub reason: String,
 }

@@ -338,8 +338,8 @@ fn render_raw(c: &Comparison, width: Option<usize>) -> String {
         }
     }
     out.push_str(&render_anatomy(c));
-    out.push_str(&super::checks_text::render_policy(c));
-    out.push_str(&super::checks_text::render_claims(c));
+    out.push_str(&super::checks::render_policy(c));
+    out.push_str(&super::checks::render_claims(c));
     let v = &c.verdict;
     out.push_str(&format!("verdict: {}\n", v.headline()));
     for r in &v.reasons {

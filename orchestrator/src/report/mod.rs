@@ -9,7 +9,7 @@
 //! that every format reads the same; templates only lay them out.
 
 pub mod comparison;
-pub mod checks_text;
+pub mod checks;
 pub mod comparison_text;
 pub mod email;
 pub mod html;

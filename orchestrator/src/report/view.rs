@@ -22,6 +22,8 @@ use std::collections::BTreeMap;
 use crate::matrix::plan::{shard_assignment, Cell, Plan};
 use crate::results::dir::Manifest;
 
+pub use super::checks::{ClaimView, GuardView};
+use super::checks::{claim_views, guard_views};
 use super::{untrusted, ReportInput};
 
 /// Reproduce commands for at most this many cells (failing ones first):
@@ -104,108 +106,6 @@ pub struct ExpectationView {
     pub kind: String,
     pub status: String,
     pub reason: String,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct GuardView {
-    pub cell: String,
-    pub kernel: String,
-    pub metric: String,
-    pub why: String,
-    /// `PASS`, `FAIL` or `not judged`.
-    pub status: String,
-    pub reason: String,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct ClaimView {
-    pub kernel: String,
-    pub setup: String,
-    pub row: String,
-    pub line: usize,
-    pub claimed: String,
-    pub metric: String,
-    pub cell: String,
-    pub measured: String,
-    pub p: String,
-    /// `agrees`, `contradicts`, `not significant`, `not measured here`,
-    /// or `agrees (by construction)`.
-    pub finding: String,
-    pub contradicts: bool,
-    pub reason: String,
-}
-
-/// The regression policy's checks as rows: failures first, then passes,
-/// then what was not judged; stable within.
-pub fn guard_views(c: &Comparison) -> Vec<GuardView> {
-    let mut out: Vec<(u8, GuardView)> = vec![];
-    for cell in &c.cells {
-        for cand in &cell.candidates {
-            for g in &cand.guards {
-                let (rank, status) = match g.status {
-                    Some(Status::Fail) => (0, "FAIL"),
-                    Some(_) => (1, "PASS"),
-                    None => (2, "not judged"),
-                };
-                out.push((
-                    rank,
-                    GuardView {
-                        cell: cell_name(cell).to_string(),
-                        kernel: cand.variant.clone(),
-                        metric: g.metric.clone(),
-                        why: g.why.clone(),
-                        status: status.into(),
-                        reason: untrusted::line(&g.reason),
-                    },
-                ));
-            }
-        }
-    }
-    out.sort_by_key(|(r, _)| *r);
-    out.into_iter().map(|(_, g)| g).collect()
-}
-
-/// The claims as rows. Every string of a claim came from the cover
-/// letter (untrusted) or was built from it.
-pub fn claim_views(c: &Comparison) -> Vec<ClaimView> {
-    use crate::analysis::claims::Finding;
-    let mut out: Vec<(u8, ClaimView)> = c
-        .claims
-        .iter()
-        .map(|k| {
-            let rank = match k.finding {
-                Finding::Contradicts => 0,
-                Finding::Agrees if !k.by_construction => 1,
-                Finding::NotSignificant => 2,
-                Finding::Agrees => 3,
-                Finding::NotMeasured => 4,
-            };
-            let finding = if k.by_construction {
-                "agrees (by construction)".to_string()
-            } else {
-                k.finding.name().to_string()
-            };
-            (
-                rank,
-                ClaimView {
-                    kernel: untrusted::line(&k.variant),
-                    setup: untrusted::line(&k.setup),
-                    row: untrusted::line(&k.row),
-                    line: k.line,
-                    claimed: untrusted::line(&k.claimed),
-                    metric: k.metric.clone().unwrap_or_else(|| "-".into()),
-                    cell: k.cell.as_deref().map_or("-".into(), untrusted::line),
-                    measured: k.measured.as_deref().map_or("-".into(), untrusted::line),
-                    p: k.p.map_or("-".into(), text::p),
-                    finding,
-                    contradicts: k.finding == Finding::Contradicts,
-                    reason: untrusted::line(&k.reason),
-                },
-            )
-        })
-        .collect();
-    out.sort_by_key(|(r, _)| *r);
-    out.into_iter().map(|(_, k)| k).collect()
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -1,0 +1,183 @@
+//! The regression policy's checks and the cover letter's claims as rows
+//! every report shows (failures and contradictions first, every string
+//! from a cover letter or a guest cleaned), and as the terminal's lines.
+
+use serde::Serialize;
+
+use super::untrusted;
+use crate::analysis::model::{cell_name, Comparison, Finding, Status};
+use crate::analysis::text;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct GuardView {
+    pub cell: String,
+    pub kernel: String,
+    pub metric: String,
+    pub why: String,
+    /// `PASS`, `FAIL` or `not judged`.
+    pub status: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ClaimView {
+    pub kernel: String,
+    pub setup: String,
+    pub row: String,
+    pub line: usize,
+    pub claimed: String,
+    pub metric: String,
+    pub cell: String,
+    pub measured: String,
+    pub p: String,
+    /// `agrees`, `contradicts`, `not significant`, `not measured here`,
+    /// or `agrees (by construction)`.
+    pub finding: String,
+    pub contradicts: bool,
+    pub reason: String,
+}
+
+/// The regression policy's checks as rows: failures first, then passes,
+/// then what was not judged; stable within.
+pub fn guard_views(c: &Comparison) -> Vec<GuardView> {
+    let mut out: Vec<(u8, GuardView)> = vec![];
+    for cell in &c.cells {
+        for cand in &cell.candidates {
+            for g in &cand.guards {
+                let (rank, status) = match g.status {
+                    Some(Status::Fail) => (0, "FAIL"),
+                    Some(_) => (1, "PASS"),
+                    None => (2, "not judged"),
+                };
+                out.push((
+                    rank,
+                    GuardView {
+                        cell: cell_name(cell).to_string(),
+                        kernel: cand.variant.clone(),
+                        metric: g.metric.clone(),
+                        why: g.why.clone(),
+                        status: status.into(),
+                        reason: untrusted::line(&g.reason),
+                    },
+                ));
+            }
+        }
+    }
+    out.sort_by_key(|(r, _)| *r);
+    out.into_iter().map(|(_, g)| g).collect()
+}
+
+/// The claims as rows. Every string of a claim came from the cover
+/// letter (untrusted) or was built from it.
+pub fn claim_views(c: &Comparison) -> Vec<ClaimView> {
+    let mut out: Vec<(u8, ClaimView)> = c
+        .claims
+        .iter()
+        .map(|k| {
+            let rank = match k.finding {
+                Finding::Contradicts => 0,
+                Finding::Agrees if !k.by_construction => 1,
+                Finding::NotSignificant => 2,
+                Finding::Agrees => 3,
+                Finding::NotMeasured => 4,
+            };
+            let finding = if k.by_construction {
+                "agrees (by construction)".to_string()
+            } else {
+                k.finding.name().to_string()
+            };
+            (
+                rank,
+                ClaimView {
+                    kernel: untrusted::line(&k.variant),
+                    setup: untrusted::line(&k.setup),
+                    row: untrusted::line(&k.row),
+                    line: k.line,
+                    claimed: untrusted::line(&k.claimed),
+                    metric: k.metric.clone().unwrap_or_else(|| "-".into()),
+                    cell: k.cell.as_deref().map_or("-".into(), untrusted::line),
+                    measured: k.measured.as_deref().map_or("-".into(), untrusted::line),
+                    p: k.p.map_or("-".into(), text::p),
+                    finding,
+                    contradicts: k.finding == Finding::Contradicts,
+                    reason: untrusted::line(&k.reason),
+                },
+            )
+        })
+        .collect();
+    out.sort_by_key(|(r, _)| *r);
+    out.into_iter().map(|(_, k)| k).collect()
+}
+
+
+/// `regression policy:`, then each failed check on a line of its own,
+/// then one line per guard: in how many cells it passed and was not
+/// judged (with the first reason why not).
+pub fn render_policy(c: &Comparison) -> String {
+    let guards = guard_views(c);
+    if guards.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("regression policy (runs with an OOM kill, then the guards):\n");
+    for g in guards.iter().filter(|g| g.status == "FAIL") {
+        out.push_str(&format!(
+            "  FAIL {} {}: {} ({}): {}\n",
+            g.cell, g.kernel, g.metric, g.why, g.reason
+        ));
+    }
+    let mut names: Vec<(&str, &str)> = vec![];
+    for g in &guards {
+        if !names.iter().any(|(m, _)| *m == g.metric) {
+            names.push((&g.metric, &g.why));
+        }
+    }
+    for (metric, why) in names {
+        let of = |status: &str| {
+            guards
+                .iter()
+                .filter(|g| g.metric == metric && g.status == status)
+                .collect::<Vec<_>>()
+        };
+        let (pass, fail, unjudged) = (of("PASS"), of("FAIL"), of("not judged"));
+        let mut parts = vec![];
+        if !pass.is_empty() {
+            parts.push(format!("passed in {} cell(s)", pass.len()));
+        }
+        if !fail.is_empty() {
+            parts.push(format!("FAILED in {}", fail.len()));
+        }
+        if let Some(first) = unjudged.first() {
+            parts.push(format!(
+                "not judged in {} ({})",
+                unjudged.len(),
+                first.reason
+            ));
+        }
+        out.push_str(&format!("  {metric} ({why}): {}\n", parts.join(", ")));
+    }
+    out
+}
+
+/// `the cover letter's claims:` then one line per claim and cell.
+pub fn render_claims(c: &Comparison) -> String {
+    let claims = claim_views(c);
+    if claims.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("the cover letter's claims (claimed, then measured here):\n");
+    for k in claims {
+        out.push_str(&format!(
+            "  {}: {} [{}] line {}: {} | {}: {} (p={}): {}\n",
+            k.finding,
+            k.row,
+            k.setup,
+            k.line,
+            k.claimed,
+            k.cell,
+            k.measured,
+            k.p,
+            k.reason
+        ));
+    }
+    out
+}

@@ -1,0 +1,151 @@
+//! The verdict's rules on synthetic results dirs: the regression policy
+//! alone decides for a series without expectations, a guard that regresses
+//! fails and is named, nothing to judge is NO VERDICT, a candidate's own
+//! expectations are its alone, a contradicted claim fails and an agreement
+//! true by construction counts for nothing.
+
+use std::collections::BTreeMap;
+
+use mmci::analysis::model::{ClaimCheck, Finding, Status};
+use mmci::analysis::synthetic::synthetic;
+use mmci::analysis::verdict::verdict;
+use mmci::analysis::{compare, Options};
+use mmci::guest::vm::Accel;
+use mmci::matrix::file::{ExpectKind, Expectation};
+
+fn no_expect() -> BTreeMap<String, Expectation> {
+    BTreeMap::new()
+}
+
+#[test]
+fn the_regression_policy_alone_passes_a_series_that_changes_nothing_it_guards() {
+    // No expectation at all (a series nobody wrote expectations for):
+    // the policy's guards decide, and the verdict names them.
+    let (m, runs, _) = synthetic(20);
+    let c = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+    assert_eq!(c.verdict.status, Status::Pass, "{:?}", c.verdict.reasons);
+    assert_eq!(
+        c.verdict.summary,
+        "no regression found in 20 runs on 2 cells (guards: oom_kills, touches, \
+         pswpout_per_ktouch, pswpin_per_ktouch, pgmajfault_per_ktouch)"
+    );
+    assert_eq!(c.verdict.expectations_passed, 0);
+}
+
+#[test]
+fn a_guard_that_regresses_fails_and_is_named() {
+    let (m, mut runs, _) = synthetic(20);
+    for r in runs.values_mut().filter(|r| r.id.contains("-patched-")) {
+        let x = r.metrics.mglru_mut().unwrap();
+        x.pswpout = x.touches * 3;
+    }
+    let c = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+    assert_eq!(c.verdict.status, Status::Fail);
+    assert_eq!(c.verdict.summary, "2 findings in 20 runs on 2 cells");
+    assert!(
+        c.verdict.reasons[0].starts_with(
+            "threads=1 patched: pswpout_per_ktouch (swap-out traffic per 1,000 touches): regressed: +"
+        ),
+        "{:?}",
+        c.verdict.reasons
+    );
+}
+
+#[test]
+fn nothing_to_judge_is_no_verdict_never_a_pass() {
+    // Under TCG with 2 runs a side: the timing guard is not judged, the
+    // others cannot reach alpha, nor can Fisher's test.
+    let (m, mut runs, _) = synthetic(20);
+    runs.retain(|id, _| id.ends_with("-r1") || id.ends_with("-r2"));
+    for r in runs.values_mut() {
+        r.accel = Accel::Tcg;
+    }
+    let mut m2 = m.clone();
+    m2.plan.repeats = 2;
+    let c = compare(&m2, &runs, &no_expect(), vec![], &Options::default());
+    assert_eq!(c.verdict.status, Status::NoVerdict, "{:?}", c.verdict);
+    assert!(
+        c.verdict.summary.starts_with("nothing could be judged in 8 runs on 2 cells"),
+        "{}",
+        c.verdict.summary
+    );
+    assert!(c.verdict.reasons.is_empty());
+    assert!(c
+        .verdict
+        .not_judged
+        .iter()
+        .any(|l| l.contains("touches: a timing under TCG")));
+
+    // One kernel: nothing to compare it with.
+    let mut m1 = m2.clone();
+    m1.plan.variants.truncate(1);
+    let c = compare(&m1, &runs, &no_expect(), vec![], &Options::default());
+    assert_eq!(c.verdict.status, Status::NoVerdict);
+    assert!(
+        c.verdict.summary.ends_with("the matrix has one kernel, no candidate"),
+        "{}",
+        c.verdict.summary
+    );
+}
+
+#[test]
+fn a_candidates_own_expectations_are_its_alone() {
+    let (mut m, runs, _) = synthetic(20);
+    m.plan.variants[1].expect = [(
+        "throttle_isolated".to_string(),
+        Expectation::Kind(ExpectKind::Zero),
+    )]
+    .into();
+    let c = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+    assert_eq!(c.candidate_expect["patched"].len(), 1);
+    assert_eq!(c.verdict.status, Status::Fail);
+    assert_eq!(c.verdict.expectations_failed, 2);
+    assert!(c.verdict.reasons[0].contains("throttle_isolated zero: nonzero in 5 of 5 runs"));
+}
+
+#[test]
+fn claims_fail_when_contradicted_and_by_construction_counts_for_nothing() {
+    let (m, runs, _) = synthetic(20);
+    let c = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+    let claim = |finding, by_construction| ClaimCheck {
+        variant: "patched".into(),
+        setup: "64 threads".into(),
+        row: "pswpout per 1,000 touches".into(),
+        line: 12,
+        claimed: "974 -> 746 (-23.4%)".into(),
+        metric: Some("pswpout_per_ktouch".into()),
+        cell: Some("threads=1".into()),
+        measured: Some("755 -> 980 (+29.8%)".into()),
+        p: Some(0.0079),
+        finding,
+        by_construction,
+        reason: "significant the other way: claimed down, measured up, p=0.0079".into(),
+    };
+    let v = verdict(
+        &c.cells,
+        &c.variants,
+        &c.splats,
+        &[claim(Finding::Contradicts, false)],
+    );
+    assert_eq!(v.status, Status::Fail);
+    assert_eq!(v.claims.contradict, 1);
+    assert_eq!(
+        v.reasons[0],
+        "threads=1 patched: the cover letter claims pswpout per 1,000 touches 974 -> 746 \
+         (-23.4%) (64 threads, line 12), measured 755 -> 980 (+29.8%): significant the \
+         other way: claimed down, measured up, p=0.0079"
+    );
+    let v = verdict(
+        &c.cells,
+        &c.variants,
+        &c.splats,
+        &[claim(Finding::Agrees, true), claim(Finding::Agrees, false)],
+    );
+    assert_eq!(v.status, Status::Pass);
+    assert_eq!((v.claims.agree, v.claims.by_construction), (1, 1));
+    assert!(
+        v.summary.ends_with("; 1 of the cover letter's claims agree"),
+        "{}",
+        v.summary
+    );
+}
