@@ -64,7 +64,13 @@ pub fn verdict(
     for c in cells {
         for cand in &c.candidates {
             for g in &cand.guards {
-                let line = format!("{} {}: {}: {}", cell_name(c), cand.variant, g.metric, g.reason);
+                let line = format!(
+                    "{} {}: {}: {}",
+                    cell_name(c),
+                    cand.variant,
+                    g.metric,
+                    g.reason
+                );
                 match g.status {
                     Some(Status::Fail) => {
                         judged += 1;
@@ -172,7 +178,7 @@ pub fn verdict(
             "nothing to compare {in_runs}: the matrix has one kernel, no candidate"
         ),
         Status::NoVerdict => format!(
-            "nothing could be judged {in_runs}: every check needs more runs or KVM (see below)"
+            "nothing could be judged {in_runs}: every check needs more runs, or KVM for timings (see the regression policy)"
         ),
         Status::Pass => {
             let mut s = format!("no regression found {in_runs} (guards: {})", guards.join(", "));

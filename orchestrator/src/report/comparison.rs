@@ -345,12 +345,7 @@ fn render_raw(c: &Comparison, width: Option<usize>) -> String {
     for r in &v.reasons {
         out.push_str(&format!("  - {r}\n"));
     }
-    if !v.not_judged.is_empty() {
-        out.push_str("not judged here:\n");
-        for r in &v.not_judged {
-            out.push_str(&format!("  - {r}\n"));
-        }
-    }
+
     out
 }
 

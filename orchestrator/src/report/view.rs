@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use crate::matrix::plan::{shard_assignment, Cell, Plan};
 use crate::results::dir::Manifest;
 
-pub use super::checks::{ClaimView, GuardView};
 use super::checks::{claim_views, guard_views};
+pub use super::checks::{ClaimView, GuardView};
 use super::{untrusted, ReportInput};
 
 /// Reproduce commands for at most this many cells (failing ones first):
@@ -43,8 +43,6 @@ pub struct View {
     pub passed: bool,
     pub verdict: String,
     pub reasons: Vec<String>,
-    /// What the verdict could not judge here, and why.
-    pub not_judged: Vec<String>,
     /// The regression policy, cell by cell: failures first.
     pub guards: Vec<GuardView>,
     /// The cover letter's claims beside the measurement: contradictions
@@ -535,7 +533,6 @@ pub fn build(input: &ReportInput) -> View {
         passed: v.status == Status::Pass,
         verdict: untrusted::line(&v.headline()),
         reasons: v.reasons.iter().map(|r| untrusted::line(r)).collect(),
-        not_judged: v.not_judged.iter().map(|r| untrusted::line(r)).collect(),
         guards: guard_views(c),
         claims: claim_views(c),
         marker: marker(m),
@@ -591,9 +588,8 @@ impl View {
             left -= keep;
         }
         self.tables.retain(|t| !t.rows.is_empty());
-        // The expectations, the policy's checks, the claims and what was
-        // not judged: the first `expectations` of each (they are sorted
-        // failures first).
+        // The expectations, the policy's checks and the claims: the first
+        // `expectations` of each (they are sorted failures first).
         fn cut<T>(v: &mut Vec<T>, n: usize) -> usize {
             let keep = v.len().min(n);
             let gone = v.len() - keep;
@@ -602,8 +598,7 @@ impl View {
         }
         self.expectations_cut += cut(&mut self.expectations, expectations)
             + cut(&mut self.guards, expectations)
-            + cut(&mut self.claims, expectations)
-            + cut(&mut self.not_judged, expectations);
+            + cut(&mut self.claims, expectations);
     }
 
     /// The longest of the lists [`View::truncate`] cuts by its second
@@ -613,7 +608,6 @@ impl View {
             .len()
             .max(self.guards.len())
             .max(self.claims.len())
-            .max(self.not_judged.len())
     }
 
     /// Keeps the first `new` new splats and the first `old` pre-existing
