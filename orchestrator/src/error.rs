@@ -688,6 +688,7 @@ mod tests {
             exit::FETCH,
             exit::INCONCLUSIVE,
             exit::POST,
+            exit::NO_VERDICT,
             exit::INTERRUPTED,
             exit::TERMINATED,
         ];
@@ -701,6 +702,7 @@ mod tests {
             (Status::Pass, exit::OK),
             (Status::Fail, exit::RUN_FAILED),
             (Status::Inconclusive, exit::INCONCLUSIVE),
+            (Status::NoVerdict, exit::NO_VERDICT),
         ] {
             assert_eq!(verdict_exit_code(s), code, "{s:?}");
         }

@@ -405,6 +405,23 @@ mod tests {
     }
 
     #[test]
+    fn docs_list_every_row_name() {
+        // docs/analysis.md's table is what users read: it must be this one.
+        let doc = include_str!("../../../docs/analysis.md");
+        for (names, metric) in SYNONYMS {
+            let row = format!(
+                "| `{metric}` | {} |",
+                names
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            assert!(doc.contains(&row), "docs/analysis.md lacks the row\n{row}");
+        }
+    }
+
+    #[test]
     fn setups_match_cells_by_their_numbers() {
         let cell64 = [
             ("threads", 64.0),

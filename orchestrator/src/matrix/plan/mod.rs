@@ -521,6 +521,74 @@ repeats: 3
     }
 
     #[test]
+    fn a_kernels_own_expectations_stay_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("s.mbox"), "").unwrap();
+        let of = |kernels: &str| {
+            from_text(
+                &format!("axes:\n  threads: [1]\nkernels:\n{kernels}"),
+                "m.yaml",
+                dir.path(),
+                &Overrides::default(),
+            )
+        };
+        let p = of("  - name: base\n  - name: p\n    series: s.mbox\n    expect:\n      throttle_isolated: nonzero\n").unwrap();
+        assert!(p.expect.is_empty());
+        assert!(p.variants[0].expect.is_empty());
+        assert_eq!(
+            p.variants[1].expect["throttle_isolated"].kind(),
+            file::ExpectKind::Nonzero
+        );
+        // The manifest keeps them; the plan's identity does not change.
+        let back: Variant =
+            serde_json::from_str(&serde_json::to_string(&p.variants[1]).unwrap()).unwrap();
+        assert_eq!(back, p.variants[1]);
+        let without = of("  - name: base\n  - name: p\n    series: s.mbox\n").unwrap();
+        assert_eq!(p.fingerprint(), without.fingerprint());
+        // A series given on the command line replaces the kernels, and
+        // with them their expectations.
+        let over = Overrides {
+            variants: Some(vec![
+                Variant::base(),
+                Variant {
+                    name: "patched".into(),
+                    series: Some(crate::series::SeriesSpec::Mbox(dir.path().join("s.mbox"))),
+                    from_command_line: true,
+                    ..Variant::base()
+                },
+            ]),
+            ..Default::default()
+        };
+        let p = from_text(
+            "axes:\n  threads: [1]\nkernels:\n  - name: base\n  - name: p\n    series: s.mbox\n    expect:\n      throttle_isolated: nonzero\n",
+            "m.yaml",
+            dir.path(),
+            &over,
+        )
+        .unwrap();
+        assert!(p.variants.iter().all(|v| v.expect.is_empty()));
+        // Errors name the kernel and its entry's line.
+        let cases: &[(&str, &str)] = &[
+            (
+                "  - name: base\n  - name: p\n    series: s.mbox\n    expect:\n      throttled: nonzero\n",
+                "m.yaml: line 5 column 5: kernel `p`: expect: unknown metric `throttled`",
+            ),
+            (
+                "  - name: base\n    expect:\n      touches: increase\n  - name: p\n",
+                "m.yaml: line 4 column 5: kernel `base` is the baseline: its `expect:` would compare it with itself",
+            ),
+            (
+                "  - name: base\n  - name: p\n    expect:\n      noio_calls: nonzero\n",
+                "m.yaml: line 5 column 5: kernel `p`: expect: noio_calls is measured in noio_verity runs",
+            ),
+        ];
+        for (kernels, want) in cases {
+            let e = of(kernels).unwrap_err().to_string();
+            assert!(e.starts_with(want), "{kernels}\n{e}");
+        }
+    }
+
+    #[test]
     fn expectations_name_catalog_metrics() {
         let p = plan_of("axes:\n  threads: [1]\nexpect:\n  throttle_isolated: nonzero\n").unwrap();
         assert_eq!(p.expect.len(), 1);
