@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 use crate::matrix::plan::{shard_assignment, Cell, Plan};
 use crate::results::dir::Manifest;
 
-pub use super::checks::{ClaimView, GuardView};
 use super::checks::{claim_views, guard_views};
+pub use super::checks::{ClaimView, GuardView};
 use super::{untrusted, ReportInput};
 
 /// Reproduce commands for at most this many cells (failing ones first):
