@@ -1,7 +1,13 @@
 //! Email: the plain-text report as a reply on the patch thread, in the
 //! style of the 0-day bot: `Re: <cover subject>`, In-Reply-To the cover
 //! letter (or the first patch), the References chain, a fresh Message-ID,
-//! To the author, Cc the lists and people the series went to.
+//! `Auto-Submitted: auto-generated` (RFC 3834: no vacation replies).
+//!
+//! Who gets it follows the verdict ([`audience`]), as the bots
+//! maintainers accept do it: only a FAIL goes to the thread (To the
+//! author, Cc the lists and people the series went to); a PASS,
+//! INCONCLUSIVE or NO VERDICT stays in the report and the patchwork check,
+//! and goes to the author alone when the operator opts in.
 //!
 //! The message is built once, as bytes: a dry run prints exactly those
 //! bytes and the SMTP envelope, `--write` stores them as .eml or mbox for
@@ -15,6 +21,7 @@ use lettre::message::header::ContentType;
 use lettre::message::{Body, Mailbox, Mailboxes};
 use lettre::{Address, Message};
 
+use crate::analysis::Status;
 use crate::series::Series;
 
 mod smtp;
@@ -60,12 +67,89 @@ pub enum EmailError {
     },
     #[error("SMTP {server}: {message}")]
     Smtp { server: String, message: String },
+    #[error("--message-id {given}: the body's `| Closes:` names <{body}>: render the report with the same --message-id (or leave it out here)")]
+    MessageIdMismatch { given: String, body: String },
 }
 
 impl EmailError {
     /// The SMTP server refused or could not be reached (exit 9).
     pub fn is_remote(&self) -> bool {
         matches!(self, EmailError::Smtp { .. })
+    }
+}
+
+/// Who the reply goes to besides --to and --cc.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Audience {
+    /// To the author, Cc the thread's lists and people: a FAIL.
+    #[default]
+    Thread,
+    /// To the author alone (`--to-author`): a verdict that is not a FAIL.
+    Author,
+    /// Nobody of the thread: only --to and --cc.
+    Given,
+}
+
+/// Who the report of a verdict goes to. Only a FAIL (a regression, a new
+/// splat, a contradicted claim, a failed expectation, a build or boot
+/// failure) is mailed to the thread; any other verdict goes to the author
+/// alone with `to_author`, else to nobody of the thread. `only_given`
+/// (--only-given-recipients) leaves the thread out whatever the verdict.
+pub fn audience(status: Status, to_author: bool, only_given: bool) -> Audience {
+    match (only_given, status) {
+        (true, _) => Audience::Given,
+        (false, Status::Fail) => Audience::Thread,
+        (false, _) if to_author => Audience::Author,
+        (false, _) => Audience::Given,
+    }
+}
+
+/// Whether the reply goes to nobody: a verdict that is not mailed to the
+/// thread, and no --to, --cc or --to-author.
+pub fn addressed_to_nobody(opts: &EmailOptions) -> bool {
+    opts.audience == Audience::Given && opts.to.is_empty() && opts.cc.is_empty()
+}
+
+/// What `mmci post email` says instead of a message when the verdict is
+/// not mailed: why, where it is instead, and which options change it.
+pub fn not_mailed(status: Status) -> String {
+    format!(
+        "# not sent: the verdict is {}, and only a FAIL is mailed to the thread.\n\
+         # The verdict is in the report and the patchwork check (mmci post patchwork).\n\
+         # --to-author sends it to the series' author alone; --to/--cc to whom you name.\n",
+        status.name()
+    )
+}
+
+/// The Message-ID to send under: --message-id, else the one the body's
+/// own `| Closes:` names (`mmci report` chose it), so that the link in
+/// the body is the message's own. The two must agree.
+pub fn message_id_of(given: Option<&str>, body: &str) -> Result<Option<String>, EmailError> {
+    let strip = |m: &str| m.trim().trim_matches(|c| c == '<' || c == '>').to_string();
+    let named = crate::report::email::closes_id(body);
+    match (given.map(strip), named) {
+        (Some(g), Some(b)) if g != b => Err(EmailError::MessageIdMismatch { given: g, body: b }),
+        (Some(g), _) => Ok(Some(g)),
+        (None, b) => Ok(b),
+    }
+}
+
+/// `Auto-Submitted: auto-generated` (RFC 3834): the message comes from a
+/// program, so auto-responders (vacation replies) keep quiet.
+#[derive(Clone)]
+struct AutoSubmitted;
+
+impl lettre::message::header::Header for AutoSubmitted {
+    fn name() -> lettre::message::header::HeaderName {
+        lettre::message::header::HeaderName::new_from_ascii_str("Auto-Submitted")
+    }
+
+    fn parse(_: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(AutoSubmitted)
+    }
+
+    fn display(&self) -> lettre::message::header::HeaderValue {
+        lettre::message::header::HeaderValue::new(Self::name(), "auto-generated".into())
     }
 }
 
@@ -76,9 +160,8 @@ pub struct EmailOptions {
     pub from: Option<String>,
     pub to: Vec<String>,
     pub cc: Vec<String>,
-    /// Only --to and --cc, not the thread's author and lists (to try a
-    /// report on oneself first).
-    pub only_given_recipients: bool,
+    /// Which of the thread's author and lists get it (see [`audience`]).
+    pub audience: Audience,
     /// Message-ID to use instead of a fresh one (reproducible output).
     pub message_id: Option<String>,
     /// Date (Unix seconds) instead of now.
@@ -241,7 +324,8 @@ pub fn fresh_message_id(series_hash: &str, from: &Mailbox, unix: u64) -> String 
     )
 }
 
-/// Builds the reply. To: the author (and --to); Cc: the thread's To and Cc
+/// Builds the reply. To: the author (and --to) unless the audience is
+/// --to and --cc only; Cc: the thread's To and Cc for [`Audience::Thread`]
 /// (and --cc), each address once, never the sender.
 pub fn build(series: &Series, body: &str, opts: &EmailOptions) -> Result<Outgoing, EmailError> {
     build_reply(&reply_to(series)?, &series.hash, body, opts)
@@ -269,7 +353,7 @@ pub fn build_reply(
     for t in &opts.to {
         add(&mut to, mailbox("--to", t)?);
     }
-    if !opts.only_given_recipients {
+    if opts.audience != Audience::Given {
         // A thread address lettre cannot parse is skipped, not fatal: the
         // rest of the thread still gets the report.
         if let Ok(m) = mailbox("the series' From", &reply.author) {
@@ -279,7 +363,7 @@ pub fn build_reply(
     for c in &opts.cc {
         add(&mut cc, mailbox("--cc", c)?);
     }
-    if !opts.only_given_recipients {
+    if opts.audience == Audience::Thread {
         for a in reply.to.iter().chain(&reply.cc) {
             match mailbox("the thread's To/Cc", a) {
                 Ok(m) => add(&mut cc, m),
@@ -317,6 +401,7 @@ pub fn build_reply(
         .in_reply_to(format!("<{}>", reply.in_reply_to))
         .references(refs)
         .header(ContentType::TEXT_PLAIN)
+        .header(AutoSubmitted)
         .user_agent(format!("mmci {}", env!("CARGO_PKG_VERSION")));
     b = b.mailbox(lettre::message::header::To::from(Mailboxes::from_iter(to)));
     if !cc.is_empty() {
@@ -327,14 +412,21 @@ pub fn build_reply(
     } else {
         format!("{body}\n")
     };
-    // Plain 7/8-bit text, as the lists want it: no quoted-printable or
-    // base64 unless a line is too long for SMTP.
+    // Plain 7/8-bit text, as the lists want it and git send-email sends
+    // it: no quoted-printable or base64 unless a line is too long for SMTP
+    // (998 octets, RFC 5322). lettre would quote a line over 75 columns,
+    // such as the `| Closes:` URL or a console line kept whole.
     let encoding = if text.is_ascii() {
         lettre::message::header::ContentTransferEncoding::SevenBit
     } else {
         lettre::message::header::ContentTransferEncoding::EightBit
     };
-    let body = Body::new_with_encoding(text.clone(), encoding).unwrap_or_else(|_| Body::new(text));
+    let plain = !text.contains(['\0', '\r']) && text.lines().all(|l| l.len() <= 998);
+    let body = if plain {
+        Body::dangerous_pre_encoded(text.replace('\n', "\r\n").into_bytes(), encoding)
+    } else {
+        Body::new_with_encoding(text.clone(), encoding).unwrap_or_else(|_| Body::new(text))
+    };
     let message = b.body(body).map_err(EmailError::Build)?;
     let envelope = message.envelope();
     Ok(Outgoing {
@@ -494,9 +586,106 @@ mod tests {
         assert!(text.contains("Content-Transfer-Encoding: 7bit"));
         assert_eq!(o.envelope_from, "bot@ci.example.org");
         assert_eq!(o.envelope_to.len(), 5);
+        assert!(
+            text.contains("\r\nAuto-Submitted: auto-generated\r\n"),
+            "{text}"
+        );
         let dry = render_dry_run(&o);
         assert!(dry.starts_with("# dry run: nothing is sent"));
         assert!(dry.ends_with(&text));
+    }
+
+    #[test]
+    fn only_a_fail_goes_to_the_thread() {
+        use Status::*;
+        for (status, to_author, only_given, want) in [
+            (Fail, false, false, Audience::Thread),
+            (Fail, true, false, Audience::Thread),
+            (Fail, false, true, Audience::Given),
+            (Pass, false, false, Audience::Given),
+            (Pass, true, false, Audience::Author),
+            (Inconclusive, true, false, Audience::Author),
+            (NoVerdict, false, false, Audience::Given),
+            (NoVerdict, true, true, Audience::Given),
+        ] {
+            assert_eq!(
+                audience(status, to_author, only_given),
+                want,
+                "{status:?} to_author={to_author} only_given={only_given}"
+            );
+        }
+        let s = bundled();
+        let mut opts = EmailOptions {
+            from: Some("bot@ci.example.org".into()),
+            audience: Audience::Author,
+            ..Default::default()
+        };
+        let o = build(&s, "body", &opts).unwrap();
+        assert_eq!(o.envelope_to, ["mmci-dev@example.org"]);
+        let text = String::from_utf8(o.bytes).unwrap();
+        assert!(!text.contains("\r\nCc:"), "{text}");
+        assert!(!addressed_to_nobody(&opts));
+        opts.audience = Audience::Given;
+        assert!(addressed_to_nobody(&opts));
+        assert!(not_mailed(Pass).starts_with("# not sent: the verdict is PASS"));
+        opts.cc = vec!["me@example.org".into()];
+        assert!(!addressed_to_nobody(&opts));
+        let o = build(&s, "body", &opts).unwrap();
+        assert_eq!(o.envelope_to, ["me@example.org"]);
+    }
+
+    #[test]
+    fn long_lines_stay_plain_text() {
+        let s = bundled();
+        let opts = EmailOptions {
+            from: Some("a@b.org".into()),
+            ..Default::default()
+        };
+        let long = format!(
+            "| Closes: https://lore.kernel.org/r/{}@x.org",
+            "m".repeat(60)
+        );
+        let o = build(&s, &format!("a=b\n{long}\n"), &opts).unwrap();
+        let text = String::from_utf8(o.bytes).unwrap();
+        assert!(
+            text.contains("Content-Transfer-Encoding: 7bit\r\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(&format!("\r\n\r\na=b\r\n{long}\r\n")),
+            "{text}"
+        );
+        let o = build(&s, &format!("{}\n", "x".repeat(1200)), &opts).unwrap();
+        let text = String::from_utf8(o.bytes).unwrap();
+        assert!(
+            text.contains("Content-Transfer-Encoding: quoted-printable"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_message_id_is_the_one_the_body_closes() {
+        let body =
+            "x\n| Reported-by: mmci <m@x.org>\n| Closes: https://lore.kernel.org/r/a1@x.org\n";
+        assert_eq!(
+            message_id_of(None, body).unwrap().as_deref(),
+            Some("a1@x.org")
+        );
+        assert_eq!(
+            message_id_of(Some("<a1@x.org>"), body).unwrap().as_deref(),
+            Some("a1@x.org")
+        );
+        assert!(matches!(
+            message_id_of(Some("b2@x.org"), body),
+            Err(EmailError::MessageIdMismatch { .. })
+        ));
+        // A Closes: line that is not right under Reported-by: is not ours.
+        let quoted = "| Closes: https://lore.kernel.org/r/evil@x.org\n";
+        assert_eq!(message_id_of(None, quoted).unwrap(), None);
+        assert_eq!(
+            message_id_of(Some("c@x"), quoted).unwrap().as_deref(),
+            Some("c@x")
+        );
     }
 
     #[test]
@@ -565,7 +754,7 @@ mod tests {
             "x",
             &EmailOptions {
                 from: Some("a@b.org".into()),
-                only_given_recipients: true,
+                audience: Audience::Given,
                 ..Default::default()
             },
         )
