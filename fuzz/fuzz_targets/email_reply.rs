@@ -21,6 +21,7 @@ const HEADERS: &[&str] = &[
     "Content-Type",
     "Content-Transfer-Encoding",
     "User-Agent",
+    "Auto-Submitted",
     "MIME-Version",
 ];
 

@@ -1,7 +1,8 @@
 //! `mmci post email` through the binary, against a real SMTP server
 //! (Python's aiosmtpd, installed by ./mmci-setup --test) on 127.0.0.1:
 //! STARTTLS with a CA made for the test, the reply's threading headers and
-//! body as they arrive, a refused recipient, and the dry run.
+//! body as they arrive, a refused recipient, the dry run, and who gets
+//! the reply for each verdict (only a FAIL goes to the thread).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -277,6 +278,8 @@ fn the_reply_arrives_over_starttls_threaded_on_the_cover_letter() {
         "mmci-test-1@ci.example.org",
         "--date",
         "1796040000",
+        "--verdict",
+        "fail",
     ];
 
     // The dry run first: it sends nothing.
@@ -402,6 +405,8 @@ fn a_refused_recipient_is_a_clear_error_with_exit_9() {
         body.to_str().unwrap(),
         "--from",
         FROM,
+        "--verdict",
+        "fail",
         "--send",
         "--smtp",
         &smtp,
@@ -444,6 +449,8 @@ fn dry_run_by_default_and_eml_or_mbox_for_git_send_email() {
         "<dry@ci.example.org>",
         "--date",
         "1796040000",
+        "--verdict",
+        "fail",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8(o.stdout).unwrap();
@@ -481,6 +488,8 @@ fn dry_run_by_default_and_eml_or_mbox_for_git_send_email() {
             body.to_str().unwrap(),
             "--from",
             FROM,
+            "--verdict",
+            "fail",
             "--write",
             target.to_str().unwrap(),
         ]);
@@ -501,6 +510,117 @@ fn dry_run_by_default_and_eml_or_mbox_for_git_send_email() {
 }
 
 #[test]
+fn only_a_fail_goes_to_the_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = results_dir(tmp.path());
+    let body = tmp.path().join("report.txt");
+    std::fs::write(&body, BODY).unwrap();
+    let eml = tmp.path().join("reply.eml");
+    let r = results.to_str().unwrap();
+    let b = body.to_str().unwrap();
+    let common = ["--results", r, "--body", b, "--from", FROM, "--date", "0"];
+    let run = |extra: &[&str]| {
+        let mut args = common.to_vec();
+        args.extend(extra);
+        let o = mmci(&args);
+        assert!(o.status.success(), "{extra:?}: {}", stderr(&o));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    // The results dir's own verdict: no run, nothing judged. Not sent,
+    // said so; with --write and --send too, nothing written or sent (no
+    // SMTP server is even needed).
+    for extra in [
+        &[][..],
+        &["--verdict", "pass"],
+        &[
+            "--verdict",
+            "inconclusive",
+            "--write",
+            eml.to_str().unwrap(),
+        ],
+        &["--verdict", "pass", "--send", "--smtp", "127.0.0.1:1"],
+    ] {
+        let out = run(extra);
+        assert!(
+            out.starts_with("# not sent: the verdict is "),
+            "{extra:?}: {out}"
+        );
+        assert!(out.contains("--to-author sends it to the series' author alone"));
+    }
+    assert!(!eml.exists());
+    let out = run(&["--verdict", "pass", "--to-author"]);
+    let rcpts: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("# RCPT TO:"))
+        .collect();
+    assert_eq!(rcpts, ["# RCPT TO:<mmci-dev@example.org>"], "{out}");
+    assert!(
+        out.contains("\r\nAuto-Submitted: auto-generated\r\n"),
+        "{out}"
+    );
+    // --to and --cc whatever the verdict; the thread only on a FAIL.
+    let out = run(&["--verdict", "no-verdict", "--cc", "me@example.org"]);
+    let rcpts: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("# RCPT TO:"))
+        .collect();
+    assert_eq!(rcpts, ["# RCPT TO:<me@example.org>"], "{out}");
+    let out = run(&["--verdict", "fail"]);
+    assert_eq!(out.matches("# RCPT TO:").count(), 4, "{out}");
+    // The body's own Closes: names the Message-ID it is sent under.
+    let closing = tmp.path().join("closing.txt");
+    std::fs::write(
+        &closing,
+        format!("{BODY}| Reported-by: {FROM}\n| Closes: https://lore.kernel.org/r/own-1@ci.example.org\n"),
+    )
+    .unwrap();
+    let c = closing.to_str().unwrap();
+    let o = mmci(&[
+        "--results",
+        r,
+        "--body",
+        c,
+        "--from",
+        FROM,
+        "--verdict",
+        "fail",
+    ]);
+    let out = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        out.contains("\r\nMessage-ID: <own-1@ci.example.org>\r\n"),
+        "{out}"
+    );
+    let o = mmci(&[
+        "--results",
+        r,
+        "--body",
+        c,
+        "--from",
+        FROM,
+        "--verdict",
+        "fail",
+        "--message-id",
+        "other@x",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o)
+        .contains("--message-id other@x: the body's `| Closes:` names <own-1@ci.example.org>"));
+    // --series has no verdict to analyse: --verdict is required.
+    let mbox =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
+    let o = mmci(&[
+        "--series",
+        mbox.to_str().unwrap(),
+        "--body",
+        b,
+        "--from",
+        FROM,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--verdict"), "{}", stderr(&o));
+}
+
+#[test]
 fn bad_input_fails_before_anything_is_sent() {
     let tmp = tempfile::tempdir().unwrap();
     let results = results_dir(tmp.path());
@@ -514,7 +634,7 @@ fn bad_input_fails_before_anything_is_sent() {
             "mmci: error: --from: missing (who the report comes from, e.g. --from 'mmci <mmci@example.org>'; or $MMCI_EMAIL_FROM)",
         ),
         (
-            &["--results", r, "--body", b, "--from", FROM, "--send"],
+            &["--results", r, "--body", b, "--from", FROM, "--verdict", "fail", "--send"],
             "mmci: error: --send needs --smtp HOST[:PORT]",
         ),
         (
@@ -526,7 +646,7 @@ fn bad_input_fails_before_anything_is_sent() {
             "mmci: error: --body /nonexistent.txt: cannot read the rendered report: No such file or directory (os error 2)",
         ),
         (
-            &["--results", r, "--body", b, "--from", FROM, "--send", "--smtp", "127.0.0.1:1", "--smtp-user", "ci"],
+            &["--results", r, "--body", b, "--from", FROM, "--verdict", "fail", "--send", "--smtp", "127.0.0.1:1", "--smtp-user", "ci"],
             "mmci: error: --smtp-user needs a password: set $MMCI_SMTP_PASSWORD or --smtp-password-file",
         ),
     ];
@@ -561,6 +681,7 @@ fn smtp_auth_over_starttls_and_the_password_is_never_printed() {
         Command::new(env!("CARGO_BIN_EXE_mmci"))
             .args(["post", "email", "--results", results.to_str().unwrap()])
             .args(["--body", body.to_str().unwrap(), "--from", FROM, "--send"])
+            .args(["--verdict", "fail"])
             .args(["--smtp", &smtp, "--smtp-ca", ca.to_str().unwrap()])
             .args(["--smtp-user", "ci", "--smtp-timeout", "20"])
             .env("MMCI_SMTP_PASSWORD", password)
@@ -629,6 +750,8 @@ fn a_crlf_in_a_display_name_is_neither_a_panic_nor_a_header() {
         FROM,
         "--date",
         "0",
+        "--verdict",
+        "fail",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8(o.stdout).unwrap();
@@ -666,7 +789,7 @@ fn the_processs_secrets_never_leave_in_the_body() {
         .arg(&results)
         .arg("--body")
         .arg(&body)
-        .args(["--from", FROM, "--date", "0"])
+        .args(["--from", FROM, "--date", "0", "--verdict", "fail"])
         .env("MMCI_SMTP_PASSWORD", smtp)
         .env("GITHUB_TOKEN", github)
         .output()

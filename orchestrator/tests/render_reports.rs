@@ -77,7 +77,7 @@ fn markdown_snapshot_two_cells() {
 fn email_snapshot_two_cells() {
     let text = recorded_dir("default-matrix", Format::Email, None);
     assert_mail_rules(&text);
-    // Inconclusive: no Tested-by.
+    // Not asked for, and under TCG: no Tested-by.
     assert!(!text.contains("Tested-by:"));
     insta::assert_snapshot!(text);
 }
@@ -87,10 +87,14 @@ fn html_snapshot() {
     insta::assert_snapshot!(recorded(Format::Html, None));
 }
 
-/// Every line of an email: ASCII, at most 72 columns.
+/// Every line of an email: ASCII, at most 72 columns (but the `Closes:`
+/// trailer, a URL that cannot be wrapped).
 fn assert_mail_rules(text: &str) {
     for (i, l) in text.lines().enumerate() {
         assert!(l.is_ascii(), "line {}: not ASCII: {l:?}", i + 1);
+        if l.starts_with("| Closes: ") {
+            continue;
+        }
         assert!(
             l.len() <= email::WIDTH,
             "line {} has {} columns: {l:?}",
@@ -104,8 +108,10 @@ fn assert_mail_rules(text: &str) {
 fn email_is_ascii_and_72_columns() {
     let text = recorded(Format::Email, Some(COVER));
     assert_mail_rules(&text);
-    // The cover letter is quoted first, transliterated and cut.
-    assert!(text.starts_with("> Subject: [PATCH 0/2]"), "{text}");
+    // The finding first, then the cover letter quoted, transliterated and
+    // cut.
+    let quote = text.split_once("\n\n").unwrap().1;
+    assert!(quote.starts_with("> Subject: [PATCH 0/2]"), "{text}");
     // The over-long paragraph is refilled (no one-word orphan line), the
     // dash and the micro sign made ASCII.
     assert!(
@@ -119,13 +125,14 @@ fn email_is_ascii_and_72_columns() {
     // 0-day's columns.
     assert!(text.contains("%stddev  %change          %stddev"), "{text}");
     assert!(text.contains("Full results: https://ci.example.org/mmci/"));
-    // The recorded dir (3 runs a side under TCG, no expectations) has no
-    // verdict: no Tested-by for it.
-    assert!(
-        text.contains("Verdict: NO VERDICT: nothing could be judged"),
-        "{text}"
-    );
+    // Every run was under TCG: no Tested-by, even when asked for.
     assert!(!text.contains("Tested-by:"), "{text}");
+    let dir = fixture("smoke-matrix");
+    let c = analyse_dir(&dir, &Default::default(), &Options::default()).unwrap();
+    let m = mmci::results::dir::read_manifest(&dir).unwrap().unwrap();
+    let mut input = ReportInput::new(&c, &m);
+    input.mail.tested_by = Some(report::DEFAULT_TESTED_BY.into());
+    assert!(!email::render(&input).contains("Tested-by:"));
 }
 
 #[test]
@@ -190,13 +197,23 @@ fn check_run_summary_fits_githubs_limit() {
 }
 
 #[test]
-fn tested_by_only_on_a_pass() {
+fn tested_by_only_when_asked_and_on_a_pass() {
+    let asked = |c, m| {
+        let mut input = ReportInput::new(c, m);
+        input.mail.tested_by = Some("Q. A. <qa@example.org>".into());
+        input.mail.message_id = Some("<id-1@ci.example.org>".into());
+        email::render(&input)
+    };
     let (c, m) = synthetic_comparison(20, true);
     assert_eq!(c.verdict.status, mmci::analysis::Status::Fail);
-    let text = email::render(&ReportInput::new(&c, &m));
+    let text = asked(&c, &m);
     assert_mail_rules(&text);
     assert!(!text.contains("Tested-by:"), "{text}");
     assert!(text.contains("[no change; nonzero FAIL]"), "{text}");
+    // A FAIL: 0-day's block instead.
+    assert!(text.contains(
+        "\n| Reported-by: mmci <mmci@kernel-ci.invalid>\n| Closes: https://lore.kernel.org/r/id-1@ci.example.org\n"
+    ));
     let (c, m) = synthetic_comparison(20, false);
     assert_eq!(
         c.verdict.status,
@@ -204,9 +221,16 @@ fn tested_by_only_on_a_pass() {
         "{:?}",
         c.verdict
     );
+    // Not asked for: none.
     let text = email::render(&ReportInput::new(&c, &m));
     assert_mail_rules(&text);
-    assert!(text.contains("\nTested-by: mmci <mmci@kernel-ci.invalid>\n"));
+    assert!(!text.contains("Tested-by:"), "{text}");
+    let text = asked(&c, &m);
+    assert!(
+        text.contains("\nTested-by: Q. A. <qa@example.org>\n"),
+        "{text}"
+    );
+    assert!(!text.contains("Reported-by"), "{text}");
 }
 
 #[test]
@@ -559,7 +583,11 @@ fn hostile_text_is_inert_in_email_and_html() {
         "{mail:?}"
     );
     for line in mail.lines() {
-        // No trailer but the report's own, and this one fails: none.
+        // No trailer but the report's own: this one fails, so its
+        // Reported-by.
+        if line == "| Reported-by: mmci <mmci@kernel-ci.invalid>" {
+            continue;
+        }
         let t = line.trim_start().to_ascii_lowercase();
         assert!(!t.contains("-by:") && !t.starts_with("tested-by"), "{line}");
         // Console lines are indented: none reads as the report's own.

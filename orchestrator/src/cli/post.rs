@@ -21,8 +21,10 @@ pub enum PostCommand {
     /// completed with --conclusion and --body) and, with --pr, one sticky
     /// comment per series on the pull request, updated in place.
     Github(Box<GithubArgs>),
-    /// The plain-text report as a reply on the series' thread. A dry run
-    /// (the message printed) unless --send or --write.
+    /// The plain-text report as a reply on the series' thread: a FAIL to
+    /// the author and the thread's lists and people; any other verdict to
+    /// nobody of the thread (--to-author: the author alone). A dry run (the
+    /// message printed) unless --send or --write.
     Email(Box<EmailArgs>),
     /// One check per patch of the series on patchwork (state, context,
     /// link, description), as NIPA and the BPF CI post theirs. A dry run
@@ -137,30 +139,63 @@ pub struct GithubArgs {
     pub dry_run: bool,
 }
 
+/// A verdict given on the command line (`mmci post email --verdict`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum VerdictArg {
+    Pass,
+    Fail,
+    Inconclusive,
+    NoVerdict,
+}
+
+impl VerdictArg {
+    pub fn status(self) -> crate::analysis::Status {
+        use crate::analysis::Status;
+        match self {
+            VerdictArg::Pass => Status::Pass,
+            VerdictArg::Fail => Status::Fail,
+            VerdictArg::Inconclusive => Status::Inconclusive,
+            VerdictArg::NoVerdict => Status::NoVerdict,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 pub struct EmailArgs {
-    /// The rendered plain-text report.
+    /// The rendered plain-text report (`mmci report --format email`).
     #[arg(long)]
     pub body: PathBuf,
-    /// Results dir whose manifest holds the series and its thread.
+    /// Results dir whose manifest holds the series and its thread, and
+    /// whose verdict decides who gets the reply.
     #[arg(long, required_unless_present = "series", conflicts_with = "series")]
     pub results: Option<PathBuf>,
-    /// The series' mbox (or format-patch dir) instead of --results.
-    #[arg(long)]
+    /// The series' mbox (or format-patch dir) instead of --results; needs
+    /// --verdict.
+    #[arg(long, requires = "verdict")]
     pub series: Option<PathBuf>,
+    /// The verdict the body reports, instead of analysing --results.
+    #[arg(long, value_enum)]
+    pub verdict: Option<VerdictArg>,
+    /// Send a verdict that is not a FAIL to the series' author alone (a
+    /// PASS, INCONCLUSIVE or NO VERDICT never goes to the thread's lists).
+    #[arg(long)]
+    pub to_author: bool,
     /// Sender [default: $MMCI_EMAIL_FROM].
     #[arg(long)]
     pub from: Option<String>,
-    /// Extra To (repeatable); the series' author is always To.
+    /// Extra To (repeatable), whatever the verdict; on a FAIL (or with
+    /// --to-author) the series' author is To too.
     #[arg(long)]
     pub to: Vec<String>,
-    /// Extra Cc (repeatable); the thread's To and Cc are always Cc.
+    /// Extra Cc (repeatable), whatever the verdict; on a FAIL the thread's
+    /// To and Cc are Cc too.
     #[arg(long)]
     pub cc: Vec<String>,
     /// Only --to and --cc: leave out the author and the lists.
     #[arg(long)]
     pub only_given_recipients: bool,
-    /// Message-ID instead of a fresh one.
+    /// Message-ID [default: the one the body's `| Closes:` names, else a
+    /// fresh one].
     #[arg(long)]
     pub message_id: Option<String>,
     /// Date as Unix seconds instead of now.
@@ -190,6 +225,8 @@ pub struct EmailArgs {
     /// Seconds before an SMTP exchange gives up.
     #[arg(long, default_value_t = 60)]
     pub smtp_timeout: u64,
+    #[command(flatten)]
+    pub analysis: AnalysisArgs,
 }
 
 /// Reads and checks every input of `mmci post github` before any request.
@@ -382,14 +419,40 @@ pub async fn email_post(
         }
         (None, None) => unreachable!("clap requires --results or --series"),
     };
+    let from = a.from.clone().or_else(|| nonempty(env("MMCI_EMAIL_FROM")));
+    email::mailbox(
+        "--from",
+        from.as_deref()
+            .ok_or(email::EmailError::NoFrom)
+            .map_err(PostError::Email)?,
+    )
+    .map_err(PostError::Email)?;
+    let verdict = match (a.verdict, &a.results) {
+        (Some(v), _) => v.status(),
+        (None, Some(dir)) => a.analysis.analyse(dir)?.verdict.status,
+        (None, None) => unreachable!("clap requires --verdict with --series"),
+    };
+    let message_id =
+        email::message_id_of(a.message_id.as_deref(), &body).map_err(PostError::Email)?;
     let options = email::EmailOptions {
-        from: a.from.clone().or_else(|| nonempty(env("MMCI_EMAIL_FROM"))),
+        from,
         to: a.to.clone(),
         cc: a.cc.clone(),
-        only_given_recipients: a.only_given_recipients,
-        message_id: a.message_id.clone(),
+        audience: email::audience(verdict, a.to_author, a.only_given_recipients),
+        message_id,
         date: a.date,
     };
+    // A verdict that goes to nobody: said, and nothing else done.
+    if email::addressed_to_nobody(&options) {
+        return Ok(crate::post::EmailPost {
+            series,
+            body,
+            options,
+            verdict,
+            write: None,
+            smtp: None,
+        });
+    }
     // Build once now so that a bad address fails before the SMTP set-up.
     email::build(&series, &body, &options).map_err(PostError::Email)?;
     let smtp = if a.send {
@@ -417,6 +480,7 @@ pub async fn email_post(
         series,
         body,
         options,
+        verdict,
         write: a.write.clone(),
         smtp,
     })

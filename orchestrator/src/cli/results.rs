@@ -37,9 +37,22 @@ pub struct ReportArgs {
     /// The series' cover letter (a text file); the email quotes its first lines.
     #[arg(long, value_name = "FILE")]
     pub cover_letter: Option<PathBuf>,
-    /// Name and address of the email's Tested-by: trailer (only on a pass).
-    #[arg(long, default_value = crate::report::DEFAULT_TESTED_BY)]
-    pub tested_by: String,
+    /// Add a Tested-by: trailer to the email: NAME <ADDR>, or alone for
+    /// `mmci <mmci@kernel-ci.invalid>`. Only on a PASS not all under TCG:
+    /// never on INCONCLUSIVE, NO VERDICT or FAIL (left out with a note).
+    #[arg(long, value_name = "NAME <ADDR>", num_args = 0..=1,
+          default_missing_value = crate::report::DEFAULT_TESTED_BY)]
+    pub tested_by: Option<String>,
+    /// Who the email comes from: its Reported-by: on a FAIL [default:
+    /// $MMCI_EMAIL_FROM, else mmci <mmci@kernel-ci.invalid>]. Give
+    /// `mmci post email` the same --from.
+    #[arg(long, value_name = "NAME <ADDR>")]
+    pub from: Option<String>,
+    /// The email's Message-ID, named by its Closes: on a FAIL [default: a
+    /// fresh one at --from's domain, which `mmci post email --body` reads
+    /// back from the Closes: line].
+    #[arg(long, value_name = "ID")]
+    pub message_id: Option<String>,
     /// Also append the markdown report to $GITHUB_STEP_SUMMARY (when it is set).
     #[arg(long)]
     pub github_summary: bool,
@@ -122,6 +135,47 @@ pub fn analyse(a: &AnalyseArgs) -> Result<i32, AppError> {
     Ok(error::verdict_exit_code(c.verdict.status))
 }
 
+/// The email's trailers from `mmci report`'s options: the sender (for
+/// `Reported-by:`), the Message-ID (for `Closes:`, fresh at the sender's
+/// domain on a FAIL without --message-id), and the `Tested-by:` asked
+/// for, with a note on standard error when the verdict refuses it.
+fn report_mail(
+    a: &ReportArgs,
+    c: &analysis::Comparison,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<crate::report::Mail, AppError> {
+    use crate::post::email;
+    let from = a
+        .from
+        .clone()
+        .or_else(|| super::nonempty(env("MMCI_EMAIL_FROM")))
+        .unwrap_or_else(|| crate::report::DEFAULT_FROM.into());
+    let mailbox =
+        email::mailbox("--from", &from).map_err(|e| AppError::BadOption(e.to_string()))?;
+    let message_id = match &a.message_id {
+        Some(id) => Some(id.clone()),
+        None if a.format == crate::report::Format::Email
+            && c.verdict.status == analysis::Status::Fail =>
+        {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            Some(email::fresh_message_id(&c.plan_id, &mailbox, now))
+        }
+        None => None,
+    };
+    if a.format == crate::report::Format::Email && a.tested_by.is_some() {
+        if let Some(why) = crate::report::email_verdict::tested_by_refused(c) {
+            eprintln!("mmci: note: no Tested-by: in the email: {why}");
+        }
+    }
+    Ok(crate::report::Mail {
+        tested_by: a.tested_by.clone(),
+        from,
+        message_id,
+    })
+}
+
 /// `mmci report`: 0 once written, whatever the verdict.
 pub fn report(a: ReportArgs) -> Result<i32, AppError> {
     let c = a.analysis.analyse(&a.dir)?;
@@ -132,6 +186,7 @@ pub fn report(a: ReportArgs) -> Result<i32, AppError> {
         ),
         None => None,
     };
+    let mail = report_mail(&a, &c, &|k| std::env::var(k).ok())?;
     let written = crate::report::write_report(
         &a.dir,
         &c,
@@ -139,7 +194,7 @@ pub fn report(a: ReportArgs) -> Result<i32, AppError> {
         a.output.as_deref(),
         a.results_url,
         cover,
-        a.tested_by,
+        mail,
         a.github_summary
             .then(|| std::env::var_os("GITHUB_STEP_SUMMARY"))
             .flatten(),

@@ -281,6 +281,8 @@ pub struct EmailPost {
     pub series: Series,
     pub body: String,
     pub options: email::EmailOptions,
+    /// The verdict the body reports: who gets it.
+    pub verdict: crate::analysis::Status,
     /// Store the message here (.eml, or appended to a .mbox).
     pub write: Option<PathBuf>,
     /// Send it (else: a dry run).
@@ -289,6 +291,9 @@ pub struct EmailPost {
 
 /// Builds the reply and prints, writes or sends it.
 pub async fn post_email(p: &EmailPost) -> Result<String, PostError> {
+    if email::addressed_to_nobody(&p.options) {
+        return Ok(email::not_mailed(p.verdict));
+    }
     let body = redact_outgoing(&p.body, &process_env, &[]);
     let o = email::build(&p.series, &body, &p.options)?;
     let mut out = String::new();

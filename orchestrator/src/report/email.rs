@@ -1,11 +1,14 @@
 //! A plain-text reply for the patch thread, in the style of the 0-day
-//! bot's and mmtests' reports: bottom-posted under a short quote of the
-//! cover letter, ASCII only, no line over 72 columns, the tables as
-//! fixed-width `%stddev %change %stddev` columns, and a `Tested-by:`
-//! trailer only when every expectation passed (a trailer is a claim that
-//! lands in git history).
+//! bot's and mmtests' reports: a first line that names the finding
+//! (`email_verdict`), then a short quote of the cover letter, the verdict,
+//! the regression policy and the cover letter's claims beside the
+//! measurement, ASCII only, no line over 72 columns, the tables as
+//! fixed-width `%stddev %change %stddev` columns. On a FAIL, 0-day's
+//! `Reported-by:`/`Closes:` block (Closes: the email's own Message-ID on
+//! lore); a `Tested-by:` only when the operator asks and the verdict is a
+//! PASS not all under TCG (a trailer is a claim that lands in git history).
 //!
-//! That trailer is the only one the mail can carry: b4 and patchwork
+//! Those are the only trailers the mail can carry: b4 and patchwork
 //! collect `Tested-by:`/`Reviewed-by:`... lines from replies, so any such
 //! line that comes from the kernel, the guest or the series (a console
 //! excerpt, a splat title, a cover letter) is defused (`Tested by:`), and
@@ -15,7 +18,7 @@
 use serde::Serialize;
 
 use super::view::{self, scenario_name, RowView};
-use super::{fill, untrusted, ReportInput};
+use super::{email_verdict, fill, untrusted, ReportInput};
 use crate::analysis::compare::cell_name;
 
 const TEMPLATE: &str = include_str!("../../templates/report.email.j2");
@@ -103,8 +106,8 @@ pub fn wrap(line: &str, width: usize) -> Vec<String> {
 /// here, so only mmci's own code can start a line with one.
 const VERBATIM: char = '\u{2}';
 
-/// Marks the report's own trailer line (`Tested-by:`), the one line that
-/// keeps its trailer form.
+/// Marks the report's own trailer lines (`Tested-by:`, `| Reported-by:`,
+/// `| Closes:`), the only lines that keep their trailer form.
 const TRAILER: char = '\u{3}';
 
 /// A `Something-by:` trailer anywhere in a line (wrapping can move any
@@ -368,10 +371,49 @@ fn anatomy_lines(rows: &[Vec<String>]) -> Vec<String> {
     out
 }
 
+/// Where `Closes:` points: the email's own Message-ID on lore, as 0-day's
+/// does.
+pub const CLOSES_URL: &str = "https://lore.kernel.org/r/";
+
+/// The Message-ID a rendered email names in its own `| Closes:` trailer
+/// (the last one, right under `| Reported-by:`), for `mmci post email` to
+/// send it under that id.
+pub fn closes_id(body: &str) -> Option<String> {
+    let lines: Vec<&str> = body.lines().map(str::trim_end).collect();
+    lines.windows(2).rev().find_map(|w| {
+        let id = w[1].strip_prefix("| Closes: ")?.strip_prefix(CLOSES_URL)?;
+        (w[0].starts_with("| Reported-by: ") && !id.is_empty()).then(|| id.to_string())
+    })
+}
+
+/// A Message-ID as it may appear in a URL: without <>, white space and
+/// control characters.
+fn clean_id(id: &str) -> String {
+    id.trim_matches(|c: char| c == '<' || c == '>' || c.is_whitespace())
+        .chars()
+        .filter(|c| c.is_ascii_graphic() && !matches!(c, '<' | '>'))
+        .collect()
+}
+
 pub fn render(input: &ReportInput) -> String {
     let v = view::build(input);
-    let splats = splat_lines(&v);
     let c = input.comparison;
+    let failed = c.verdict.status == crate::analysis::Status::Fail;
+    let tested_by = input
+        .mail
+        .tested_by
+        .as_deref()
+        .filter(|_| email_verdict::tested_by_refused(c).is_none())
+        .map(untrusted::line);
+    let reported_by = failed.then(|| untrusted::line(&input.mail.from));
+    let closes = input
+        .mail
+        .message_id
+        .as_deref()
+        .map(clean_id)
+        .filter(|id| failed && !id.is_empty())
+        .map(|id| format!("{CLOSES_URL}{id}"));
+    let splats = splat_lines(&v);
     let mut tables = vec![];
     for cell in &c.cells {
         for cand in &cell.candidates {
@@ -437,7 +479,12 @@ pub fn render(input: &ReportInput) -> String {
             tables => tables,
             anatomy => anatomy,
             cover => cover,
-            tested_by => input.tested_by,
+            first_line => email_verdict::first_line(c),
+            policy => email_verdict::policy_lines(c),
+            claims => email_verdict::claim_lines(c),
+            tested_by => tested_by,
+            reported_by => reported_by,
+            closes => closes,
             trailer => TRAILER.to_string(),
             version => env!("CARGO_PKG_VERSION"),
         },

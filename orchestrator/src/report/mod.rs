@@ -12,6 +12,7 @@ pub mod checks;
 pub mod comparison;
 pub mod comparison_text;
 pub mod email;
+pub mod email_verdict;
 pub mod html;
 pub mod markdown;
 pub mod run;
@@ -35,8 +36,32 @@ pub struct ReportInput<'a> {
     pub results_url: Option<String>,
     /// The series' cover letter, whole: the email quotes its first lines.
     pub cover_letter: Option<String>,
-    /// Name and address of the `Tested-by:` trailer.
-    pub tested_by: String,
+    /// The email's trailers and who it comes from.
+    pub mail: Mail,
+}
+
+/// What the email says of itself: its trailers, which `mmci post email`
+/// reads back (the Message-ID from `Closes:`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mail {
+    /// `Tested-by:`, when the operator asks for one (`--tested-by`): it
+    /// goes only with a PASS not all under TCG
+    /// ([`email_verdict::tested_by_refused`]).
+    pub tested_by: Option<String>,
+    /// Who the email comes from: its `Reported-by:` on a FAIL.
+    pub from: String,
+    /// The email's own Message-ID, without <>: its `Closes:` on a FAIL.
+    pub message_id: Option<String>,
+}
+
+impl Default for Mail {
+    fn default() -> Self {
+        Mail {
+            tested_by: None,
+            from: DEFAULT_FROM.into(),
+            message_id: None,
+        }
+    }
 }
 
 impl<'a> ReportInput<'a> {
@@ -46,12 +71,15 @@ impl<'a> ReportInput<'a> {
             manifest,
             results_url: None,
             cover_letter: None,
-            tested_by: DEFAULT_TESTED_BY.into(),
+            mail: Mail::default(),
         }
     }
 }
 
+/// The `Tested-by:` of a bare `--tested-by`.
 pub const DEFAULT_TESTED_BY: &str = "mmci <mmci@kernel-ci.invalid>";
+/// Who the email comes from without `--from` or $MMCI_EMAIL_FROM.
+pub const DEFAULT_FROM: &str = DEFAULT_TESTED_BY;
 
 /// The output formats of `mmci report`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -110,7 +138,7 @@ pub fn write_report(
     output: Option<&std::path::Path>,
     results_url: Option<String>,
     cover_letter: Option<String>,
-    tested_by: String,
+    mail: Mail,
     github_summary: Option<std::ffi::OsString>,
 ) -> Result<Vec<String>, String> {
     let manifest = crate::results::dir::read_manifest(dir)
@@ -121,7 +149,7 @@ pub fn write_report(
         manifest: &manifest,
         results_url,
         cover_letter,
-        tested_by,
+        mail,
     };
     let mut written = vec![];
     let outgoing = |text: String| -> Result<String, String> {

@@ -1,7 +1,13 @@
 //! Email: the plain-text report as a reply on the patch thread, in the
 //! style of the 0-day bot: `Re: <cover subject>`, In-Reply-To the cover
 //! letter (or the first patch), the References chain, a fresh Message-ID,
-//! To the author, Cc the lists and people the series went to.
+//! `Auto-Submitted: auto-generated` (RFC 3834: no vacation replies).
+//!
+//! Who gets it follows the verdict ([`audience`]), as the bots
+//! maintainers accept do it: only a FAIL goes to the thread (To the
+//! author, Cc the lists and people the series went to); a PASS,
+//! INCONCLUSIVE or NO VERDICT stays in the report and the patchwork check,
+//! and goes to the author alone when the operator opts in.
 //!
 //! The message is built once, as bytes: a dry run prints exactly those
 //! bytes and the SMTP envelope, `--write` stores them as .eml or mbox for
@@ -13,11 +19,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use lettre::message::header::ContentType;
 use lettre::message::{Body, Mailbox, Mailboxes};
-use lettre::transport::smtp::authentication::Credentials;
-use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
-use lettre::{Address, AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use lettre::{Address, Message};
 
+use crate::analysis::Status;
 use crate::series::Series;
+
+mod smtp;
+pub use smtp::{Smtp, SmtpOptions, SmtpTls};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EmailError {
@@ -59,12 +67,89 @@ pub enum EmailError {
     },
     #[error("SMTP {server}: {message}")]
     Smtp { server: String, message: String },
+    #[error("--message-id {given}: the body's `| Closes:` names <{body}>: render the report with the same --message-id (or leave it out here)")]
+    MessageIdMismatch { given: String, body: String },
 }
 
 impl EmailError {
     /// The SMTP server refused or could not be reached (exit 9).
     pub fn is_remote(&self) -> bool {
         matches!(self, EmailError::Smtp { .. })
+    }
+}
+
+/// Who the reply goes to besides --to and --cc.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Audience {
+    /// To the author, Cc the thread's lists and people: a FAIL.
+    #[default]
+    Thread,
+    /// To the author alone (`--to-author`): a verdict that is not a FAIL.
+    Author,
+    /// Nobody of the thread: only --to and --cc.
+    Given,
+}
+
+/// Who the report of a verdict goes to. Only a FAIL (a regression, a new
+/// splat, a contradicted claim, a failed expectation, a build or boot
+/// failure) is mailed to the thread; any other verdict goes to the author
+/// alone with `to_author`, else to nobody of the thread. `only_given`
+/// (--only-given-recipients) leaves the thread out whatever the verdict.
+pub fn audience(status: Status, to_author: bool, only_given: bool) -> Audience {
+    match (only_given, status) {
+        (true, _) => Audience::Given,
+        (false, Status::Fail) => Audience::Thread,
+        (false, _) if to_author => Audience::Author,
+        (false, _) => Audience::Given,
+    }
+}
+
+/// Whether the reply goes to nobody: a verdict that is not mailed to the
+/// thread, and no --to, --cc or --to-author.
+pub fn addressed_to_nobody(opts: &EmailOptions) -> bool {
+    opts.audience == Audience::Given && opts.to.is_empty() && opts.cc.is_empty()
+}
+
+/// What `mmci post email` says instead of a message when the verdict is
+/// not mailed: why, where it is instead, and which options change it.
+pub fn not_mailed(status: Status) -> String {
+    format!(
+        "# not sent: the verdict is {}, and only a FAIL is mailed to the thread.\n\
+         # The verdict is in the report and the patchwork check (mmci post patchwork).\n\
+         # --to-author sends it to the series' author alone; --to/--cc to whom you name.\n",
+        status.name()
+    )
+}
+
+/// The Message-ID to send under: --message-id, else the one the body's
+/// own `| Closes:` names (`mmci report` chose it), so that the link in
+/// the body is the message's own. The two must agree.
+pub fn message_id_of(given: Option<&str>, body: &str) -> Result<Option<String>, EmailError> {
+    let strip = |m: &str| m.trim().trim_matches(|c| c == '<' || c == '>').to_string();
+    let named = crate::report::email::closes_id(body);
+    match (given.map(strip), named) {
+        (Some(g), Some(b)) if g != b => Err(EmailError::MessageIdMismatch { given: g, body: b }),
+        (Some(g), _) => Ok(Some(g)),
+        (None, b) => Ok(b),
+    }
+}
+
+/// `Auto-Submitted: auto-generated` (RFC 3834): the message comes from a
+/// program, so auto-responders (vacation replies) keep quiet.
+#[derive(Clone)]
+struct AutoSubmitted;
+
+impl lettre::message::header::Header for AutoSubmitted {
+    fn name() -> lettre::message::header::HeaderName {
+        lettre::message::header::HeaderName::new_from_ascii_str("Auto-Submitted")
+    }
+
+    fn parse(_: &str) -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(AutoSubmitted)
+    }
+
+    fn display(&self) -> lettre::message::header::HeaderValue {
+        lettre::message::header::HeaderValue::new(Self::name(), "auto-generated".into())
     }
 }
 
@@ -75,9 +160,8 @@ pub struct EmailOptions {
     pub from: Option<String>,
     pub to: Vec<String>,
     pub cc: Vec<String>,
-    /// Only --to and --cc, not the thread's author and lists (to try a
-    /// report on oneself first).
-    pub only_given_recipients: bool,
+    /// Which of the thread's author and lists get it (see [`audience`]).
+    pub audience: Audience,
     /// Message-ID to use instead of a fresh one (reproducible output).
     pub message_id: Option<String>,
     /// Date (Unix seconds) instead of now.
@@ -240,7 +324,8 @@ pub fn fresh_message_id(series_hash: &str, from: &Mailbox, unix: u64) -> String 
     )
 }
 
-/// Builds the reply. To: the author (and --to); Cc: the thread's To and Cc
+/// Builds the reply. To: the author (and --to) unless the audience is
+/// --to and --cc only; Cc: the thread's To and Cc for [`Audience::Thread`]
 /// (and --cc), each address once, never the sender.
 pub fn build(series: &Series, body: &str, opts: &EmailOptions) -> Result<Outgoing, EmailError> {
     build_reply(&reply_to(series)?, &series.hash, body, opts)
@@ -268,7 +353,7 @@ pub fn build_reply(
     for t in &opts.to {
         add(&mut to, mailbox("--to", t)?);
     }
-    if !opts.only_given_recipients {
+    if opts.audience != Audience::Given {
         // A thread address lettre cannot parse is skipped, not fatal: the
         // rest of the thread still gets the report.
         if let Ok(m) = mailbox("the series' From", &reply.author) {
@@ -278,7 +363,7 @@ pub fn build_reply(
     for c in &opts.cc {
         add(&mut cc, mailbox("--cc", c)?);
     }
-    if !opts.only_given_recipients {
+    if opts.audience == Audience::Thread {
         for a in reply.to.iter().chain(&reply.cc) {
             match mailbox("the thread's To/Cc", a) {
                 Ok(m) => add(&mut cc, m),
@@ -316,6 +401,7 @@ pub fn build_reply(
         .in_reply_to(format!("<{}>", reply.in_reply_to))
         .references(refs)
         .header(ContentType::TEXT_PLAIN)
+        .header(AutoSubmitted)
         .user_agent(format!("mmci {}", env!("CARGO_PKG_VERSION")));
     b = b.mailbox(lettre::message::header::To::from(Mailboxes::from_iter(to)));
     if !cc.is_empty() {
@@ -326,14 +412,21 @@ pub fn build_reply(
     } else {
         format!("{body}\n")
     };
-    // Plain 7/8-bit text, as the lists want it: no quoted-printable or
-    // base64 unless a line is too long for SMTP.
+    // Plain 7/8-bit text, as the lists want it and git send-email sends
+    // it: no quoted-printable or base64 unless a line is too long for SMTP
+    // (998 octets, RFC 5322). lettre would quote a line over 75 columns,
+    // such as the `| Closes:` URL or a console line kept whole.
     let encoding = if text.is_ascii() {
         lettre::message::header::ContentTransferEncoding::SevenBit
     } else {
         lettre::message::header::ContentTransferEncoding::EightBit
     };
-    let body = Body::new_with_encoding(text.clone(), encoding).unwrap_or_else(|_| Body::new(text));
+    let plain = !text.contains(['\0', '\r']) && text.lines().all(|l| l.len() <= 998);
+    let body = if plain {
+        Body::dangerous_pre_encoded(text.replace('\n', "\r\n").into_bytes(), encoding)
+    } else {
+        Body::new_with_encoding(text.clone(), encoding).unwrap_or_else(|_| Body::new(text))
+    };
     let message = b.body(body).map_err(EmailError::Build)?;
     let envelope = message.envelope();
     Ok(Outgoing {
@@ -393,198 +486,6 @@ fn mbox_date(_o: &Outgoing) -> &'static str {
     // The separator line's date is not read by git am or mail clients;
     // git format-patch writes this fixed one too.
     "Mon Sep 17 00:00:00 2001"
-}
-
-/// How the SMTP connection is secured.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum SmtpTls {
-    /// Plain connection upgraded with STARTTLS, which must succeed (port 587).
-    #[default]
-    Starttls,
-    /// TLS from the first byte (port 465).
-    Tls,
-    /// No encryption: only for a trusted relay on this machine.
-    None,
-}
-
-#[derive(Clone, Debug)]
-pub struct SmtpOptions {
-    /// HOST or HOST:PORT [default port: 587, 465 for --smtp-tls tls, 25 for none].
-    pub server: String,
-    pub tls: SmtpTls,
-    /// Extra CA certificate (PEM) to trust, e.g. a company relay's.
-    pub ca: Option<PathBuf>,
-    pub user: Option<String>,
-    /// Environment variable with the password [default: MMCI_SMTP_PASSWORD].
-    pub password_env: String,
-    pub password_file: Option<PathBuf>,
-    pub timeout: Duration,
-}
-
-impl SmtpOptions {
-    fn host_port(&self) -> Result<(String, u16), EmailError> {
-        let default = match self.tls {
-            SmtpTls::Starttls => 587,
-            SmtpTls::Tls => 465,
-            SmtpTls::None => 25,
-        };
-        let s = self.server.trim();
-        if s.is_empty() {
-            return Err(EmailError::BadSmtp(self.server.clone()));
-        }
-        match s.rsplit_once(':') {
-            Some((h, p)) if !h.contains(':') => {
-                let port = p
-                    .parse()
-                    .map_err(|_| EmailError::BadSmtp(self.server.clone()))?;
-                Ok((h.to_string(), port))
-            }
-            _ => Ok((s.to_string(), default)),
-        }
-    }
-
-    fn password(&self) -> Result<Option<String>, EmailError> {
-        if self.user.is_none() {
-            return Ok(None);
-        }
-        if let Some(path) = &self.password_file {
-            let p = std::fs::read_to_string(path).map_err(|source| EmailError::PasswordFile {
-                path: path.clone(),
-                source,
-            })?;
-            let p = p.trim_end_matches(['\r', '\n']).to_string();
-            super::remember_secret(&p);
-            return Ok(Some(p));
-        }
-        let env = if self.password_env.is_empty() {
-            "MMCI_SMTP_PASSWORD"
-        } else {
-            &self.password_env
-        };
-        let p = std::env::var(env)
-            .ok()
-            .filter(|p| !p.is_empty())
-            .ok_or_else(|| EmailError::NoPassword(env.to_string()))?;
-        super::remember_secret(&p);
-        Ok(Some(p))
-    }
-}
-
-/// A configured SMTP transport, checked before anything is sent.
-pub struct Smtp {
-    transport: AsyncSmtpTransport<Tokio1Executor>,
-    server: String,
-    timeout: Duration,
-}
-
-impl Smtp {
-    /// Validates the options (server, CA, credentials) without connecting.
-    pub fn new(opts: &SmtpOptions) -> Result<Smtp, EmailError> {
-        let (host, port) = opts.host_port()?;
-        let server = format!("{host}:{port}");
-        let smtp_err = |e: lettre::transport::smtp::Error| EmailError::Smtp {
-            server: server.clone(),
-            message: smtp_message(&e),
-        };
-        let tls = match opts.tls {
-            SmtpTls::None => Tls::None,
-            SmtpTls::Starttls | SmtpTls::Tls => {
-                let mut params = TlsParameters::builder(host.clone());
-                if let Some(path) = &opts.ca {
-                    let pem = std::fs::read(path).map_err(|source| EmailError::Ca {
-                        path: path.clone(),
-                        source,
-                    })?;
-                    let cert = Certificate::from_pem(&pem).map_err(|e| EmailError::BadCa {
-                        path: path.clone(),
-                        message: e.to_string(),
-                    })?;
-                    params = params.add_root_certificate(cert);
-                }
-                let params = params.build_rustls().map_err(smtp_err)?;
-                if opts.tls == SmtpTls::Tls {
-                    Tls::Wrapper(params)
-                } else {
-                    Tls::Required(params)
-                }
-            }
-        };
-        let mut b = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(host)
-            .port(port)
-            .tls(tls)
-            .timeout(Some(opts.timeout));
-        if let Some(user) = &opts.user {
-            let password = opts.password()?.unwrap_or_default();
-            // PLAIN only (inside TLS): after a refused PLAIN, lettre's
-            // fallback to LOGIN waited for the timeout on aiosmtpd instead
-            // of reporting the refusal.
-            b = b
-                .credentials(Credentials::new(user.clone(), password))
-                .authentication(vec![
-                    lettre::transport::smtp::authentication::Mechanism::Plain,
-                ]);
-        }
-        Ok(Smtp {
-            transport: b.build(),
-            server,
-            timeout: opts.timeout,
-        })
-    }
-
-    /// Sends the message's exact bytes; returns the server's final answer.
-    pub async fn send(&self, o: &Outgoing) -> Result<String, EmailError> {
-        // lettre ends DATA with CRLF.CRLF after the bytes: without this the
-        // server would store the message with one more empty line than
-        // the dry run showed.
-        let bytes = o.bytes.strip_suffix(b"\r\n").unwrap_or(&o.bytes);
-        // lettre's timeout covers each read and write; a server that stops
-        // answering mid-exchange (e.g. after AUTH) is bounded here too.
-        let whole = self.timeout * 3;
-        let r = tokio::time::timeout(whole, self.transport.send_raw(o.message.envelope(), bytes))
-            .await
-            .map_err(|_| EmailError::Smtp {
-                server: self.server.clone(),
-                message: format!(
-                    "no answer within {} s (--smtp-timeout {} s per exchange): delivery not confirmed",
-                    whole.as_secs(),
-                    self.timeout.as_secs()
-                ),
-            })?
-            .map_err(|e| EmailError::Smtp {
-                server: self.server.clone(),
-                message: smtp_message(&e),
-            })?;
-        Ok(format!(
-            "{} {}",
-            r.code(),
-            r.message().collect::<Vec<_>>().join(" ")
-        ))
-    }
-
-    pub fn server(&self) -> &str {
-        &self.server
-    }
-}
-
-/// lettre's error and its causes on one line, with a hint for the usual
-/// cases.
-fn smtp_message(e: &lettre::transport::smtp::Error) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut cur = std::error::Error::source(e);
-    while let Some(s) = cur {
-        let t = s.to_string();
-        if !parts.iter().any(|p| p.contains(&t)) {
-            parts.push(t);
-        }
-        cur = s.source();
-    }
-    let mut text = parts.join(": ");
-    if e.is_permanent() {
-        text.push_str(" (the server refused the message: nothing was delivered)");
-    } else if e.is_transient() {
-        text.push_str(" (a temporary refusal: try again later)");
-    }
-    text
 }
 
 /// Civil UTC date and time of a Unix time (Howard Hinnant's algorithm).
@@ -685,9 +586,106 @@ mod tests {
         assert!(text.contains("Content-Transfer-Encoding: 7bit"));
         assert_eq!(o.envelope_from, "bot@ci.example.org");
         assert_eq!(o.envelope_to.len(), 5);
+        assert!(
+            text.contains("\r\nAuto-Submitted: auto-generated\r\n"),
+            "{text}"
+        );
         let dry = render_dry_run(&o);
         assert!(dry.starts_with("# dry run: nothing is sent"));
         assert!(dry.ends_with(&text));
+    }
+
+    #[test]
+    fn only_a_fail_goes_to_the_thread() {
+        use Status::*;
+        for (status, to_author, only_given, want) in [
+            (Fail, false, false, Audience::Thread),
+            (Fail, true, false, Audience::Thread),
+            (Fail, false, true, Audience::Given),
+            (Pass, false, false, Audience::Given),
+            (Pass, true, false, Audience::Author),
+            (Inconclusive, true, false, Audience::Author),
+            (NoVerdict, false, false, Audience::Given),
+            (NoVerdict, true, true, Audience::Given),
+        ] {
+            assert_eq!(
+                audience(status, to_author, only_given),
+                want,
+                "{status:?} to_author={to_author} only_given={only_given}"
+            );
+        }
+        let s = bundled();
+        let mut opts = EmailOptions {
+            from: Some("bot@ci.example.org".into()),
+            audience: Audience::Author,
+            ..Default::default()
+        };
+        let o = build(&s, "body", &opts).unwrap();
+        assert_eq!(o.envelope_to, ["mmci-dev@example.org"]);
+        let text = String::from_utf8(o.bytes).unwrap();
+        assert!(!text.contains("\r\nCc:"), "{text}");
+        assert!(!addressed_to_nobody(&opts));
+        opts.audience = Audience::Given;
+        assert!(addressed_to_nobody(&opts));
+        assert!(not_mailed(Pass).starts_with("# not sent: the verdict is PASS"));
+        opts.cc = vec!["me@example.org".into()];
+        assert!(!addressed_to_nobody(&opts));
+        let o = build(&s, "body", &opts).unwrap();
+        assert_eq!(o.envelope_to, ["me@example.org"]);
+    }
+
+    #[test]
+    fn long_lines_stay_plain_text() {
+        let s = bundled();
+        let opts = EmailOptions {
+            from: Some("a@b.org".into()),
+            ..Default::default()
+        };
+        let long = format!(
+            "| Closes: https://lore.kernel.org/r/{}@x.org",
+            "m".repeat(60)
+        );
+        let o = build(&s, &format!("a=b\n{long}\n"), &opts).unwrap();
+        let text = String::from_utf8(o.bytes).unwrap();
+        assert!(
+            text.contains("Content-Transfer-Encoding: 7bit\r\n"),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(&format!("\r\n\r\na=b\r\n{long}\r\n")),
+            "{text}"
+        );
+        let o = build(&s, &format!("{}\n", "x".repeat(1200)), &opts).unwrap();
+        let text = String::from_utf8(o.bytes).unwrap();
+        assert!(
+            text.contains("Content-Transfer-Encoding: quoted-printable"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_message_id_is_the_one_the_body_closes() {
+        let body =
+            "x\n| Reported-by: mmci <m@x.org>\n| Closes: https://lore.kernel.org/r/a1@x.org\n";
+        assert_eq!(
+            message_id_of(None, body).unwrap().as_deref(),
+            Some("a1@x.org")
+        );
+        assert_eq!(
+            message_id_of(Some("<a1@x.org>"), body).unwrap().as_deref(),
+            Some("a1@x.org")
+        );
+        assert!(matches!(
+            message_id_of(Some("b2@x.org"), body),
+            Err(EmailError::MessageIdMismatch { .. })
+        ));
+        // A Closes: line that is not right under Reported-by: is not ours.
+        let quoted = "| Closes: https://lore.kernel.org/r/evil@x.org\n";
+        assert_eq!(message_id_of(None, quoted).unwrap(), None);
+        assert_eq!(
+            message_id_of(Some("c@x"), quoted).unwrap().as_deref(),
+            Some("c@x")
+        );
     }
 
     #[test]
@@ -756,7 +754,7 @@ mod tests {
             "x",
             &EmailOptions {
                 from: Some("a@b.org".into()),
-                only_given_recipients: true,
+                audience: Audience::Given,
                 ..Default::default()
             },
         )
