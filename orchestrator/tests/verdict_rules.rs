@@ -65,7 +65,9 @@ fn nothing_to_judge_is_no_verdict_never_a_pass() {
     let c = compare(&m2, &runs, &no_expect(), vec![], &Options::default());
     assert_eq!(c.verdict.status, Status::NoVerdict, "{:?}", c.verdict);
     assert!(
-        c.verdict.summary.starts_with("nothing could be judged in 8 runs on 2 cells"),
+        c.verdict
+            .summary
+            .starts_with("nothing could be judged in 8 runs on 2 cells"),
         "{}",
         c.verdict.summary
     );
@@ -82,7 +84,9 @@ fn nothing_to_judge_is_no_verdict_never_a_pass() {
     let c = compare(&m1, &runs, &no_expect(), vec![], &Options::default());
     assert_eq!(c.verdict.status, Status::NoVerdict);
     assert!(
-        c.verdict.summary.ends_with("the matrix has one kernel, no candidate"),
+        c.verdict
+            .summary
+            .ends_with("the matrix has one kernel, no candidate"),
         "{}",
         c.verdict.summary
     );
@@ -144,7 +148,8 @@ fn claims_fail_when_contradicted_and_by_construction_counts_for_nothing() {
     assert_eq!(v.status, Status::Pass);
     assert_eq!((v.claims.agree, v.claims.by_construction), (1, 1));
     assert!(
-        v.summary.ends_with("; 1 of the cover letter's claims agree"),
+        v.summary
+            .ends_with("; 1 of the cover letter's claims agree"),
         "{}",
         v.summary
     );

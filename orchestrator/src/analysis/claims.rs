@@ -316,8 +316,7 @@ pub fn check(
         ),
     };
     let base_all_zero = !m.base_values.is_empty() && m.base_values.iter().all(|v| *v == 0.0);
-    if c.finding == Finding::Agrees && sign > 0.0 && row.base.value == Some(0.0) && base_all_zero
-    {
+    if c.finding == Finding::Agrees && sign > 0.0 && row.base.value == Some(0.0) && base_all_zero {
         c.by_construction = true;
         c.reason = format!(
             "{}; but the baseline reads 0 in every run: this shows the series is active \

@@ -9,10 +9,10 @@ use std::path::Path;
 
 use super::catalog::{self, Better, Metric};
 use super::claims::{check_tables, CellView};
-pub use super::model::cell_name;
 use super::expect;
-use super::policy;
+pub use super::model::cell_name;
 use super::model::*;
+use super::policy;
 use super::series;
 use super::stats::{self, min_attainable_p};
 use crate::guest::vm::Accel;
@@ -426,7 +426,6 @@ pub fn splat_findings(
     out
 }
 
-
 /// Each candidate's cover-letter claims beside the cells their set-ups
 /// describe (the cover is in the manifest, read when the series was
 /// assembled).
@@ -546,7 +545,11 @@ mod tests {
              pswpout_per_ktouch, pswpin_per_ktouch, pgmajfault_per_ktouch); 8 expectation(s) met"
         );
         assert_eq!(cand.guards.len(), 5);
-        assert!(cand.guards.iter().all(|g| g.status == Some(Status::Pass)), "{:?}", cand.guards);
+        assert!(
+            cand.guards.iter().all(|g| g.status == Some(Status::Pass)),
+            "{:?}",
+            cand.guards
+        );
         // The JSON form reads back to the same comparison.
         let json = serde_json::to_string(&c).unwrap();
         let back: Comparison = serde_json::from_str(&json).unwrap();

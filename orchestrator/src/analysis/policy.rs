@@ -90,7 +90,11 @@ pub fn guard(m: &MetricComparison, opts: &Options) -> Option<ExpectationResult> 
 /// The regression policy in one cell for one candidate: runs with an OOM
 /// kill (Fisher's exact test), then each guard of the cell's scenario.
 /// A check that cannot be judged here is kept with status None and why.
-pub fn check_cell(scenario: &str, metrics: &[MetricComparison], opts: &Options) -> Vec<GuardResult> {
+pub fn check_cell(
+    scenario: &str,
+    metrics: &[MetricComparison],
+    opts: &Options,
+) -> Vec<GuardResult> {
     let mut out = vec![];
     let find = |name: &str| metrics.iter().find(|m| m.metric == name);
     if let Some(m) = find(OOM_METRIC) {
@@ -106,7 +110,10 @@ pub fn check_cell(scenario: &str, metrics: &[MetricComparison], opts: &Options) 
         let (status, reason) = match find(g.metric) {
             None => (None, "no completed run has it".to_string()),
             Some(m) => match guard(m, opts) {
-                None => (None, "a timing under TCG: its size means little".to_string()),
+                None => (
+                    None,
+                    "a timing under TCG: its size means little".to_string(),
+                ),
                 Some(r) if r.status == Status::Inconclusive => (None, r.reason),
                 Some(r) => (Some(r.status), r.reason),
             },

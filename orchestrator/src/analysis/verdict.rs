@@ -64,7 +64,13 @@ pub fn verdict(
     for c in cells {
         for cand in &c.candidates {
             for g in &cand.guards {
-                let line = format!("{} {}: {}: {}", cell_name(c), cand.variant, g.metric, g.reason);
+                let line = format!(
+                    "{} {}: {}: {}",
+                    cell_name(c),
+                    cand.variant,
+                    g.metric,
+                    g.reason
+                );
                 match g.status {
                     Some(Status::Fail) => {
                         judged += 1;
@@ -168,14 +174,17 @@ pub fn verdict(
             unsure.len(),
             if unsure.len() == 1 { "" } else { "s" }
         ),
-        Status::NoVerdict if no_candidate => format!(
-            "nothing to compare {in_runs}: the matrix has one kernel, no candidate"
-        ),
+        Status::NoVerdict if no_candidate => {
+            format!("nothing to compare {in_runs}: the matrix has one kernel, no candidate")
+        }
         Status::NoVerdict => format!(
             "nothing could be judged {in_runs}: every check needs more runs or KVM (see below)"
         ),
         Status::Pass => {
-            let mut s = format!("no regression found {in_runs} (guards: {})", guards.join(", "));
+            let mut s = format!(
+                "no regression found {in_runs} (guards: {})",
+                guards.join(", ")
+            );
             if passed > 0 {
                 s.push_str(&format!("; {passed} expectation(s) met"));
             }

@@ -109,7 +109,6 @@ pub fn claim_views(c: &Comparison) -> Vec<ClaimView> {
     out.into_iter().map(|(_, k)| k).collect()
 }
 
-
 /// `regression policy:`, then each failed check on a line of its own,
 /// then one line per guard: in how many cells it passed and was not
 /// judged (with the first reason why not).
@@ -168,15 +167,7 @@ pub fn render_claims(c: &Comparison) -> String {
     for k in claims {
         out.push_str(&format!(
             "  {}: {} [{}] line {}: {} | {}: {} (p={}): {}\n",
-            k.finding,
-            k.row,
-            k.setup,
-            k.line,
-            k.claimed,
-            k.cell,
-            k.measured,
-            k.p,
-            k.reason
+            k.finding, k.row, k.setup, k.line, k.claimed, k.cell, k.measured, k.p, k.reason
         ));
     }
     out

@@ -319,7 +319,11 @@ pub fn plan(
     for k in &m.kernels {
         for (name, e) in &k.value.expect {
             expectations::validate(name, e, &measured).map_err(|err| {
-                MatrixError::at(file, Some(Pos::of(k)), format!("kernel `{}`: {err}", k.value.name))
+                MatrixError::at(
+                    file,
+                    Some(Pos::of(k)),
+                    format!("kernel `{}`: {err}", k.value.name),
+                )
             })?;
         }
     }
