@@ -8,12 +8,13 @@
 //! out. Numbers are formatted in Rust (`analysis::text`, [`view`]) so
 //! that every format reads the same; templates only lay them out.
 
-pub mod comparison;
 pub mod checks;
+pub mod comparison;
 pub mod comparison_text;
 pub mod email;
 pub mod html;
 pub mod markdown;
+pub mod reproduce;
 pub mod run;
 pub mod runs_table;
 pub mod screenshot;
