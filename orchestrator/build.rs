@@ -1,6 +1,9 @@
 //! Builds guest-init, the guest's static PID 1, for every guest architecture
 //! whose Rust target is installed, and embeds the binaries into mmci, so that
 //! the host tool and the guest always speak the same record format version.
+//! Also gives the crate the git commit it is built from (`MMCI_GIT_COMMIT`,
+//! unset outside a git checkout), which manifests and reports name so that
+//! a run can be reproduced with the same mmci.
 //!
 //! The nested cargo uses its own target directory (a build script must not
 //! wait on the lock of the outer build's) under the workspace's `target/`, so
@@ -29,6 +32,7 @@ fn main() {
         println!("cargo:rerun-if-changed={}", workspace.join(dir).display());
     }
     println!("cargo:rerun-if-env-changed=MMCI_SKIP_GUEST_TARGETS");
+    git_commit(&workspace);
     let skip = env::var("MMCI_SKIP_GUEST_TARGETS").unwrap_or_default();
 
     let target_dir = workspace.join("target").join("guest-init");
@@ -61,6 +65,34 @@ fn main() {
     }
     let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("guest_bins.rs");
     std::fs::write(out, generated).unwrap();
+}
+
+/// `cargo:rustc-env=MMCI_GIT_COMMIT=<HEAD>` when `workspace` is a git
+/// checkout, rerun when HEAD moves (a commit, a checkout: both write the
+/// checkout's HEAD log).
+fn git_commit(workspace: &Path) {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(workspace)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let Some(git_dir) = git(&["rev-parse", "--absolute-git-dir"]) else {
+        return;
+    };
+    for f in ["HEAD", "logs/HEAD"] {
+        let path = Path::new(&git_dir).join(f);
+        if path.exists() {
+            println!("cargo:rerun-if-changed={}", path.display());
+        }
+    }
+    if let Some(commit) = git(&["rev-parse", "HEAD"]).filter(|c| c.len() == 40) {
+        println!("cargo:rustc-env=MMCI_GIT_COMMIT={commit}");
+    }
 }
 
 /// Targets rustup says are installed, or None without rustup (then we try all).

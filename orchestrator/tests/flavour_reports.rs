@@ -61,8 +61,13 @@ fn comparison() -> (Comparison, Manifest) {
                     series: None,
                     patchwork: None,
                     flavour,
+                    upstream: None,
+                    compiler: None,
+                    thp: None,
+                    config: None,
                 },
                 new_warnings: vec![],
+                config: None,
             });
         }
     }

@@ -169,6 +169,7 @@ fn results_dir(root: &Path) -> PathBuf {
     let m = Manifest {
         format: mmci::results::dir::MANIFEST_FORMAT,
         mmci_version: "test".into(),
+        mmci_commit: None,
         plan_id: plan.fingerprint(),
         plan,
         shards: None,
@@ -176,6 +177,7 @@ fn results_dir(root: &Path) -> PathBuf {
             hostname: "h".into(),
             cpus: 2,
             memory_mb: 1024,
+            ..Default::default()
         },
         accel: Default::default(),
         kernels: vec![VariantKernel {
@@ -196,8 +198,13 @@ fn results_dir(root: &Path) -> PathBuf {
                 series: Some(series),
                 patchwork: None,
                 flavour: mmci::kernel::Flavour::Default,
+                upstream: None,
+                compiler: None,
+                thp: None,
+                config: None,
             },
             new_warnings: vec![],
+            config: None,
         }],
         failed_kernels: vec![],
         created_unix: 0,

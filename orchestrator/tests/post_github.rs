@@ -283,12 +283,18 @@ fn results_dir(root: &Path) -> PathBuf {
             series,
             patchwork: None,
             flavour: mmci::kernel::Flavour::Default,
+            upstream: None,
+            compiler: None,
+            thp: None,
+            config: None,
         },
         new_warnings: vec![],
+        config: None,
     };
     let m = Manifest {
         format: mmci::results::dir::MANIFEST_FORMAT,
         mmci_version: "test".into(),
+        mmci_commit: None,
         plan_id: plan.fingerprint(),
         plan,
         shards: None,
@@ -296,6 +302,7 @@ fn results_dir(root: &Path) -> PathBuf {
             hostname: "h".into(),
             cpus: 2,
             memory_mb: 1024,
+            ..Default::default()
         },
         accel: Default::default(),
         kernels: vec![

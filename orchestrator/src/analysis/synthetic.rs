@@ -80,6 +80,7 @@ pub fn synthetic_for(
     let manifest = Manifest {
         format: MANIFEST_FORMAT,
         mmci_version: env!("CARGO_PKG_VERSION").into(),
+        mmci_commit: None,
         plan_id: p.fingerprint(),
         plan: p.clone(),
         shards: None,
@@ -87,6 +88,7 @@ pub fn synthetic_for(
             hostname: "synthetic".into(),
             cpus: 2,
             memory_mb: 8192,
+            ..Default::default()
         },
         accel: BTreeMap::new(),
         kernels: vec![],
@@ -179,6 +181,10 @@ fn synthetic_run(id: &str, metrics: MglruMetrics) -> RunResult {
             series: None,
             patchwork: None,
             flavour: crate::kernel::Flavour::Default,
+            upstream: None,
+            compiler: None,
+            thp: None,
+            config: None,
         },
         job: Default::default(),
         attempts: 1,

@@ -53,6 +53,30 @@ pub fn parse_config(text: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The compiler a .config was made with: its `CONFIG_CC_VERSION_TEXT`
+/// (`gcc (Debian 12.2.0-14+deb12u1) 12.2.0`), unquoted.
+pub fn compiler(config: &BTreeMap<String, String>) -> Option<String> {
+    let v = config.get("CONFIG_CC_VERSION_TEXT")?;
+    let v = v.trim().trim_matches('"').replace("\\\"", "\"");
+    (!v.is_empty()).then_some(v)
+}
+
+/// The transparent hugepage mode the kernel boots with (`always`,
+/// `madvise`, `never`), or `not built` without CONFIG_TRANSPARENT_HUGEPAGE.
+/// mmci's guests never write /sys/kernel/mm/transparent_hugepage, so this
+/// default is the mode every run had.
+pub fn thp_mode(config: &BTreeMap<String, String>) -> String {
+    let set = |k: &str| config.get(k).is_some_and(|v| v == "y");
+    if !set("CONFIG_TRANSPARENT_HUGEPAGE") {
+        return "not built".into();
+    }
+    ["always", "madvise", "never"]
+        .into_iter()
+        .find(|m| set(&format!("CONFIG_TRANSPARENT_HUGEPAGE_{}", m.to_uppercase())))
+        .unwrap_or("always")
+        .to_string()
+}
+
 /// A requested option the final .config does not have.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Mismatch {
@@ -123,5 +147,34 @@ mod tests {
         assert_eq!(mism[0].found.as_deref(), Some("2"));
         assert!(mism[1].to_string().contains("not set in the final .config"));
         assert!(mism[0].to_string().contains("f:4"));
+    }
+
+    #[test]
+    fn compiler_and_thp_from_a_config() {
+        // (config text, compiler, THP mode)
+        let cases: &[(&str, Option<&str>, &str)] = &[
+            (
+                "CONFIG_CC_VERSION_TEXT=\"gcc (Debian 12.2.0-14+deb12u1) 12.2.0\"\nCONFIG_CC_IS_GCC=y\nCONFIG_TRANSPARENT_HUGEPAGE=y\nCONFIG_TRANSPARENT_HUGEPAGE_ALWAYS=y\n# CONFIG_TRANSPARENT_HUGEPAGE_MADVISE is not set\n",
+                Some("gcc (Debian 12.2.0-14+deb12u1) 12.2.0"),
+                "always",
+            ),
+            (
+                "CONFIG_CC_VERSION_TEXT=\"aarch64-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0\"\nCONFIG_TRANSPARENT_HUGEPAGE=y\nCONFIG_TRANSPARENT_HUGEPAGE_MADVISE=y\n",
+                Some("aarch64-linux-gnu-gcc (Debian 12.2.0-14) 12.2.0"),
+                "madvise",
+            ),
+            (
+                "CONFIG_CC_VERSION_TEXT=\"Debian clang version 16.0.6 (15)\"\nCONFIG_TRANSPARENT_HUGEPAGE=y\nCONFIG_TRANSPARENT_HUGEPAGE_NEVER=y\n",
+                Some("Debian clang version 16.0.6 (15)"),
+                "never",
+            ),
+            ("CONFIG_CC_VERSION_TEXT=\"\"\n# CONFIG_TRANSPARENT_HUGEPAGE is not set\n", None, "not built"),
+            ("", None, "not built"),
+        ];
+        for (text, cc, thp) in cases {
+            let c = parse_config(text);
+            assert_eq!(compiler(&c).as_deref(), *cc, "{text}");
+            assert_eq!(thp_mode(&c), *thp, "{text}");
+        }
     }
 }

@@ -54,6 +54,21 @@ pub struct KernelInfo {
     /// default, as every kernel before flavours).
     #[serde(default, skip_serializing_if = "Flavour::is_default")]
     pub flavour: Flavour,
+    /// The base as anyone can fetch it: the tarball's release, or the
+    /// tree's URL and commit (absent for a given image, and in records
+    /// written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<tree::Upstream>,
+    /// The compiler that built it (the .config's CONFIG_CC_VERSION_TEXT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compiler: Option<String>,
+    /// The transparent hugepage mode it boots with ([`kconfig::thp_mode`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp: Option<String>,
+    /// The build's final .config on this host (the results dir keeps a
+    /// copy, see results/kernels.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -166,6 +181,10 @@ pub async fn prepare(
             series: None,
             patchwork: None,
             flavour: Flavour::Default,
+            upstream: None,
+            compiler: None,
+            thp: None,
+            config: None,
         });
     }
     let mut fragments = if source.fragments.is_empty() {
@@ -195,11 +214,13 @@ pub async fn prepare(
         Some(spec) => tree::fetch_tree(spec, work).await?,
         None => tree::import_tarball(&source.tarball, work).await?,
     };
+    let imported = tree.commit.clone();
     let chosen = match (&source.pinned_base, &mut series) {
         (Some(pinned), _) => Some(pinned.clone()),
         (None, Some(s)) => Some(choose_base(source, &tree, s, work).await?),
         (None, None) => None,
     };
+    let chosen_name = chosen.as_ref().map(|c| c.name.clone());
     if let Some(c) = chosen {
         tracing::info!(base = %c.name, commit = %c.commit, how = %c.how, "series base");
         tree.commit = c.commit.clone();
@@ -226,6 +247,19 @@ pub async fn prepare(
         warnings = built.warnings.len(),
         "kernel build"
     );
+    let upstream = tree::upstream(
+        source.tree.as_ref(),
+        &tree,
+        &imported,
+        chosen_name.as_deref(),
+    )
+    .await;
+    // The .config the build kept: the compiler it names is the one make
+    // ran, and its THP choice the mode every guest booted with.
+    let config_path = built.dir.join("config");
+    let config = std::fs::read_to_string(&config_path)
+        .ok()
+        .map(|t| kconfig::parse_config(&t));
     Ok(KernelInfo {
         image: built.image,
         release: built.release,
@@ -239,6 +273,15 @@ pub async fn prepare(
         series: series.as_ref().map(series::Series::metadata),
         patchwork,
         flavour: source.flavour,
+        upstream: Some(upstream),
+        compiler: Some(
+            config
+                .as_ref()
+                .and_then(kconfig::compiler)
+                .unwrap_or(built.compiler),
+        ),
+        thp: config.as_ref().map(kconfig::thp_mode),
+        config: config.is_some().then_some(config_path),
     })
 }
 

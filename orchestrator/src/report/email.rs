@@ -168,8 +168,8 @@ pub fn header(base: &str, candidate: &str) -> Vec<String> {
     ]
 }
 
-/// One metric as a 0-day line; a row that needs attention gets its
-/// verdict in brackets, on the next line if it does not fit.
+/// One metric as a 0-day line; a significant row gets its verdict and p
+/// in brackets, on the next line if they do not fit.
 pub fn line(r: &RowView) -> Vec<String> {
     let main = format!(
         "{:>9} {:>6} {:>8} {:>9} {:>6}  {}",
@@ -180,10 +180,19 @@ pub fn line(r: &RowView) -> Vec<String> {
         sd(&r.candidate_sd),
         r.metric
     );
-    if !r.attention {
+    if r.folded {
         return vec![main];
     }
-    let note = format!("[{}]", r.verdict);
+    let p = match r.p.strip_prefix('<') {
+        Some(below) => format!("p<{below}"),
+        None if r.p == "-" => String::new(),
+        None => format!("p={}", r.p),
+    };
+    let note = if p.is_empty() {
+        format!("[{}]", r.verdict)
+    } else {
+        format!("[{}, {p}]", r.verdict)
+    };
     if main.len() + 1 + note.len() <= WIDTH {
         vec![format!("{main} {note}")]
     } else {
@@ -448,7 +457,14 @@ pub fn render(input: &ReportInput) -> String {
                     lines.push(format!("(*_per_k*: {unit})"));
                 }
             }
-            lines.extend(ordered.iter().flat_map(line));
+            // Significant rows first, then the rest under their own line.
+            let (folded, shown): (Vec<RowView>, Vec<RowView>) =
+                ordered.into_iter().partition(|r| r.folded);
+            lines.extend(shown.iter().flat_map(line));
+            if !folded.is_empty() {
+                lines.push(format!("{:>44}no significant change:", ""));
+                lines.extend(folded.iter().flat_map(line));
+            }
             tables.push(EmailTable {
                 heading: format!(
                     "{}, {}: {} vs {}",

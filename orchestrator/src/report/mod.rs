@@ -15,6 +15,7 @@ pub mod email;
 pub mod email_verdict;
 pub mod html;
 pub mod markdown;
+pub mod reproduce;
 pub mod run;
 pub mod runs_table;
 pub mod screenshot;

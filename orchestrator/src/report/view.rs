@@ -1,7 +1,8 @@
 //! The model as the templates read it: every number already formatted,
 //! rows in the order people should read them (failed expectations and
 //! regressions first), one table per scenario, the matrix's shape, the
-//! kernels and the command that reproduces a cell.
+//! kernels and the command that reproduces a cell (with what a reader
+//! needs to reproduce it elsewhere: [`super::reproduce`]).
 //!
 //! Every string that comes from the kernel, the guest, the build, the
 //! series or the matrix is cleaned here ([`untrusted`]: no control
@@ -17,18 +18,14 @@ use crate::analysis::model::{Assessment, Comparison, MetricComparison, Status};
 use crate::analysis::stats::Summary;
 use crate::analysis::text;
 use crate::report::comparison_text::{change_column, rank, result_text, runs_line};
-use std::collections::BTreeMap;
 
-use crate::matrix::plan::{shard_assignment, Cell, Plan};
+use crate::matrix::plan::{shard_assignment, Cell};
 use crate::results::dir::Manifest;
 
 use super::checks::{claim_views, guard_views};
 pub use super::checks::{ClaimView, GuardView};
+pub use super::reproduce::{reproduce_command, shell_word, ReproduceView, MAX_REPRODUCE};
 use super::{untrusted, ReportInput};
-
-/// Reproduce commands for at most this many cells (failing ones first):
-/// nobody reads a thousand commands.
-pub const MAX_REPRODUCE: usize = 5;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct View {
@@ -63,6 +60,12 @@ pub struct View {
     /// Scenario B: the slowest dm-bufio call of each cell and kernel.
     pub anatomy: Vec<AnatomyView>,
     pub reproduce: Vec<ReproduceView>,
+    /// `mmci 0.1.0, commit ...`: the mmci that ran.
+    pub mmci: String,
+    /// What a reader of the reproduce commands should know.
+    pub reproduce_notes: Vec<String>,
+    /// CPU model, cores, RAM, QEMU version(s).
+    pub host: String,
     pub results_url: Option<String>,
     /// Rows and expectations left out to fit a size limit.
     pub rows_cut: usize,
@@ -80,6 +83,8 @@ pub struct CellView {
     pub id: String,
     pub name: String,
     pub machine: String,
+    /// vCPUs, RAM, memcg, working set, threads, swap, MGLRU, THP.
+    pub guest: String,
     pub job: String,
 }
 
@@ -94,6 +99,13 @@ pub struct KernelView {
     pub head_commit: String,
     pub series_hash: String,
     pub new_warnings: Vec<String>,
+    /// The base as upstream names it: `v6.12.95`, `URL@COMMIT (describe)`.
+    pub base: String,
+    pub compiler: String,
+    /// The link to its .config copy in the results dir.
+    pub config: Option<String>,
+    /// That copy's path in the results dir (`kernels/base-x86_64.config`).
+    pub config_file: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -114,7 +126,11 @@ pub struct TableView {
     pub multi_kernel: bool,
     /// What the `*_per_k*` rows are divided by.
     pub per_work: Option<String>,
+    /// Significant rows first, then the unchanged ones (`folded`).
     pub rows: Vec<RowView>,
+    /// How many of `rows`, at their end, changed nothing significantly:
+    /// folded away in the reports.
+    pub folded: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -131,6 +147,8 @@ pub struct RowView {
     pub verdict: String,
     /// A failed expectation or a regression: shown in bold.
     pub attention: bool,
+    /// No significant change and no expectation: folded away.
+    pub folded: bool,
     /// The 0-day columns: mean, relative stddev, change.
     pub base_mean: String,
     pub base_sd: String,
@@ -179,11 +197,9 @@ fn anatomy_views(c: &Comparison) -> Vec<AnatomyView> {
         .collect()
 }
 
-#[derive(Clone, Debug, Serialize)]
-pub struct ReproduceView {
-    pub cell: String,
-    pub command: String,
-}
+/// Rows of this [`rank`] and after changed nothing significantly and carry
+/// no expectation: the reports fold them away.
+pub const FOLDED: u8 = 5;
 
 /// `scenario A (MGLRU isolation)` for `mglru_isolation`.
 pub fn scenario_name(s: &str) -> String {
@@ -220,7 +236,7 @@ fn row(
     kernel: &str,
     m: &MetricComparison,
     verdict: String,
-    attention: bool,
+    (attention, folded): (bool, bool),
 ) -> RowView {
     let p = m.p.map_or("-".into(), text::p);
     RowView {
@@ -234,6 +250,7 @@ fn row(
         p,
         verdict,
         attention,
+        folded,
         base_mean: m.base.as_ref().map_or("-".into(), |s| short_num(s.mean)),
         base_sd: m.base.as_ref().map_or(String::new(), rel_sd),
         change_short: m.change.as_ref().map_or("-".into(), change_column),
@@ -272,49 +289,6 @@ fn job_values(cell: &Cell) -> Vec<(String, String)> {
         }
     }
     out
-}
-
-/// One argument of a shell command as POSIX `sh` reads it back: quoted
-/// when it needs to be (`'x'\''$(id)'` stays a string), without control
-/// characters (which no quoting makes safe to paste into a terminal).
-pub fn shell_word(arg: &str) -> String {
-    let arg = untrusted::line(arg);
-    // try_quote refuses only a NUL, which line() removed.
-    shlex::try_quote(&arg).map_or_else(|_| "''".to_string(), |q| q.into_owned())
-}
-
-/// The command that runs exactly `cell` of `plan` again: the same matrix,
-/// the one-cell shard that holds it (with as many shards as cells, each
-/// shard is one cell: `shard_of` is the plan's split that many ways), and
-/// the kernels the command line gave.
-pub fn reproduce_command(plan: &Plan, cell: &Cell, shard_of: &BTreeMap<String, u32>) -> String {
-    let mut cmd = vec!["mmci".to_string(), "run".into()];
-    // The embedded default matrix is what `mmci run` runs without --matrix.
-    if !plan.source.ends_with("(embedded)") {
-        cmd.push(format!("--matrix {}", shell_word(&plan.source)));
-    }
-    let n = plan.cells.len() as u32;
-    if n > 1 {
-        if let Some(index) = shard_of.get(&cell.id) {
-            cmd.push(format!("--shard {index}/{n}"));
-        }
-    }
-    if let Some(s) = plan
-        .variants
-        .iter()
-        .find(|v| v.from_command_line)
-        .and_then(|v| v.series.as_ref())
-    {
-        cmd.push(
-            s.options()
-                .iter()
-                .map(|(o, v)| format!("{o} {}", shell_word(v)))
-                .collect::<Vec<_>>()
-                .join(" "),
-        );
-    }
-    cmd.push(format!("--repeats {}", plan.repeats));
-    cmd.join(" ")
 }
 
 fn marker(m: &Manifest) -> String {
@@ -380,10 +354,17 @@ pub fn build(input: &ReportInput) -> View {
                 }
                 let attention = matches!(e.map(|e| e.status), Some(Status::Fail))
                     || (m.assessment == Assessment::Regression && !m.functional_only);
-                let r = row(&name, &cand.variant, m, verdict, attention);
+                let rank = rank(m, e);
+                let r = row(
+                    &name,
+                    &cand.variant,
+                    m,
+                    verdict,
+                    (attention, rank >= FOLDED),
+                );
                 ranked[ti]
                     .2
-                    .push(((rank(m, e), !catalog::is_per_work(&m.metric)), r));
+                    .push(((rank, !catalog::is_per_work(&m.metric)), r));
             }
             for e in &cand.expectations {
                 expectations.push(ExpectationView {
@@ -412,6 +393,7 @@ pub fn build(input: &ReportInput) -> View {
                 multi_cell,
                 multi_kernel,
                 per_work,
+                folded: rows.iter().filter(|(_, r)| r.folded).count(),
                 rows: rows.into_iter().map(|(_, r)| r).collect(),
             }
         })
@@ -440,7 +422,7 @@ pub fn build(input: &ReportInput) -> View {
             } else {
                 format!("{} ({})", cell.label, cell.id)
             }),
-            command: reproduce_command(plan, cell, &shard_of),
+            command: reproduce_command(plan, &m.kernels, cell, &shard_of),
         })
         .collect();
 
@@ -466,6 +448,7 @@ pub fn build(input: &ReportInput) -> View {
                     format!(", {} kernels ({})", cell.flavour, cell.flavour.describe())
                 }
             ),
+            guest: super::reproduce::guest_shape(cell, &m.kernels),
             job: job_values(cell)
                 .into_iter()
                 .map(|(k, v)| format!("{k}={v}"))
@@ -488,6 +471,17 @@ pub fn build(input: &ReportInput) -> View {
             head_commit: short(&k.kernel.head_commit),
             series_hash: short(&k.kernel.series_hash),
             new_warnings: k.new_warnings.iter().map(|w| untrusted::line(w)).collect(),
+            base: super::reproduce::base_name(
+                k.kernel.upstream.as_ref(),
+                k.kernel.tree_commit.as_deref(),
+            ),
+            compiler: k
+                .kernel
+                .compiler
+                .as_deref()
+                .map_or("-".into(), untrusted::line),
+            config: super::reproduce::config_href(k, input.results_url.as_deref()),
+            config_file: super::reproduce::config_href(k, None),
         })
         .collect();
 
@@ -565,6 +559,9 @@ pub fn build(input: &ReportInput) -> View {
         splats,
         anatomy: anatomy_views(c),
         reproduce,
+        mmci: super::reproduce::mmci_line(m),
+        reproduce_notes: super::reproduce::notes(m),
+        host: super::reproduce::host_line(m),
         results_url: input.results_url.clone(),
         rows_cut: 0,
         expectations_cut: 0,
@@ -580,12 +577,26 @@ impl View {
     /// the first `expectations` expectations, counting what is cut. The
     /// rows come failures first, so what is cut is what matters least.
     pub fn truncate(&mut self, rows: usize, expectations: usize) {
-        let mut left = rows;
+        // The significant rows of every table before any folded one.
+        let significant: usize = self.tables.iter().map(|t| t.rows.len() - t.folded).sum();
+        let (mut left, mut left_folded) = (rows.min(significant), rows.saturating_sub(significant));
         for t in &mut self.tables {
-            let keep = t.rows.len().min(left);
-            self.rows_cut += t.rows.len() - keep;
-            t.rows.truncate(keep);
+            let shown = t.rows.len() - t.folded;
+            let keep = shown.min(left);
+            let keep_folded = if keep == shown {
+                t.folded.min(left_folded)
+            } else {
+                0
+            };
             left -= keep;
+            left_folded -= keep_folded;
+            self.rows_cut += t.rows.len() - keep - keep_folded;
+            // Rows are significant first: keep the first `keep` of those
+            // and the first `keep_folded` of the folded ones.
+            let folded = t.rows.split_off(shown);
+            t.rows.truncate(keep);
+            t.rows.extend(folded.into_iter().take(keep_folded));
+            t.folded = keep_folded;
         }
         self.tables.retain(|t| !t.rows.is_empty());
         // The expectations, the policy's checks and the claims: the first
@@ -661,51 +672,5 @@ mod tests {
         let script = v.iter().find(|(k, _)| k == "script").unwrap();
         assert_eq!(script.1, "leak (image tools)");
         assert!(!v.iter().any(|(_, x)| x.contains("SHADOWHASH")), "{v:?}");
-    }
-
-    /// What `sh` makes of `word`: the one argument printf gets.
-    fn sh_reads(shell: &str, word: &str) -> String {
-        let out = std::process::Command::new(shell)
-            .arg("-c")
-            .arg(format!("printf '%s' {word}"))
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{shell} on {word}: {out:?}");
-        String::from_utf8(out.stdout).unwrap()
-    }
-
-    #[test]
-    fn shell_words_read_back_as_given() {
-        let canary = tempfile::tempdir().unwrap();
-        let pwned = canary.path().join("pwned");
-        let touch = format!("x'$(touch${{IFS}}{})'@evil", pwned.display());
-        for (given, want) in [
-            ("plain@example.org", "plain@example.org"),
-            ("a b", "'a b'"),
-            ("", "''"),
-            (touch.as_str(), ""),
-            ("x'$(id)'`id`\"@evil", ""),
-            ("$(touch /tmp/x)", "'$(touch /tmp/x)'"),
-            ("`id`", "'`id`'"),
-            ("semi;colon&&amp|pipe", "'semi;colon&&amp|pipe'"),
-            ("glob*?[x]~", "'glob*?[x]~'"),
-            ("bang!hist", "'bang!hist'"),
-            ("new\nline", "'new line'"),
-            ("esc\u{1b}[2Jx", "escx"),
-            ("tab\there", "'tab here'"),
-            ("ünï", "'ünï'"),
-        ] {
-            let q = shell_word(given);
-            if !want.is_empty() {
-                assert_eq!(q, want, "{given:?}");
-            }
-            let clean = untrusted::line(given);
-            for shell in ["/bin/sh", "/bin/bash"] {
-                if std::path::Path::new(shell).exists() {
-                    assert_eq!(sh_reads(shell, &q), clean, "{shell}: {given:?} as {q}");
-                }
-            }
-        }
-        assert!(!pwned.exists(), "the quoted message-id ran a command");
     }
 }

@@ -13,86 +13,31 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::Flavour;
 use crate::matrix::{Plan, Shard, Slot};
 use crate::results::outcome::Outcome;
 use crate::results::{self, KernelInfo, RunResult};
 
+pub use crate::host::facts::Host;
+pub use crate::results::kernels::{target_text, VariantFailure, VariantKernel};
+
 /// Version of manifest.json's layout.
 pub const MANIFEST_FORMAT: u32 = 1;
 
+/// The git commit this mmci was built from (build.rs), if it was.
+pub const MMCI_COMMIT: Option<&str> = option_env!("MMCI_GIT_COMMIT");
+
 pub const MANIFEST: &str = "manifest.json";
 pub const RUNS: &str = "runs";
-
-/// A built kernel variant, as recorded for the reports.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct VariantKernel {
-    pub variant: String,
-    pub arch: crate::arch::Arch,
-    /// Each variant is built once per arch and flavour its cells use; a
-    /// default flavour is left out of the manifest, which therefore reads
-    /// as it did before flavours.
-    #[serde(default, skip_serializing_if = "Flavour::is_default")]
-    pub flavour: Flavour,
-    pub description: String,
-    pub kernel: KernelInfo,
-    /// Compiler warnings this variant's build has and the baseline's lacks.
-    pub new_warnings: Vec<String>,
-}
-
-impl VariantKernel {
-    /// Is this the build of `variant` for `arch` in `flavour`?
-    pub fn is(&self, variant: &str, arch: crate::arch::Arch, flavour: Flavour) -> bool {
-        self.variant == variant && self.arch == arch && self.flavour == flavour
-    }
-
-    /// `x86_64`, or `x86_64, debug` for a flavour other than the default.
-    pub fn target(&self) -> String {
-        target_text(self.arch, self.flavour)
-    }
-}
-
-/// `x86_64`, or `x86_64, debug`: where a kernel build is for, in reports.
-pub fn target_text(arch: crate::arch::Arch, flavour: Flavour) -> String {
-    if flavour.is_default() {
-        arch.to_string()
-    } else {
-        format!("{arch}, {flavour}")
-    }
-}
-
-/// A variant that could not be built: its runs are not attempted.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct VariantFailure {
-    pub variant: String,
-    pub arch: crate::arch::Arch,
-    #[serde(default, skip_serializing_if = "Flavour::is_default")]
-    pub flavour: Flavour,
-    pub error: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Host {
-    pub hostname: String,
-    pub cpus: usize,
-    pub memory_mb: u64,
-}
-
-impl Host {
-    pub fn this() -> Host {
-        Host {
-            hostname: crate::host::facts::hostname(),
-            cpus: crate::host::facts::cores().unwrap_or(1),
-            memory_mb: crate::host::facts::memory_mb(),
-        }
-    }
-}
 
 /// manifest.json.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Manifest {
     pub format: u32,
     pub mmci_version: String,
+    /// The git commit mmci was built from ([`MMCI_COMMIT`]; absent when it
+    /// was not built from a git checkout, and in older manifests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mmci_commit: Option<String>,
     /// [`Plan::fingerprint`]: shards and resumed runs of one plan share it.
     pub plan_id: String,
     pub plan: Plan,
@@ -437,6 +382,13 @@ pub fn merge(dirs: &[PathBuf], into: &Path) -> Result<Manifest, ResultsDirError>
     for (id, from) in &sources {
         copy_dir(&from.join(RUNS).join(id), &runs.join(id)).map_err(as_merge)?;
     }
+    // The kernels' .config copies: the same kernels in every dir (checked).
+    for dir in dirs {
+        let kernels = dir.join(super::kernels::KERNELS);
+        if kernels.is_dir() && !kernels.is_symlink() {
+            copy_dir(&kernels, &into.join(super::kernels::KERNELS)).map_err(as_merge)?;
+        }
+    }
     write_manifest(into, &merged).map_err(as_merge)?;
     Ok(merged)
 }
@@ -495,6 +447,7 @@ fn copy_regular(from: &Path, to: &Path) -> Result<(), ResultsDirError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernel::Flavour;
     use crate::matrix::{Overrides, Variant};
     use std::path::Path;
 
@@ -528,6 +481,7 @@ mod tests {
         Manifest {
             format: MANIFEST_FORMAT,
             mmci_version: "test".into(),
+            mmci_commit: None,
             plan_id: p.fingerprint(),
             plan: p.clone(),
             shards,
@@ -584,6 +538,7 @@ mod tests {
                 ..r.kernel.clone()
             },
             new_warnings: vec![],
+            config: None,
         };
         let k = |head: &str| kf(head, Flavour::Default);
         check_same_kernels(Path::new("/r"), &[k("aaa")], &[k("aaa")]).unwrap();

@@ -125,6 +125,7 @@ pub fn preflight(opts: &MatrixOptions) -> Result<Manifest, MatrixRunError> {
     let fresh = Manifest {
         format: rd::MANIFEST_FORMAT,
         mmci_version: env!("CARGO_PKG_VERSION").to_string(),
+        mmci_commit: rd::MMCI_COMMIT.map(str::to_string),
         plan_id: opts.plan.fingerprint(),
         plan: opts.plan.clone(),
         shards: opts.shard.map(|s| vec![s]),
@@ -207,6 +208,7 @@ async fn build_kernels(
                 flavour,
                 kernel,
                 new_warnings: vec![],
+                config: None,
             }),
             Err(error) => failures.push(KernelFailure {
                 variant,
@@ -312,15 +314,21 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
         }
     }
     let mut progress = Progress::new(needed.len() as u64, pending.len() as u64);
-    let (kernels, kernel_failures) = build_kernels(opts, &needed, &progress).await;
+    let (mut kernels, kernel_failures) = build_kernels(opts, &needed, &progress).await;
     rd::check_same_kernels(&opts.results, &manifest.kernels, &kernels)?;
+    // Each build's .config, kept with the results for the reports to link.
+    for k in &mut kernels {
+        k.keep_config(&opts.results);
+    }
     for k in &kernels {
-        if !manifest
+        match manifest
             .kernels
-            .iter()
-            .any(|m| m.is(&k.variant, k.arch, k.flavour))
+            .iter_mut()
+            .find(|m| m.is(&k.variant, k.arch, k.flavour))
         {
-            manifest.kernels.push(k.clone());
+            // The same build (checked above): a resumed dir gets the copy.
+            Some(m) => m.config = m.config.take().or_else(|| k.config.clone()),
+            None => manifest.kernels.push(k.clone()),
         }
     }
     for f in &kernel_failures {
@@ -398,6 +406,9 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
             k.arch.to_string(),
             format!("{} ({})", choice.accel, choice.note),
         );
+        if let Some(v) = crate::host::facts::qemu_version(k.arch.qemu_binary()).await {
+            manifest.host.qemu.insert(k.arch.to_string(), v);
+        }
         accels.insert(k.arch, choice);
     }
     rd::write_manifest(&opts.results, &manifest)?;

@@ -418,9 +418,11 @@ pub async fn open(repo: &Path, name: &str) -> Result<SourceTree, TreeError> {
 
 mod checkout;
 mod fetch;
+mod upstream;
 
 pub use checkout::*;
 pub use fetch::*;
+pub use upstream::*;
 
 #[cfg(test)]
 pub(super) mod tests {
