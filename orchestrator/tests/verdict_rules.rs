@@ -154,3 +154,43 @@ fn claims_fail_when_contradicted_and_by_construction_counts_for_nothing() {
         v.summary
     );
 }
+
+#[test]
+fn a_candidate_that_does_no_work_fails_under_tcg_too() {
+    // Every candidate run OOM-killed before its first counted touch: 0
+    // touches, nothing to divide the traffic by. Under TCG the throughput
+    // is a timing, but 0 is a fact; one baseline run killed too keeps
+    // Fisher's test (1 of 5 against 5 of 5, p = 0.024) from deciding.
+    let (m, mut runs, _) = synthetic(20);
+    for r in runs.values_mut() {
+        r.accel = Accel::Tcg;
+        let patched = r.id.contains("-patched-");
+        let x = r.metrics.mglru_mut().unwrap();
+        if patched {
+            x.touches = 0;
+            x.oom_kills = 1;
+        } else if r.id.ends_with("-r1") {
+            x.oom_kills = 1;
+        }
+    }
+    let c = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+    assert_eq!(c.verdict.status, Status::Fail, "{:?}", c.verdict);
+    let reasons = c.verdict.reasons.join("\n");
+    assert!(
+        reasons.contains(
+            "threads=1 patched: touches (throughput: pages the workload wrote): the workload did no work: 0 in 5 of 5 candidate runs"
+        ),
+        "{reasons}"
+    );
+    assert!(
+        reasons.contains(
+            "pswpout_per_ktouch (swap-out traffic per 1,000 touches): the workload did no work in any of 5 completed candidate runs"
+        ),
+        "{reasons}"
+    );
+    let oom = &c.cells[0].candidates[0].guards[0];
+    assert_eq!(
+        (oom.metric.as_str(), oom.status),
+        ("oom_kills", Some(Status::Pass))
+    );
+}

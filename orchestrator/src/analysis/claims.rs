@@ -296,9 +296,24 @@ pub fn check(
             Finding::NotSignificant,
             "a timing under TCG: its size means little".to_string(),
         ),
+        // A claim of no change agrees only when the change measured is
+        // within the noise floor: a large change the runs cannot confirm
+        // (too few of them) does not confirm "unchanged" either.
+        _ if !m.significant
+            && sign == 0.0
+            && m.change.as_ref().is_none_or(|c| c.magnitude() < m.noise_floor) =>
+        {
+            (
+                Finding::Agrees,
+                format!("no significant change, as claimed{p}"),
+            )
+        }
         _ if !m.significant && sign == 0.0 => (
-            Finding::Agrees,
-            format!("no significant change, as claimed{p}"),
+            Finding::NotSignificant,
+            format!(
+                "claimed unchanged; measured a change beyond the {} noise floor that the runs cannot confirm{p}",
+                crate::analysis::text::pct(m.noise_floor).trim_start_matches('+')
+            ),
         ),
         _ if !m.significant => (Finding::NotSignificant, format!("no significant change{p}")),
         _ if sign == 0.0 => (
@@ -402,6 +417,54 @@ mod tests {
         for (name, want) in cases {
             assert_eq!(metric_for(name), *want, "{name}");
         }
+    }
+
+    #[test]
+    fn a_claim_of_no_change_agrees_only_within_the_noise_floor() {
+        use crate::analysis::catalog::Better;
+        use crate::analysis::stats::Change;
+        use crate::series::claims::{ClaimRow, Quantity};
+        let q = |v: f64| Quantity {
+            value: Some(v),
+            unit: String::new(),
+            note: String::new(),
+            text: v.to_string(),
+        };
+        let row = ClaimRow {
+            name: "OOM kills".into(),
+            base: q(0.0),
+            candidate: q(0.0),
+            line: 3,
+        };
+        let measured = |change: Change| MetricComparison {
+            metric: "oom_kills".into(),
+            unit: String::new(),
+            better: Better::Lower,
+            timing: false,
+            functional_only: false,
+            noise_floor: 0.05,
+            base_values: vec![0.0, 0.0, 0.0, 0.0, 1.0],
+            candidate_values: vec![1.0; 5],
+            base: None,
+            candidate: None,
+            change: Some(change),
+            mann_whitney: None,
+            welch: None,
+            p: Some(0.0476),
+            min_attainable_p: 0.0079,
+            significant: false,
+            assessment: Assessment::NoChange,
+        };
+        let big = Change::Relative { rel: 4.0, ci: None };
+        let c = check("s", &row, Some("threads=64"), Some(&measured(big)));
+        assert_eq!(c.finding, Finding::NotSignificant, "{}", c.reason);
+        let c = check(
+            "s",
+            &row,
+            Some("threads=64"),
+            Some(&measured(Change::BothZero)),
+        );
+        assert_eq!(c.finding, Finding::Agrees, "{}", c.reason);
     }
 
     #[test]

@@ -34,6 +34,41 @@ pub fn guards(scenario: &str) -> &'static [Guard] {
     crate::scenario::registry::named(scenario).map_or(&[], |d| d.guards)
 }
 
+/// A candidate that did no work at all where the baseline did: a fact, not
+/// a size, so it fails under TCG too and needs no test. Either the guard
+/// is the work itself (`touches`: 0 in every completed candidate run, more
+/// than 0 in every baseline run), or it is divided by the work and has no
+/// candidate value though the candidate completed runs (nothing to divide
+/// by) while the baseline has values.
+pub fn no_work(m: &MetricComparison, cand_runs: usize) -> Option<String> {
+    use crate::analysis::catalog::Better;
+    let (b, c) = (&m.base_values, &m.candidate_values);
+    if m.better == Better::Higher
+        && !b.is_empty()
+        && !c.is_empty()
+        && b.iter().all(|v| *v > 0.0)
+        && c.iter().all(|v| *v == 0.0)
+    {
+        return Some(format!(
+            "the workload did no work: 0 in {} of {} candidate runs, base {} on average",
+            c.len(),
+            c.len(),
+            text::num(b.iter().sum::<f64>() / b.len() as f64)
+        ));
+    }
+    if crate::analysis::catalog::is_per_work(&m.metric)
+        && !b.is_empty()
+        && c.is_empty()
+        && cand_runs > 0
+    {
+        return Some(format!(
+            "the workload did no work in any of {cand_runs} completed candidate runs (nothing to divide by), base did in {} runs",
+            b.len()
+        ));
+    }
+    None
+}
+
 /// Fisher's exact test on the runs with an OOM kill: fails when the
 /// candidate has significantly more of them than the baseline.
 pub fn oom_runs(m: &MetricComparison, opts: &Options) -> ExpectationResult {
@@ -106,9 +141,19 @@ pub fn check_cell(
             reason: r.reason,
         });
     }
+    // Completed candidate runs, counted on any metric every run has.
+    let cand_runs = metrics
+        .iter()
+        .map(|m| m.candidate_values.len())
+        .max()
+        .unwrap_or(0);
     for g in guards(scenario) {
         let (status, reason) = match find(g.metric) {
             None => (None, "no completed run has it".to_string()),
+            Some(m) if no_work(m, cand_runs).is_some() => (
+                Some(Status::Fail),
+                no_work(m, cand_runs).unwrap_or_default(),
+            ),
             Some(m) => match guard(m, opts) {
                 None => (
                     None,
