@@ -15,8 +15,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use mmci_record::{Scenario, SwapBackend};
-
 use crate::kernel::tree::Upstream;
 use crate::matrix::plan::{Cell, Plan, Variant};
 use crate::results::dir::{Manifest, VariantKernel};
@@ -368,47 +366,29 @@ fn thp_of(cell: &Cell, kernels: &[VariantKernel]) -> String {
     }
 }
 
-/// A cell's guest as a reader sets one up: vCPUs, RAM, the memory cgroup,
-/// the work, swap, MGLRU and THP.
+/// A cell's guest as a reader sets one up: its scenario's own guest and
+/// job lines (the registry's `report_guest`, as a run's report has them),
+/// then the THP mode its kernel boots with.
 pub fn guest_shape(cell: &Cell, kernels: &[VariantKernel]) -> String {
-    let j = &cell.job;
-    let swap = match j.swap {
-        SwapBackend::Off => "no swap".to_string(),
-        SwapBackend::DmDelay if j.swap_delay_ms > 0 => format!(
-            "swap {} MiB on dm-delay (+{} ms a request)",
-            cell.swap_mb, j.swap_delay_ms
-        ),
-        SwapBackend::DmDelay | SwapBackend::Disk => {
-            format!("swap {} MiB on a virtio disk", cell.swap_mb)
-        }
-        SwapBackend::Zram => format!("swap {} MiB on zram", cell.swap_mb),
+    let shape = crate::scenario::registry::GuestShape {
+        arch: cell.arch,
+        vcpus: cell.vcpus,
+        memory_mb: cell.memory_mb,
+        swap_mb: cell.swap_mb,
     };
-    let mut parts = vec![
-        format!("{} vCPU", cell.vcpus),
-        format!("{} MiB RAM", cell.memory_mb),
-    ];
-    if j.scenario == Scenario::NoioVerity {
-        parts.push("no memcg limit".into());
-        parts.push(if j.hog_mb == 0 {
-            format!("hog MemTotal - 16 MiB ({} threads)", j.hog_threads)
-        } else {
-            format!("hog {} MiB ({} threads)", j.hog_mb, j.hog_threads)
-        });
-        parts.push(swap);
-        parts.push("MGLRU off (scenario B)".into());
-    } else {
-        parts.push(if j.memcg_max_mb == 0 {
-            "no memcg limit".into()
-        } else {
-            format!("memcg {} MiB", j.memcg_max_mb)
-        });
-        parts.push(format!("working set {} MiB", j.working_set_mb));
-        parts.push(format!("{} threads", j.threads));
-        parts.push(swap);
-        parts.push(format!("MGLRU {}", if j.mglru { "on" } else { "off" }));
-    }
+    let lines = (crate::scenario::registry::of(cell.job.scenario).report_guest)(&shape, &cell.job);
+    let mut parts: Vec<String> = lines
+        .lines()
+        .map(|l| {
+            l.trim_start_matches("guest:")
+                .trim_start_matches("job:")
+                .trim()
+                .to_string()
+        })
+        .filter(|l| !l.is_empty())
+        .collect();
     parts.push(format!("THP {}", thp_of(cell, kernels)));
-    untrusted::line(&parts.join(", "))
+    untrusted::line(&parts.join("; "))
 }
 
 #[cfg(test)]
