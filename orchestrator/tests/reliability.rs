@@ -271,6 +271,12 @@ async fn ctrl_c_removes_the_scratch_dir() {
             })
             .unwrap_or_default()
     };
+    // The first qemu-system may be the version probe (the report records
+    // QEMU's version): the guest's scratch dir follows within seconds.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while ours().is_empty() && Instant::now() < deadline && child.try_wait().unwrap().is_none() {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     assert!(!ours().is_empty(), "a running guest has its scratch dir");
     // SAFETY: signalling our own child.
     unsafe { libc::kill(pid as i32, libc::SIGINT) };
@@ -719,7 +725,8 @@ async fn in_own_mount_namespace(script: &str) -> (tempfile::TempDir, PathBuf, Pa
 }
 
 /// The results dir fills up in the middle of a 6-run matrix (a 4 MiB
-/// tmpfs with 80 KiB left; a smoke run writes about 36 KiB): mmci stops
+/// tmpfs with 150 KiB left: the kernel's .config copy takes about 64 KiB,
+/// a smoke run writes about 36 KiB): mmci stops
 /// with exit 3 and an error that names the file and says what to do; the
 /// runs that finished are whole, no temporary file is left; once space is
 /// freed the same command resumes, keeps those runs byte for byte and runs
@@ -730,7 +737,7 @@ async fn a_full_results_disk_keeps_finished_runs_and_resumes() {
         dir=$1 out=$2 mmci=$3 matrix=$4
         mount -t tmpfs -o size=4m tmpfs "$dir"
         avail=$(df -k --output=avail "$dir" | tail -1)
-        dd if=/dev/zero of="$dir/filler" bs=1k count=$((avail - 80)) status=none
+        dd if=/dev/zero of="$dir/filler" bs=1k count=$((avail - 150)) status=none
         set +e
         "$mmci" run --matrix "$matrix" --repeats 6 --accel tcg --results "$dir/results" >"$out/first.out" 2>"$out/first.err"
         echo $? >"$out/first.code"
