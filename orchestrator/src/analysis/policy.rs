@@ -148,13 +148,11 @@ pub fn check_cell(
         .max()
         .unwrap_or(0);
     for g in guards(scenario) {
-        let (status, reason) = match find(g.metric) {
+        let found = find(g.metric).map(|m| (m, no_work(m, cand_runs)));
+        let (status, reason) = match found {
             None => (None, "no completed run has it".to_string()),
-            Some(m) if no_work(m, cand_runs).is_some() => (
-                Some(Status::Fail),
-                no_work(m, cand_runs).unwrap_or_default(),
-            ),
-            Some(m) => match guard(m, opts) {
+            Some((_, Some(why))) => (Some(Status::Fail), why),
+            Some((m, None)) => match guard(m, opts) {
                 None => (
                     None,
                     "a timing under TCG: its size means little".to_string(),

@@ -12,12 +12,7 @@
 use super::catalog;
 use super::model::*;
 
-/// The verdict. FAIL: a kernel that did not build, a run that did not
-/// complete, a new splat, a failed expectation, a guard that regressed,
-/// more runs with an OOM kill, a claim contradicted with significance.
-/// INCONCLUSIVE: otherwise, an expectation that could not be decided or
-/// runs without a result. NO VERDICT: otherwise, nothing was judged (one
-/// kernel, too few runs, only timings under TCG). PASS: the rest.
+/// The verdict of one comparison's parts, by the rules above.
 pub fn verdict(
     cells: &[CellComparison],
     variants: &[VariantRuns],
