@@ -431,6 +431,15 @@ pub fn splat_findings(
 /// assembled).
 fn claim_checks(m: &Manifest, cells: &[CellComparison]) -> Vec<ClaimCheck> {
     let mut out = vec![];
+    // A letter's "before" is the series' base. Against a baseline with a
+    // series of its own (patch 1 alone as patch 2's baseline) its rows are
+    // listed, not judged.
+    let patched_baseline = m
+        .plan
+        .variants
+        .first()
+        .filter(|b| b.series.is_some())
+        .map(|b| b.name.clone());
     for v in m.plan.variants.iter().skip(1) {
         let Some(tables) = m
             .kernels
@@ -457,7 +466,18 @@ fn claim_checks(m: &Manifest, cells: &[CellComparison]) -> Vec<ClaimCheck> {
                 })
             })
             .collect();
-        out.extend(check_tables(&v.name, tables, &views));
+        let mut checks = check_tables(&v.name, tables, &views);
+        if let Some(baseline) = &patched_baseline {
+            for c in &mut checks {
+                c.finding = Finding::NotMeasured;
+                c.by_construction = false;
+                c.p = None;
+                c.reason = format!(
+                    "the baseline here is `{baseline}`, a kernel with a series applied, not the base the letter's \"before\" describes"
+                );
+            }
+        }
+        out.extend(checks);
     }
     out
 }
@@ -495,6 +515,55 @@ mod tests {
         r.classification.outcome = o;
         r.classification.reason = why.into();
         r.metrics = crate::scenario::ScenarioMetrics::None;
+    }
+
+    #[test]
+    fn claims_are_judged_against_base_only() {
+        // The bundled series' cover letter, on the synthetic candidate.
+        let (mut m, runs, _) = synthetic(20);
+        let mbox = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../kernels/series/mglru-isolation.mbox"
+        );
+        let mails = crate::series::mails_from_mbox(&std::fs::read(mbox).unwrap());
+        let series = crate::series::assemble(&mails, "bundled").unwrap();
+        let mut kernel = runs.values().next().unwrap().kernel.clone();
+        kernel.series = Some(series);
+        m.kernels.push(crate::results::kernels::VariantKernel {
+            variant: "patched".into(),
+            arch: crate::arch::Arch::X86_64,
+            flavour: Default::default(),
+            description: String::new(),
+            kernel,
+            new_warnings: vec![],
+            config: None,
+        });
+        let judged = compare(&m, &runs, &BTreeMap::new(), vec![], &Options::default());
+        assert!(!judged.claims.is_empty());
+        // (The synthetic cells are not the letter's set-ups: against base
+        // its rows are looked for in them, which is what changes below.)
+        assert!(
+            judged
+                .claims
+                .iter()
+                .all(|c| !c.reason.starts_with("the baseline here")),
+            "{:?}",
+            judged.claims
+        );
+        // Patch 1 alone as the baseline: every row listed, none judged.
+        m.plan.variants[0].series = m.plan.variants[1].series.clone();
+        let listed = compare(&m, &runs, &BTreeMap::new(), vec![], &Options::default());
+        assert_eq!(listed.claims.len(), judged.claims.len());
+        for c in &listed.claims {
+            assert_eq!(c.finding, Finding::NotMeasured, "{c:?}");
+            assert!(
+                c.reason
+                    .starts_with("the baseline here is `base`, a kernel with a series applied"),
+                "{}",
+                c.reason
+            );
+        }
+        assert_eq!(listed.verdict.claims.contradict, 0);
     }
 
     #[test]

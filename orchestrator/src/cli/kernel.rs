@@ -94,6 +94,7 @@ impl KernelArgs {
         s.fragments = self.config_fragments.clone();
         s.series = self.series()?;
         s.series_revision = self.series_from.revision;
+        s.series_patches = self.series_from.patches.clone();
         for e in &self.base_cascade {
             crate::kernel::tree::CascadeEntry::parse(e)
                 .map_err(|err| AppError::BadOption(format!("--base-cascade: {err}")))?;
@@ -197,6 +198,7 @@ async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError
         &crate::series::LoadOptions {
             revision: a.series_from.revision,
             prerequisites: a.prerequisites.clone(),
+            patches: a.series_from.patches.clone(),
         },
         &fetch::Fetcher::default(),
         &work.root().join("series"),
@@ -333,6 +335,8 @@ mod tests {
             "3",
             "--revision",
             "2",
+            "--patches",
+            "1-2,4",
             "--base-cascade",
             "v6.12",
         ]);
@@ -346,6 +350,7 @@ mod tests {
             (s.jobs, s.series_revision, s.base_cascade.as_slice()),
             (3, Some(2), &["v6.12".to_string()][..])
         );
+        assert_eq!(s.series_patches.unwrap().to_string(), "1-2,4");
         assert!(s.series.is_none() && s.image.is_none() && s.pinned_base.is_none());
         assert!(!s.unsandboxed_builds, "the sandbox is required by default");
         assert!(

@@ -160,7 +160,18 @@ pub fn run_request(a: RunArgs) -> Result<RunRequest, AppError> {
             return Err(crate::kernel::KernelError::MissingImage(image.clone()).into());
         }
     }
-    let variants = command_line_variants(a.kernel.kernel.as_deref(), base.series.as_ref());
+    let mut variants = command_line_variants(a.kernel.kernel.as_deref(), base.series.as_ref());
+    // `--revision` and `--patches` are part of what the plan runs (its
+    // fingerprint: a results dir of v1 is not resumed with v2) and of the
+    // command that reruns it.
+    for v in variants
+        .iter_mut()
+        .flatten()
+        .filter(|v| v.from_command_line)
+    {
+        v.revision = base.series_revision;
+        v.patches = base.series_patches.clone();
+    }
     Ok(RunRequest {
         matrix: a.matrix,
         overrides: Overrides {
@@ -395,6 +406,10 @@ mod tests {
             "tcg",
             "--results",
             "r",
+            "--revision",
+            "2",
+            "--patches",
+            "1",
         ]))
         .unwrap();
         assert_eq!(r.results, PathBuf::from("r"));
@@ -407,14 +422,16 @@ mod tests {
             r.base.series,
             Some(SeriesSpec::Lore { ref message_id, .. }) if message_id == "a@b.example"
         ));
-        let names: Vec<String> = r
-            .overrides
-            .variants
-            .unwrap()
-            .into_iter()
-            .map(|v| v.name)
-            .collect();
+        let variants = r.overrides.variants.unwrap();
+        let names: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(names, ["base", "patched"]);
+        // The command line's revision and pick are its variant's, in the
+        // plan (and its fingerprint), not only in how it is built.
+        let picks: Vec<_> = variants
+            .iter()
+            .map(|v| (v.revision, v.patches.as_ref().map(|p| p.to_string())))
+            .collect();
+        assert_eq!(picks, [(None, None), (Some(2), Some("1".to_string()))]);
         // Without --results: a fresh dir under ./mmci-results.
         let r = run_request(run_args(&[])).unwrap();
         assert!(r.results.starts_with("mmci-results"), "{:?}", r.results);

@@ -35,6 +35,10 @@ pub struct SeriesArgs {
     /// Revision N of the series instead of the newest complete one.
     #[arg(long, value_name = "N")]
     pub revision: Option<u32>,
+    /// Only these patches of the series, as b4's cherry-pick: 1, 1-2, 2-, 1,3
+    /// (patch 1 alone is the baseline that isolates patch 2's effect).
+    #[arg(long, value_name = "LIST")]
+    pub patches: Option<crate::series::pick::PatchPick>,
 }
 
 impl SeriesArgs {

@@ -110,6 +110,8 @@ pub struct KernelSource {
     pub series: Option<SeriesSpec>,
     /// `--revision N`: this revision of the series instead of the newest.
     pub series_revision: Option<u32>,
+    /// `--patches 1`: only these patches of the series.
+    pub series_patches: Option<series::pick::PatchPick>,
     /// `--prerequisites MBOX`: where the patches the series'
     /// `prerequisite-patch-id:` trailers name may be, besides its thread.
     pub prerequisites: Vec<PathBuf>,
@@ -148,6 +150,7 @@ impl KernelSource {
             flavour: Flavour::Default,
             series: None,
             series_revision: None,
+            series_patches: None,
             prerequisites: vec![],
             base_cascade: vec![],
             pinned_base: None,
@@ -302,6 +305,7 @@ pub async fn read_series(
         &series::LoadOptions {
             revision: source.series_revision,
             prerequisites: source.prerequisites.clone(),
+            patches: source.series_patches.clone(),
         },
         &series::fetch::Fetcher::default(),
         &work.root().join("series"),

@@ -128,6 +128,11 @@ pub struct KernelEntry {
     /// complete one, as `--revision N`: a thread's v1 and v2 side by side.
     #[serde(default)]
     pub revision: Option<u32>,
+    /// Only these patches of the series (`"1"`, `"1-2"`, `"2-"`, `"1,3"`,
+    /// b4's cherry-pick syntax), as `--patches`: patch 1 alone beside the
+    /// whole series isolates what patch 2 does.
+    #[serde(default)]
+    pub patches: Option<crate::series::pick::PatchPick>,
     /// This kernel's own expectations against the baseline (what its
     /// series claims to do), over the matrix's `expect:` for this kernel
     /// only: a series given on the command line in its place has none.

@@ -28,12 +28,13 @@ pub const MAX_REPRODUCE: usize = 5;
 
 /// The matrices in mmci's repository (`matrix/*.yaml`): a plan from one
 /// of them is named by that path, which resolves in any checkout.
-pub const BUNDLED_MATRICES: [&str; 8] = [
+pub const BUNDLED_MATRICES: [&str; 9] = [
     "author-script.yaml",
     "debug.yaml",
     "default.yaml",
     "mglru-isolation-revisions.yaml",
     "mglru-isolation.yaml",
+    "mglru-throttle.yaml",
     "noio.yaml",
     "real-workloads.yaml",
     "smoke.yaml",
@@ -244,6 +245,9 @@ pub fn reproduce_command(
         }
         if let Some(r) = v.revision {
             cmd.push(format!("--revision {r}"));
+        }
+        if let Some(p) = &v.patches {
+            cmd.push(format!("--patches {}", shell_word(&p.to_string())));
         }
     }
     cmd.push(format!("--repeats {}", plan.repeats));

@@ -167,9 +167,11 @@ pub fn variant_sources(
             // `--revision` belongs to the command line's series; a matrix
             // kernel's series has its own `revision:`.
             s.series_revision = v.revision;
+            s.series_patches = v.patches.clone();
             if v.from_command_line {
                 s.series = cli_series.cloned();
                 s.series_revision = base.series_revision;
+                s.series_patches = base.series_patches.clone();
             }
             (v.name.clone(), s)
         })

@@ -150,6 +150,8 @@ pub struct LoadOptions {
     /// `--prerequisites MBOX`: mails that may hold the patches the series'
     /// `prerequisite-patch-id:` trailers name (besides the source's own).
     pub prerequisites: Vec<PathBuf>,
+    /// `--patches 1-2`: only these patches of the revision.
+    pub patches: Option<pick::PatchPick>,
 }
 
 /// Reads and assembles a series (the newest complete revision). Fetched
@@ -293,6 +295,25 @@ pub async fn load_source_with(
         let found = prerequisite::resolve(&mut series, &pool, &scratch).await;
         let _ = std::fs::remove_dir_all(&scratch);
         found?;
+    }
+    if let Some(p) = &options.patches {
+        let whole = series;
+        series = p.apply(&whole).map_err(|why| SeriesError::Pick {
+            source_name: name.clone(),
+            pick: p.to_string(),
+            why,
+        })?;
+        // Patchwork checks go on the patches applied, not the others.
+        if let Some(o) = &mut origin {
+            if o.patches.len() == whole.patches.len() {
+                let kept = whole
+                    .patches
+                    .iter()
+                    .map(|w| series.patches.iter().any(|p| p.index == w.index));
+                let mut keep = kept.collect::<Vec<_>>().into_iter();
+                o.patches.retain(|_| keep.next().unwrap_or(false));
+            }
+        }
     }
     Ok((series, origin))
 }

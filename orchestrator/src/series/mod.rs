@@ -12,6 +12,7 @@ pub mod fetch;
 mod load;
 pub mod mail;
 pub mod patchwork;
+pub mod pick;
 pub mod prerequisite;
 pub mod revision;
 pub mod show;
@@ -69,6 +70,12 @@ pub enum SeriesError {
     },
     #[error("{source_name}: more than {limit} mails in one thread, the limit (MAX_THREAD_MAILS): refused")]
     TooManyMails { source_name: String, limit: usize },
+    #[error("{source_name}: --patches {pick}: {why}")]
+    Pick {
+        source_name: String,
+        pick: String,
+        why: String,
+    },
     #[error("{source_name}: --revision {wanted}: no such revision in the thread (revisions: {})", .seen.iter().map(|v| format!("v{v}")).collect::<Vec<_>>().join(", "))]
     NoSuchRevision {
         source_name: String,

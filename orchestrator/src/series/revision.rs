@@ -22,6 +22,7 @@ pub enum Reason {
     NewerRevision,
     Replaced,
     Rerolled,
+    NotPicked,
 }
 
 impl Reason {
@@ -37,6 +38,7 @@ impl Reason {
             Reason::NewerRevision => "newer revision, not selected",
             Reason::Replaced => "replaced by a later copy",
             Reason::Rerolled => "replaced by a reroll",
+            Reason::NotPicked => "not picked (--patches)",
         }
     }
 }

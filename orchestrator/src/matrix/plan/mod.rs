@@ -436,6 +436,9 @@ impl Plan {
                 if let Some(n) = v.revision {
                     j["revision"] = serde_json::json!(n);
                 }
+                if let Some(p) = &v.patches {
+                    j["patches"] = serde_json::json!(p);
+                }
                 j
             }).collect::<Vec<_>>(),
             "repeats": self.repeats,

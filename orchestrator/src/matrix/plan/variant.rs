@@ -32,6 +32,8 @@ pub struct Variant {
     pub from_command_line: bool,
     /// Revision N of the series instead of the newest complete one.
     pub revision: Option<u32>,
+    /// Only these patches of the series.
+    pub patches: Option<crate::series::pick::PatchPick>,
     /// The kernel entry's own `expect:` (checked against the catalog):
     /// what its series claims, judged for this candidate only.
     pub expect: BTreeMap<String, Expectation>,
@@ -58,6 +60,8 @@ pub(super) struct VariantRepr {
     pub(super) from_command_line: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) revision: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) patches: Option<crate::series::pick::PatchPick>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(super) expect: BTreeMap<String, Expectation>,
 }
@@ -84,6 +88,7 @@ impl From<Variant> for VariantRepr {
             image: v.image,
             from_command_line: v.from_command_line,
             revision: v.revision,
+            patches: v.patches,
             expect: v.expect,
         };
         match v.series {
@@ -119,6 +124,7 @@ impl TryFrom<VariantRepr> for Variant {
             image: r.image,
             from_command_line: r.from_command_line,
             revision: r.revision,
+            patches: r.patches,
             expect: r.expect,
         })
     }
@@ -178,6 +184,7 @@ impl Variant {
             image: None,
             from_command_line: false,
             revision: None,
+            patches: None,
             expect: BTreeMap::new(),
         }
     }
@@ -194,10 +201,12 @@ impl Variant {
             (Some(t), None) => parts.push(format!("tree {t}")),
             _ => {}
         }
-        let revision = self
-            .revision
-            .map(|n| format!(" (v{n})"))
-            .unwrap_or_default();
+        let revision = match (self.revision, &self.patches) {
+            (Some(n), Some(p)) => format!(" (v{n}, patches {p})"),
+            (Some(n), None) => format!(" (v{n})"),
+            (None, Some(p)) => format!(" (patches {p})"),
+            (None, None) => String::new(),
+        };
         match &self.series {
             Some(SeriesSpec::Mbox(s) | SeriesSpec::PatchDir(s)) => {
                 parts.push(format!("series {}{revision}", s.display()))
@@ -206,11 +215,11 @@ impl Variant {
                 parts.push(format!("lore {message_id}{revision}"))
             }
             Some(SeriesSpec::GitHub { repo, number, .. }) => parts.push(format!(
-                "pull request {}",
+                "pull request {}{revision}",
                 SeriesSpec::pull_request(repo, *number)
             )),
             Some(SeriesSpec::Patchwork { url, series }) => {
-                parts.push(format!("patchwork series {series} ({url})"))
+                parts.push(format!("patchwork series {series} ({url}){revision}"))
             }
             None => {}
         }
@@ -280,6 +289,20 @@ pub(super) fn resolve_variant(
         }
         _ => {}
     }
+    let has_series = entry.series.is_some()
+        || entry.lore.is_some()
+        || entry.github_pr.is_some()
+        || entry.patchwork.is_some();
+    if entry.patches.is_some() && !has_series {
+        return Err(MatrixError::at(
+            file,
+            Some(pos),
+            format!(
+                "kernel `{}`: `patches` picks patches of a series: give it with `series`, `lore`, `github_pr` or `patchwork`",
+                entry.name
+            ),
+        ));
+    }
     if entry.git_ref.is_some() && entry.tree.is_none() {
         return Err(MatrixError::at(
             file,
@@ -319,6 +342,7 @@ pub(super) fn resolve_variant(
         image: None,
         from_command_line: false,
         revision: entry.revision,
+        patches: entry.patches.clone(),
         expect: entry.expect.clone(),
     })
 }
@@ -395,6 +419,75 @@ mod tests {
             "{}",
             one.variants[1].describe()
         );
+    }
+
+    #[test]
+    fn kernel_patch_picks() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.mbox"), "").unwrap();
+        let plan = |kernels: &str| {
+            from_text(
+                &format!("axes:\n  threads: [1]\nkernels:\n{kernels}"),
+                "m.yaml",
+                dir.path(),
+                &Overrides::default(),
+            )
+        };
+        // (kernels:, the error or each variant's pick)
+        type Case<'a> = (&'a str, Result<&'a [Option<&'a str>], &'a str>);
+        let cases: &[Case] = &[
+            (
+                "  - name: base\n  - name: p1\n    series: t.mbox\n    patches: \"1\"\n  - name: all\n    series: t.mbox\n",
+                Ok(&[None, Some("1"), None]),
+            ),
+            (
+                "  - name: base\n  - name: p\n    lore: x@y\n    patches: 1-2\n",
+                Ok(&[None, Some("1-2")]),
+            ),
+            (
+                "  - name: base\n  - name: p\n    series: t.mbox\n    patches: 2-1\n",
+                Err("line 7 column 14: patches `2-1`: 2-1: the range ends before it starts"),
+            ),
+            (
+                "  - name: base\n    patches: 1\n",
+                Err("line 4 column 5: kernel `base`: `patches` picks patches of a series: give it with `series`, `lore`, `github_pr` or `patchwork`"),
+            ),
+        ];
+        for (kernels, want) in cases {
+            match (plan(kernels), want) {
+                (Ok(p), Ok(picks)) => assert_eq!(
+                    p.variants
+                        .iter()
+                        .map(|v| v.patches.as_ref().map(|p| p.to_string()))
+                        .collect::<Vec<_>>(),
+                    picks
+                        .iter()
+                        .map(|p| p.map(String::from))
+                        .collect::<Vec<_>>(),
+                    "{kernels}"
+                ),
+                (Err(e), Err(w)) => assert!(e.to_string().contains(w), "{kernels}: {e}"),
+                (got, want) => panic!("{kernels}: got {got:?}, want {want:?}"),
+            }
+        }
+        // The pick is part of what the plan runs, of the manifest, and of
+        // how a report names the kernel; a plan without one keeps its
+        // fingerprint.
+        let one =
+            plan("  - name: base\n  - name: p\n    series: t.mbox\n    patches: \"1\"\n").unwrap();
+        let whole = plan("  - name: base\n  - name: p\n    series: t.mbox\n").unwrap();
+        assert_ne!(one.fingerprint(), whole.fingerprint());
+        let described = one.variants[1].describe();
+        assert!(described.ends_with("t.mbox (patches 1)"), "{described}");
+        let json = serde_json::to_string(&one.variants[1]).unwrap();
+        assert!(json.contains(r#""patches":"1""#), "{json}");
+        assert_eq!(
+            serde_json::from_str::<Variant>(&json).unwrap(),
+            one.variants[1]
+        );
+        assert!(!serde_json::to_string(&whole.variants[1])
+            .unwrap()
+            .contains("patches"));
     }
 
     #[test]
