@@ -41,21 +41,6 @@ const IDENTIFIERS: &[(&str, &str, &[&str])] = &[
 /// (file under the workspace, identifier, why it may name it).
 const ALLOWED: &[(&str, &str, &str)] = &[
     (
-        "orchestrator/src/matrix/plan/cell.rs",
-        "Scenario::Script",
-        "a matrix's `script:` axis selects scenario script and checks a script only runs there (issue 28 part 2: ask the registry for the scenario a script axis selects)",
-    ),
-    (
-        "orchestrator/src/matrix/plan/mod.rs",
-        "script::",
-        "the metrics a matrix declares for its scripts (`scenario::script::MetricDecl`)",
-    ),
-    (
-        "orchestrator/src/matrix/file.rs",
-        "script::",
-        "the matrix file's `metrics:` of a script (`scenario::script::MetricDecl`)",
-    ),
-    (
         "orchestrator/src/run/accel.rs",
         "Scenario::Probe",
         "the KVM probe boots the probe scenario: it is the tool, not a dispatch",

@@ -131,6 +131,7 @@ async fn lore_thread_latest_revision_applies_builds_and_caches() {
         fragments: build::default_fragments(Arch::X86_64),
         jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
         sandbox: Default::default(),
+        ccache: false,
     };
     let built = build::build_kernel(&tree, Some(&series), &req, &work)
         .await
@@ -202,6 +203,7 @@ async fn series_that_does_not_apply_names_patch_and_file() {
         fragments: build::default_fragments(Arch::X86_64),
         jobs: 2,
         sandbox: Default::default(),
+        ccache: false,
     };
     let err = build::build_kernel(&tree, Some(&series), &req, &work)
         .await

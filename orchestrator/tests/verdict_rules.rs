@@ -2,7 +2,8 @@
 //! alone decides for a series without expectations, a guard that regresses
 //! fails and is named, nothing to judge is NO VERDICT, a candidate's own
 //! expectations are its alone, a contradicted claim fails and an agreement
-//! true by construction counts for nothing.
+//! true by construction counts for nothing, and a cover letter's claims are
+//! judged against base only.
 
 use std::collections::BTreeMap;
 
@@ -193,4 +194,65 @@ fn a_candidate_that_does_no_work_fails_under_tcg_too() {
         (oom.metric.as_str(), oom.status),
         ("oom_kills", Some(Status::Pass))
     );
+}
+
+#[test]
+fn claims_are_judged_against_base_only() {
+    // The bundled series' cover letter, on the synthetic candidate.
+    let (mut m, runs, _) = mmci::analysis::synthetic::synthetic(20);
+    let mbox = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../kernels/series/mglru-isolation.mbox"
+    );
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(mbox).unwrap());
+    let series = mmci::series::assemble(&mails, "bundled").unwrap();
+    let mut kernel = runs.values().next().unwrap().kernel.clone();
+    kernel.series = Some(series);
+    m.kernels.push(mmci::results::kernels::VariantKernel {
+        variant: "patched".into(),
+        arch: mmci::arch::Arch::X86_64,
+        flavour: Default::default(),
+        description: String::new(),
+        kernel,
+        new_warnings: vec![],
+        config: None,
+    });
+    let judged = mmci::analysis::compare(
+        &m,
+        &runs,
+        &std::collections::BTreeMap::new(),
+        vec![],
+        &mmci::analysis::Options::default(),
+    );
+    assert!(!judged.claims.is_empty());
+    // (The synthetic cells are not the letter's set-ups: against base
+    // its rows are looked for in them, which is what changes below.)
+    assert!(
+        judged
+            .claims
+            .iter()
+            .all(|c| !c.reason.starts_with("the baseline here")),
+        "{:?}",
+        judged.claims
+    );
+    // Patch 1 alone as the baseline: every row listed, none judged.
+    m.plan.variants[0].series = m.plan.variants[1].series.clone();
+    let listed = mmci::analysis::compare(
+        &m,
+        &runs,
+        &std::collections::BTreeMap::new(),
+        vec![],
+        &mmci::analysis::Options::default(),
+    );
+    assert_eq!(listed.claims.len(), judged.claims.len());
+    for c in &listed.claims {
+        assert_eq!(c.finding, Finding::NotMeasured, "{c:?}");
+        assert!(
+            c.reason
+                .starts_with("the baseline here is `base`, a kernel with a series applied"),
+            "{}",
+            c.reason
+        );
+    }
+    assert_eq!(listed.verdict.claims.contradict, 0);
 }

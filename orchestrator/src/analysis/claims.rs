@@ -11,7 +11,10 @@
 //! direction (patched above, below or equal to unpatched) against the
 //! measured change and its p. Sizes are shown, not judged.
 
-use crate::analysis::model::{Assessment, ClaimCheck, Finding, MetricComparison};
+use crate::analysis::model::{
+    cell_name, Assessment, CellComparison, ClaimCheck, Finding, MetricComparison,
+};
+use crate::results::dir::Manifest;
 use crate::series::claims::{ClaimRow, Quantity};
 
 /// Row names (lowercased, notes in parentheses and punctuation dropped)
@@ -382,6 +385,62 @@ pub fn check_tables(
             }
             out.extend(checks);
         }
+    }
+    out
+}
+
+/// Each candidate's cover-letter claims beside the cells their set-ups
+/// describe (the cover is in the manifest, read when the series was
+/// assembled).
+pub(super) fn claim_checks(m: &Manifest, cells: &[CellComparison]) -> Vec<ClaimCheck> {
+    let mut out = vec![];
+    // A letter's "before" is the series' base. Against a baseline with a
+    // series of its own (patch 1 alone as patch 2's baseline) its rows are
+    // listed, not judged.
+    let patched_baseline = m
+        .plan
+        .variants
+        .first()
+        .filter(|b| b.series.is_some())
+        .map(|b| b.name.clone());
+    for v in m.plan.variants.iter().skip(1) {
+        let Some(tables) = m
+            .kernels
+            .iter()
+            .filter(|k| k.variant == v.name)
+            .find_map(|k| k.kernel.series.as_ref()?.cover.as_ref())
+            .map(|c| &c.claims)
+        else {
+            continue;
+        };
+        let views: Vec<CellView> = cells
+            .iter()
+            .filter_map(|c| {
+                let job = &m.plan.cells.iter().find(|p| p.id == c.cell)?.job;
+                let cand = c.candidates.iter().find(|x| x.variant == v.name)?;
+                Some(CellView {
+                    name: cell_name(c),
+                    params: vec![
+                        ("threads", f64::from(job.threads)),
+                        ("working_set_mb", job.working_set_mb as f64),
+                        ("memcg_max_mb", job.memcg_max_mb as f64),
+                    ],
+                    metrics: &cand.metrics,
+                })
+            })
+            .collect();
+        let mut checks = check_tables(&v.name, tables, &views);
+        if let Some(baseline) = &patched_baseline {
+            for c in &mut checks {
+                c.finding = Finding::NotMeasured;
+                c.by_construction = false;
+                c.p = None;
+                c.reason = format!(
+                    "the baseline here is `{baseline}`, a kernel with a series applied, not the base the letter's \"before\" describes"
+                );
+            }
+        }
+        out.extend(checks);
     }
     out
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::catalog::{self, Better, Metric};
-use super::claims::{check_tables, CellView};
+use super::claims::claim_checks;
 use super::expect;
 pub use super::model::cell_name;
 use super::model::*;
@@ -426,62 +426,6 @@ pub fn splat_findings(
     out
 }
 
-/// Each candidate's cover-letter claims beside the cells their set-ups
-/// describe (the cover is in the manifest, read when the series was
-/// assembled).
-fn claim_checks(m: &Manifest, cells: &[CellComparison]) -> Vec<ClaimCheck> {
-    let mut out = vec![];
-    // A letter's "before" is the series' base. Against a baseline with a
-    // series of its own (patch 1 alone as patch 2's baseline) its rows are
-    // listed, not judged.
-    let patched_baseline = m
-        .plan
-        .variants
-        .first()
-        .filter(|b| b.series.is_some())
-        .map(|b| b.name.clone());
-    for v in m.plan.variants.iter().skip(1) {
-        let Some(tables) = m
-            .kernels
-            .iter()
-            .filter(|k| k.variant == v.name)
-            .find_map(|k| k.kernel.series.as_ref()?.cover.as_ref())
-            .map(|c| &c.claims)
-        else {
-            continue;
-        };
-        let views: Vec<CellView> = cells
-            .iter()
-            .filter_map(|c| {
-                let job = &m.plan.cells.iter().find(|p| p.id == c.cell)?.job;
-                let cand = c.candidates.iter().find(|x| x.variant == v.name)?;
-                Some(CellView {
-                    name: cell_name(c),
-                    params: vec![
-                        ("threads", f64::from(job.threads)),
-                        ("working_set_mb", job.working_set_mb as f64),
-                        ("memcg_max_mb", job.memcg_max_mb as f64),
-                    ],
-                    metrics: &cand.metrics,
-                })
-            })
-            .collect();
-        let mut checks = check_tables(&v.name, tables, &views);
-        if let Some(baseline) = &patched_baseline {
-            for c in &mut checks {
-                c.finding = Finding::NotMeasured;
-                c.by_construction = false;
-                c.p = None;
-                c.reason = format!(
-                    "the baseline here is `{baseline}`, a kernel with a series applied, not the base the letter's \"before\" describes"
-                );
-            }
-        }
-        out.extend(checks);
-    }
-    out
-}
-
 /// Reads a results dir and compares it. `extra_expect` adds to (and
 /// overrides) the plan's `expect:`; every name is checked against the
 /// catalog.
@@ -515,55 +459,6 @@ mod tests {
         r.classification.outcome = o;
         r.classification.reason = why.into();
         r.metrics = crate::scenario::ScenarioMetrics::None;
-    }
-
-    #[test]
-    fn claims_are_judged_against_base_only() {
-        // The bundled series' cover letter, on the synthetic candidate.
-        let (mut m, runs, _) = synthetic(20);
-        let mbox = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../kernels/series/mglru-isolation.mbox"
-        );
-        let mails = crate::series::mails_from_mbox(&std::fs::read(mbox).unwrap());
-        let series = crate::series::assemble(&mails, "bundled").unwrap();
-        let mut kernel = runs.values().next().unwrap().kernel.clone();
-        kernel.series = Some(series);
-        m.kernels.push(crate::results::kernels::VariantKernel {
-            variant: "patched".into(),
-            arch: crate::arch::Arch::X86_64,
-            flavour: Default::default(),
-            description: String::new(),
-            kernel,
-            new_warnings: vec![],
-            config: None,
-        });
-        let judged = compare(&m, &runs, &BTreeMap::new(), vec![], &Options::default());
-        assert!(!judged.claims.is_empty());
-        // (The synthetic cells are not the letter's set-ups: against base
-        // its rows are looked for in them, which is what changes below.)
-        assert!(
-            judged
-                .claims
-                .iter()
-                .all(|c| !c.reason.starts_with("the baseline here")),
-            "{:?}",
-            judged.claims
-        );
-        // Patch 1 alone as the baseline: every row listed, none judged.
-        m.plan.variants[0].series = m.plan.variants[1].series.clone();
-        let listed = compare(&m, &runs, &BTreeMap::new(), vec![], &Options::default());
-        assert_eq!(listed.claims.len(), judged.claims.len());
-        for c in &listed.claims {
-            assert_eq!(c.finding, Finding::NotMeasured, "{c:?}");
-            assert!(
-                c.reason
-                    .starts_with("the baseline here is `base`, a kernel with a series applied"),
-                "{}",
-                c.reason
-            );
-        }
-        assert_eq!(listed.verdict.claims.contradict, 0);
     }
 
     #[test]

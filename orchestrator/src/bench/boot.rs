@@ -302,6 +302,7 @@ pub async fn build(
     tarball: &Path,
     jobs: usize,
     rounds: usize,
+    ccache: bool,
 ) -> Result<BuildBench, crate::kernel::KernelError> {
     use crate::kernel::build::{self, BuildRequest};
     use crate::kernel::tree;
@@ -329,6 +330,7 @@ pub async fn build(
                 trusted_tree: true,
                 allow_unsandboxed: true,
             },
+            ccache,
         },
     };
     let mut b = BuildBench::default();

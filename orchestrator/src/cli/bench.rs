@@ -155,7 +155,15 @@ pub async fn bench(command: BenchCommand, work: &WorkDir) -> Result<i32, AppErro
             rounds,
         } => {
             let jobs = jobs.unwrap_or_else(|| crate::host::facts::cores().unwrap_or(2));
-            let b = crate::bench::boot::build(arch, work, &tarball, jobs, rounds).await?;
+            let b = crate::bench::boot::build(
+                arch,
+                work,
+                &tarball,
+                jobs,
+                rounds,
+                super::kernel::ccache_wanted(&super::env_var),
+            )
+            .await?;
             print!("{}", crate::bench::boot::render_build(&b, arch));
             Ok(exit::OK)
         }

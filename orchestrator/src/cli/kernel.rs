@@ -62,6 +62,12 @@ pub struct KernelArgs {
     pub unsandboxed_builds: bool,
 }
 
+/// `MMCI_CCACHE=1`: compile through ccache (off by default, see
+/// `kernel::build`).
+pub(crate) fn ccache_wanted(env: &dyn Fn(&str) -> Option<String>) -> bool {
+    env("MMCI_CCACHE").is_some_and(|v| v == "1")
+}
+
 impl KernelArgs {
     /// The series named by `--series`, `--lore`, `--github-pr` or
     /// `--pw-series`, checked; `None` without one.
@@ -95,6 +101,7 @@ impl KernelArgs {
         s.series = self.series()?;
         s.series_revision = self.series_from.revision;
         s.series_patches = self.series_from.patches.clone();
+        s.ccache = ccache_wanted(&super::env_var);
         for e in &self.base_cascade {
             crate::kernel::tree::CascadeEntry::parse(e)
                 .map_err(|err| AppError::BadOption(format!("--base-cascade: {err}")))?;

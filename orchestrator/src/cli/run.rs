@@ -182,7 +182,7 @@ pub fn run_request(a: RunArgs) -> Result<RunRequest, AppError> {
         endpoints: Endpoints {
             lore_url: a.kernel.series_from.lore_url.clone(),
             github_api: a.kernel.series_from.github_api.clone(),
-            ..Default::default()
+            github_token: super::env_var("GITHUB_TOKEN"),
         },
         base,
         results: a.results.unwrap_or_else(default_results),

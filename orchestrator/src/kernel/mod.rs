@@ -130,6 +130,8 @@ pub struct KernelSource {
     /// `--unsandboxed-builds`: build a series or a fetched tree even where
     /// the build sandbox cannot run (see [`build::Trust`]).
     pub unsandboxed_builds: bool,
+    /// Compile through ccache (`MMCI_CCACHE=1`).
+    pub ccache: bool,
 }
 
 /// A series as read from its source, with its patchwork identity when it
@@ -157,6 +159,7 @@ impl KernelSource {
             loaded_series: None,
             jobs: crate::host::facts::cores().unwrap_or(2),
             unsandboxed_builds: false,
+            ccache: false,
         }
     }
 }
@@ -239,6 +242,7 @@ pub async fn prepare(
             trusted_tree: source.tree.is_none(),
             allow_unsandboxed: source.unsandboxed_builds,
         },
+        ccache: source.ccache,
     };
     let built = build::build_kernel(&tree, series.as_ref(), &req, work).await?;
     tracing::info!(

@@ -96,7 +96,7 @@ pub struct ScriptEntry {
     pub timeout_s: Option<u64>,
     /// The `MMCI-METRIC:` names it prints, with their units and which way is better.
     #[serde(default)]
-    pub metrics: BTreeMap<String, crate::scenario::script::MetricDecl>,
+    pub metrics: BTreeMap<String, crate::scenario::DeclaredMetric>,
 }
 
 /// One kernel variant of a matrix.

@@ -115,7 +115,8 @@ fn capacity(vcpus: Option<u32>, memory_mb: Option<u64>, host: Capacity) -> Capac
 pub struct Endpoints {
     pub lore_url: String,
     pub github_api: String,
-    /// Never logged or written to results.
+    /// Never logged or written to results. The command line reads it
+    /// ($GITHUB_TOKEN); none by default.
     pub github_token: Option<String>,
 }
 
@@ -124,7 +125,7 @@ impl Default for Endpoints {
         Endpoints {
             lore_url: crate::series::fetch::LORE_URL.to_string(),
             github_api: crate::series::fetch::GITHUB_API.to_string(),
-            github_token: std::env::var("GITHUB_TOKEN").ok(),
+            github_token: None,
         }
     }
 }

@@ -28,6 +28,9 @@ pub use noio::anatomy;
 pub use metrics::ScenarioMetrics;
 pub use mglru::{mglru_metrics, MglruMetrics, THROTTLE_ISOLATED};
 pub use noio::{noio_metrics, NoioMetrics};
+/// A metric a matrix declares for its scripts (`scripts: NAME: metrics:`),
+/// under the name the matrix knows it by.
+pub use script::MetricDecl as DeclaredMetric;
 pub use script::{script_metrics, ScriptMetrics};
 
 /// Counters from a snapshot record (vmstat, memory.stat, ...), by name.

@@ -23,6 +23,10 @@ pub static ALL: [&Def; 4] = [
     &super::script::DEF,
 ];
 
+/// The scenario a matrix's `script:` axis selects (and the only one a
+/// script runs in).
+pub const RUNS_SCRIPTS: Scenario = Scenario::Script;
+
 /// The scenario `id`.
 pub fn of(id: Scenario) -> &'static Def {
     ALL.iter()

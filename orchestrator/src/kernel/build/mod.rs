@@ -108,6 +108,9 @@ pub struct BuildRequest {
     pub jobs: usize,
     /// Whether the build may run where the sandbox cannot.
     pub sandbox: SandboxPolicy,
+    /// Compile through ccache when it is installed (`MMCI_CCACHE=1`, read
+    /// by the command line).
+    pub ccache: bool,
 }
 
 /// Where the build sandbox cannot run (see [`sandbox::probe`]), which
@@ -390,8 +393,7 @@ pub async fn build_kernel(
     // one object dir, and on a cold cache every miss runs the preprocessor
     // and the compiler, which made cold builds about 40% slower here
     // (`mmci bench build`).
-    let ccache = std::env::var("MMCI_CCACHE").is_ok_and(|v| v == "1")
-        && crate::host::tools::on_path("ccache").is_some();
+    let ccache = req.ccache && crate::host::tools::on_path("ccache").is_some();
     let ccache_dir = work.ccache();
     if ccache {
         std::fs::create_dir_all(&ccache_dir).map_err(io_err(&ccache_dir))?;

@@ -3,6 +3,7 @@
 //! job, and its stable id ([`cell_id`]).
 
 use super::*;
+use crate::scenario::registry;
 
 pub(super) fn placed(v: &serde_saphyr::Spanned<Scalar>) -> Placed {
     Placed {
@@ -56,7 +57,7 @@ pub(super) fn apply(
                 }
             })?;
             cell.job.script = Some(def.job.clone());
-            cell.job.scenario = Scenario::Script;
+            cell.job.scenario = registry::RUNS_SCRIPTS;
         }
         FLAVOUR_KEY => cell.flavour = text.parse().map_err(|e| format!("{key}: {e}"))?,
         "arch" => cell.arch = text.parse().map_err(|_| bad("an arch (x86_64, arm64)"))?,
@@ -123,14 +124,14 @@ pub(super) fn cell_of(
             .map_err(|what| MatrixError::at("command line", None, format!("--set {s}: {what}")))?;
     }
     match (cell.job.scenario, &cell.job.script) {
-        (Scenario::Script, None) => {
+        (s, None) if s == registry::RUNS_SCRIPTS => {
             return Err(MatrixError::at(
                 file,
                 combo.get("scenario").map(|v| v.pos),
                 "scenario script needs `script: NAME` (one of the matrix's `scripts:`)",
             ))
         }
-        (other, Some(_)) if other != Scenario::Script => {
+        (other, Some(_)) if other != registry::RUNS_SCRIPTS => {
             return Err(MatrixError::at(
                 file,
                 combo.get(SCRIPT_KEY).map(|v| v.pos),

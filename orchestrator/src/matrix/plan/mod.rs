@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use mmci_record::{GuestJob, Scenario, ScriptJob};
+use mmci_record::{GuestJob, ScriptJob};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -13,16 +13,16 @@ use super::expand::{self, Combo, Placed};
 use super::file::{self, Expectation, KernelEntry, MatrixFile, Pos, Scalar, ScriptEntry};
 use crate::arch::Arch;
 use crate::kernel::Flavour;
-use crate::scenario::script::MetricDecl;
+use crate::scenario::DeclaredMetric;
 
 mod cell;
 pub mod expectations;
-mod script;
+mod scripts;
 mod shard;
 mod variant;
 
 pub use cell::*;
-pub use script::*;
+pub use scripts::*;
 pub use shard::*;
 pub use variant::*;
 
@@ -107,7 +107,7 @@ pub struct ScriptDef {
     /// Its name (the folder's).
     pub image: String,
     /// Its declared `MMCI-METRIC:` metrics.
-    pub metrics: BTreeMap<String, MetricDecl>,
+    pub metrics: BTreeMap<String, DeclaredMetric>,
     /// The job part every cell that selects it gets.
     pub job: ScriptJob,
 }

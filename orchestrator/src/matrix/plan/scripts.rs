@@ -153,7 +153,7 @@ mod tests {
         )
         .unwrap();
         let job = &p.cells[0].job;
-        assert_eq!(job.scenario, Scenario::Script);
+        assert_eq!(job.scenario, crate::scenario::registry::RUNS_SCRIPTS);
         let s = job.script.as_ref().unwrap();
         assert_eq!((s.name.as_str(), s.image.as_str()), ("repro", "tools"));
         assert_eq!(s.text.as_deref(), Some("echo hi\n"));
