@@ -121,10 +121,12 @@ mod tests {
         }
     }
 
-    /// (records with their arrival in s, now in s, stalled for s)
+    /// Records with their arrival in s, now in s, stalled for s.
+    type Case = (Vec<(Record, u64)>, u64, Option<u64>);
+
     #[test]
     fn hung_after_twenty_seconds_without_a_touch() {
-        let cases: Vec<(Vec<(Record, u64)>, u64, Option<u64>)> = vec![
+        let cases: Vec<Case> = vec![
             // Touches stop at 30 s; the samples go on.
             (
                 vec![

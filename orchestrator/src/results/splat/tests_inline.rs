@@ -84,7 +84,10 @@ fn hung(comm: &str, frames: &[&str]) -> String {
     s
 }
 
-fn cases() -> Vec<(&'static str, String, Vec<(SplatKind, &'static str)>)> {
+/// A case's name, its console, and the kind and title of each splat.
+type Case = (&'static str, String, Vec<(SplatKind, &'static str)>);
+
+fn cases() -> Vec<Case> {
     vec![
         (
             "SOFTIRQ-safe -> SOFTIRQ-unsafe",
