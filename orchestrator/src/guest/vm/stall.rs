@@ -9,6 +9,21 @@
 //! sample with touches, so that a scenario without a touch counter (script:
 //! its touches stay 0; noio: no samples) is never judged by it; it is
 //! disarmed by the records that end a workload.
+//!
+//! Why the kernel's hung-task detector dumps the blocked tasks, and not
+//! sysrq `w` sent through QEMU's monitor (`sendkey alt-sysrq-w`, or a
+//! break on the serial line): the detector needs nothing from the guest
+//! kernel but CONFIG_DETECT_HUNG_TASK, while sysrq needs MAGIC_SYSRQ and an
+//! input path (a PS/2 keyboard driver on x86_64, none on arm64's virt
+//! machine; a serial break needs the console's chardev writable), which
+//! mmci's tinyconfig-based kernels have none of; it prints exactly the
+//! tasks stuck in D state, in the report syzbot titles (`INFO: task hung
+//! in <frame>`), on every architecture alike; and it is in the kernel's
+//! hands, so a guest whose userspace is stuck still reports. Its limits: a
+//! kernel without the detector (the default flavour) is stopped early all
+//! the same, with no stacks (the run's reason says so); a livelock (no
+//! task in D state) shows no stacks either, but then the soft-lockup and
+//! RCU-stall detectors of the debug flavour speak.
 
 use std::time::Duration;
 
