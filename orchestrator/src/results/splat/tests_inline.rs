@@ -256,6 +256,15 @@ fn cases() -> Vec<Case> {
             vec![(Ubsan, "UBSAN: array-index-out-of-bounds in isolate_folios")],
         ),
         (
+            // Real: s390 /proc/kcore reads (stable, kcore fix commit).
+            "KFENCE invalid read",
+            "BUG: KFENCE: invalid read in copy_from_kernel_nofault+0x5e/0x120\n\
+             Invalid read at 0x00000000f4f5149f:\n copy_from_kernel_nofault+0x5e/0x120\n \
+             read_kcore+0x6b2/0x870\n proc_reg_read+0x9a/0xf0\n vfs_read+0x94/0x270\n"
+                .to_string(),
+            vec![(Kfence, "KFENCE: invalid read in copy_from_kernel_nofault")],
+        ),
+        (
             "global OOM kill: a splat",
             oom("CONSTRAINT_NONE", "Out of memory"),
             vec![(Oom, "Out of memory: Killed process")],
