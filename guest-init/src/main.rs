@@ -9,6 +9,7 @@ mod blockdev;
 mod cgroup;
 mod direct_io;
 mod dm;
+mod hung_task;
 mod mounts;
 mod port;
 mod procfs;
@@ -102,6 +103,7 @@ fn pid1() {
         Err(e) => return fail("job", e),
     };
     port.send(scenario::hello(&job));
+    port.send(hung_task::arm());
     let ok = match scenario::run(&job, &port) {
         Ok(()) => true,
         Err(e) => {

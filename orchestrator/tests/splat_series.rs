@@ -237,3 +237,90 @@ async fn a_debug_kernel_decodes_the_guests_warning_to_file_and_line() {
         assert!(text.contains(decoded), "{format}:\n{text}");
     }
 }
+
+/// Every run.json under a results dir.
+fn run_results(dir: &Path) -> Vec<mmci::results::run::RunResult> {
+    let mut out = vec![];
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if p.join("run.json").is_file() {
+                    out.push(mmci::results::run::read_run(&p).unwrap());
+                }
+                stack.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// A series whose reclaim sleeps uninterruptibly for good after 300
+/// batches, on a debug kernel (it has the hung-task detector, which
+/// guest-init sets to 10 s): the run stops progressing, is found hung by
+/// the no-progress watchdog long before the scenario's timeout (151 s
+/// here), and the blocked tasks' stacks are in its result and in every
+/// report, titled by the frame they are blocked in.
+#[tokio::test]
+async fn a_series_that_hangs_reclaim_is_diagnosed_before_its_timeout() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = matrix(&format!(
+        "  - name: hang\n    series: {}\n",
+        series("test-hang-after-300-batches.mbox")
+    ))
+    .replace("axes:\n", "axes:\n  config: [debug]\n");
+    let results = run(tmp.path(), &text).await;
+    let runs = run_results(&results);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    let r = &runs[0];
+    let title = "INFO: task hung in shrink_folio_list";
+    assert_eq!(r.classification.outcome, Outcome::Hang, "{r:#?}");
+    assert!(
+        r.classification.reason.starts_with("no progress for ")
+            && r.classification.reason.ends_with(title),
+        "{}",
+        r.classification.reason
+    );
+    let timeout = mmci::run::guest::default_timeout(&r.job);
+    assert!(
+        r.timing.qemu_ms < timeout.as_secs_f64() * 1000.0 / 2.0,
+        "found hung after {} ms, timeout {timeout:?}",
+        r.timing.qemu_ms
+    );
+    let hung = r
+        .splats
+        .iter()
+        .find(|s| s.title == title)
+        .unwrap_or_else(|| panic!("{:#?}", r.splats));
+    assert!(
+        hung.excerpt.contains("blocked for more than 10 seconds"),
+        "{}",
+        hung.excerpt
+    );
+    assert!(
+        hung.excerpt.contains("shrink_folio_list"),
+        "{}",
+        hung.excerpt
+    );
+    let crash = r.classification.crash_report.as_deref().unwrap_or_default();
+    assert!(crash.contains("blocked for more than"), "{crash}");
+
+    let c = analyse_dir(&results, &Default::default(), &Options::default()).unwrap();
+    assert_eq!(c.verdict.status, Status::Fail, "{:?}", c.verdict.reasons);
+    let stack_line = hung
+        .excerpt
+        .lines()
+        .find(|l| l.contains("shrink_folio_list"))
+        .unwrap()
+        .trim()
+        .to_string();
+    for (format, text) in [
+        ("markdown", report(&results, Format::Markdown)),
+        ("email", report(&results, Format::Email)),
+    ] {
+        for want in [title, stack_line.as_str()] {
+            assert!(text.contains(want), "{format} lacks {want:?}:\n{text}");
+        }
+    }
+}

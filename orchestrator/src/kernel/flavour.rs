@@ -67,7 +67,7 @@ impl Flavour {
         match self {
             Flavour::Default => "the kernel's own config",
             Flavour::Debug => {
-                "DEBUG_VM, PROVE_LOCKING, DEBUG_LIST, DEBUG_ATOMIC_SLEEP, hung task and soft lockup detectors, DWARF debug info"
+                "DEBUG_VM, PROVE_LOCKING, DEBUG_LIST, DEBUG_ATOMIC_SLEEP, hung task and soft lockup detectors, UBSAN bounds checks, KFENCE, DWARF debug info"
             }
             Flavour::Kasan => "generic KASAN (inline), full SLUB",
         }

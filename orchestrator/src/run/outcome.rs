@@ -71,6 +71,27 @@ fn starved_timer(console: &str) -> Option<String> {
         })
 }
 
+/// A run the no-progress watchdog stopped: how long it made no progress,
+/// and the blocked task the kernel reported first, named the way syzbot
+/// names hung tasks (by the frame it is blocked in), with its stack.
+fn stalled(console: &str, stall: crate::guest::vm::stall::Stall) -> (String, Option<String>) {
+    let head = format!(
+        "no progress for {} s (the workload's touches stayed at {}): the guest was stopped",
+        stall.idle.as_secs(),
+        stall.touches
+    );
+    let blocked = crate::results::splat::detect(console)
+        .into_iter()
+        .find(|s| s.kind == crate::results::splat::SplatKind::HungTask);
+    match blocked {
+        Some(s) => (format!("{head}; {}", s.title), Some(s.excerpt)),
+        None => (
+            format!("{head}; no blocked task on the console (a kernel without CONFIG_DETECT_HUNG_TASK, or no task in D state)"),
+            None,
+        ),
+    }
+}
+
 pub fn classify(run: &VmRun) -> Classification {
     let result = |outcome, reason: String, crash_report| Classification {
         outcome,
@@ -163,6 +184,10 @@ pub fn classify(run: &VmRun) -> Classification {
         };
         return result(Outcome::BootFailure, reason, crash.map(|(_, r)| r));
     }
+    if let (Some(stall), None) = (run.stalled, done) {
+        let (reason, report) = stalled(&run.console, stall);
+        return result(Outcome::Hang, reason, report);
+    }
     if let Some((line, report)) = crash {
         return result(Outcome::KernelCrash, line, Some(report));
     }
@@ -221,6 +246,7 @@ mod tests {
             qemu_stderr: String::new(),
             lifetime: Duration::ZERO,
             first_record: None,
+            stalled: None,
         }
     }
 
@@ -431,6 +457,46 @@ mod tests {
             classify(&run(vec![hello()], "", false)).outcome,
             Outcome::KernelCrash
         );
+    }
+
+    /// The no-progress watchdog's kill: a hang, named by the first blocked
+    /// task the kernel reported, with its stack; or saying there was none.
+    #[test]
+    fn a_run_stopped_without_progress_is_a_hang_with_its_blocked_task() {
+        let stall = crate::guest::vm::stall::Stall {
+            idle: Duration::from_secs(21),
+            touches: 4096,
+        };
+        let blocked = "[   31.5] INFO: task workload:61 blocked for more than 10 seconds.\n\
+             [   31.5] task:workload        state:D stack:0     pid:61    tgid:59    ppid:57     flags:0x00004002\n\
+             [   31.5] Call Trace:\n[   31.5]  <TASK>\n[   31.5]  __schedule+0x3f2/0xb90\n\
+             [   31.5]  schedule+0x27/0xf0\n[   31.5]  shrink_folio_list+0x6b/0x1310\n[   31.5]  </TASK>\n";
+        let cases = [
+            (
+                blocked,
+                "no progress for 21 s (the workload's touches stayed at 4096): the guest was stopped; INFO: task hung in shrink_folio_list",
+                true,
+            ),
+            (
+                "",
+                "no progress for 21 s (the workload's touches stayed at 4096): the guest was stopped; no blocked task on the console (a kernel without CONFIG_DETECT_HUNG_TASK, or no task in D state)",
+                false,
+            ),
+        ];
+        for (console, reason, with_stack) in cases {
+            let mut r = run(vec![hello()], console, false);
+            r.stalled = Some(stall);
+            let c = classify(&r);
+            assert_eq!(c.outcome, Outcome::Hang);
+            assert_eq!(c.reason, reason);
+            assert_eq!(c.crash_report.is_some(), with_stack);
+            if with_stack {
+                assert!(c
+                    .crash_report
+                    .unwrap()
+                    .contains(" shrink_folio_list+0x6b/0x1310"));
+            }
+        }
     }
 
     #[test]

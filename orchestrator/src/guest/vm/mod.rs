@@ -186,6 +186,9 @@ pub struct VmRun {
     pub lifetime: Duration,
     /// From spawn to the first record.
     pub first_record: Option<Duration>,
+    /// The workload stopped progressing and the guest was stopped (see
+    /// [`stall`]), after the kernel's report of its blocked tasks.
+    pub stalled: Option<stall::Stall>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -225,8 +228,44 @@ pub const QEMU_STDERR_HEAD: u64 = 64 << 10;
 pub const QEMU_STDERR_TAIL: u64 = 960 << 10;
 
 mod capture;
+pub mod stall;
 
 pub use capture::*;
+
+/// The console's last bytes (where a report of blocked tasks would be).
+fn console_tail(path: &Path, bytes: u64) -> (u64, String) {
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return (0, String::new());
+    };
+    let len = f.metadata().map_or(0, |m| m.len());
+    let _ = f.seek(SeekFrom::Start(len.saturating_sub(bytes)));
+    let mut buf = Vec::new();
+    let _ = f.take(bytes).read_to_end(&mut buf);
+    (len, String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Once a run is hung: waits (at most [`stall::DUMP_WAIT`]) for the
+/// hung-task detector's report on the console, and for the console to be
+/// quiet after it, so that the stacks of all blocked tasks are there when
+/// QEMU is killed.
+async fn wait_for_blocked_report(console: &Path) {
+    let t0 = Instant::now();
+    let mut last: Option<(u64, Instant)> = None;
+    while t0.elapsed() < stall::DUMP_WAIT {
+        let (len, tail) = console_tail(console, 1 << 20);
+        if stall::has_blocked_report(&tail) {
+            match last {
+                Some((l, since)) if l == len => {
+                    if since.elapsed() >= stall::DUMP_QUIET {
+                        return;
+                    }
+                }
+                _ => last = Some((len, Instant::now())),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
 
 /// Runs one guest to its end or its timeout.
 pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> {
@@ -273,6 +312,7 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
         qemu_stderr: String::new(),
         lifetime: Duration::ZERO,
         first_record: None,
+        stalled: None,
     };
 
     // QEMU connects to our socket while it sets up the machine; if it exits
@@ -289,13 +329,18 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
         let mut reader = LineReader::default();
         let mut stderr_watch = StderrWatch::default();
         let mut tick = tokio::time::interval(Duration::from_millis(250));
+        let mut progress = stall::ProgressWatch::default();
         loop {
             tokio::select! {
                 line = reader.next(&mut port, MAX_RECORD_LINE) => match line {
                     Ok(Some(line)) => {
                         let at = start.elapsed();
                         run.first_record.get_or_insert(at);
+                        let seen = sink.records.len();
                         sink.take(line, at.as_millis() as u64);
+                        if let Some(r) = sink.records.get(seen) {
+                            progress.observe(&r.record, r.at_ms);
+                        }
                     }
                     // EOF: QEMU closed the port, i.e. it is exiting.
                     Ok(None) | Err(_) => break,
@@ -312,6 +357,13 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
                         run.console_flooded = true;
                         break;
                     }
+                    if let Some(idle) = progress.stalled(start.elapsed().as_millis() as u64) {
+                        run.stalled = Some(stall::Stall {
+                            idle,
+                            touches: progress.touches().unwrap_or(0),
+                        });
+                        break;
+                    }
                 }
                 _ = tokio::time::sleep_until(deadline) => { run.timed_out = true; break; }
             }
@@ -321,15 +373,19 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
     run.records = std::mem::take(&mut sink.records);
     if run.exit.is_none() {
         let grace = Duration::from_secs(2);
-        let status = if run.timed_out || run.accel_failed || run.console_flooded {
-            child.terminate(grace).await
-        } else {
-            let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
-            child.wait_timeout(remaining, grace).await.map(|f| {
-                run.timed_out |= f.timed_out;
-                f.status
-            })
-        };
+        if run.stalled.is_some() {
+            wait_for_blocked_report(&spec.console_log).await;
+        }
+        let status =
+            if run.timed_out || run.accel_failed || run.console_flooded || run.stalled.is_some() {
+                child.terminate(grace).await
+            } else {
+                let remaining = deadline.saturating_duration_since(tokio::time::Instant::now());
+                child.wait_timeout(remaining, grace).await.map(|f| {
+                    run.timed_out |= f.timed_out;
+                    f.status
+                })
+            };
         run.exit = status.ok();
     } else {
         // Already exited: still kill anything left in its group.

@@ -5,6 +5,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::hang::{blocked_dump_end, hung_task_title};
+use super::lockdep::lockdep_header;
 use super::title::*;
 use super::trace::{is_end_marker, is_page_dump_line, is_rule, is_trace_line, is_trace_start};
 use super::{SplatKind, TRACE_LOOKAHEAD};
@@ -17,6 +19,9 @@ pub(super) struct Header {
     pub(super) lone: bool,
     /// For lockdep: the call trace that counts follows `stack backtrace:`.
     pub(super) after_backtrace: bool,
+    /// No call trace: the header and the held locks it lists (lockdep's
+    /// lock held when returning to user space).
+    pub(super) no_trace: bool,
     pub(super) title: fn(&[&str], usize) -> String,
 }
 
@@ -30,45 +35,43 @@ pub(super) fn header(l: &str) -> Option<Header> {
             rank: kind.precedence() * 2,
             lone: false,
             after_backtrace: false,
-            title,
-        })
-    };
-    let lockdep = |title| {
-        Some(Header {
-            kind: SplatKind::Lockdep,
-            rank: SplatKind::Lockdep.precedence() * 2,
-            lone: false,
-            after_backtrace: true,
+            no_trace: false,
             title,
         })
     };
     static WARN_AT: LazyLock<Regex> =
         LazyLock::new(|| Regex::new(r"^WARNING: (?:CPU: \d+ PID: \d+ )?at ").unwrap());
-    static HUNG: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"^INFO: task \S+ blocked for more than \d+ seconds").unwrap());
+    // `INFO: task %s:%d blocked`: a comm may hold spaces and colons.
+    static HUNG: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"^INFO: task .+:\d+ blocked for more than \d+ seconds").unwrap()
+    });
+    // mm/slub.c slab_bug(): `BUG <cache> (<taint>): <reason>`.
+    static SLUB: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"^BUG \S+ \((?:Not tainted|Tainted: [^)]*)\): \S").unwrap());
     static STALL: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
             r"^(?:rcu: )?INFO: rcu_(?:preempt|sched|bh) (?:self-)?detected(?: expedited)? stall",
         )
         .unwrap()
     });
-    if l.starts_with("WARNING: possible circular locking dependency detected")
-        || l.starts_with("WARNING: possible recursive locking detected")
-        || l.starts_with("WARNING: possible irq lock inversion dependency detected")
-    {
-        return lockdep(circular_title);
-    }
-    if l.starts_with("WARNING: inconsistent lock state") {
-        return lockdep(inconsistent_title);
-    }
-    if l.starts_with("WARNING: suspicious RCU usage") {
-        return lockdep(rcu_usage_title);
-    }
-    if l.starts_with("[ BUG: Invalid wait context ]") {
-        return lockdep(wait_context_title);
+    if let Some(lockdep) = lockdep_header(l) {
+        return Some(Header {
+            kind: SplatKind::Lockdep,
+            rank: SplatKind::Lockdep.precedence() * 2,
+            lone: false,
+            after_backtrace: !lockdep.no_trace,
+            no_trace: lockdep.no_trace,
+            title: lockdep.title,
+        });
     }
     if WARN_AT.is_match(l) {
+        if l.contains(" at lib/list_debug.c:") {
+            return h(SplatKind::ListCorruption, warning_title);
+        }
         return h(SplatKind::Warning, warning_title);
+    }
+    if SLUB.is_match(l) {
+        return h(SplatKind::Bug, slub_title);
     }
     if l.starts_with("BUG: KASAN: ") {
         return h(SplatKind::Kasan, kasan_title);
@@ -93,6 +96,7 @@ pub(super) fn header(l: &str) -> Option<Header> {
             rank: SplatKind::BadPage.precedence() * 2,
             lone: true,
             after_backtrace: false,
+            no_trace: false,
             title: bug_title,
         });
     }
@@ -112,7 +116,10 @@ pub(super) fn header(l: &str) -> Option<Header> {
             kernel_bug_title,
         );
     }
-    if l.starts_with("list_add corruption") || l.starts_with("list_del corruption") {
+    if l.starts_with("list_add corruption")
+        || l.starts_with("list_add double add")
+        || l.starts_with("list_del corruption")
+    {
         return h(SplatKind::ListCorruption, list_title);
     }
     if l.starts_with("page dumped because: ") {
@@ -122,6 +129,7 @@ pub(super) fn header(l: &str) -> Option<Header> {
             rank: 1,
             lone: false,
             after_backtrace: false,
+            no_trace: false,
             title: page_dump_title,
         });
     }
@@ -135,8 +143,14 @@ pub(super) fn header(l: &str) -> Option<Header> {
     if STALL.is_match(l) {
         return h(SplatKind::RcuStall, rcu_stall_title);
     }
-    if HUNG.is_match(l) {
+    if HUNG.is_match(l) || l.starts_with("sysrq: Show Blocked State") {
         return h(SplatKind::HungTask, hung_task_title);
+    }
+    // The start of an OOM kill; whether it is a global one (a splat) or a
+    // memory cgroup's (the workload's expected end) its constraint line
+    // says, further down: see [`header_at`].
+    if l.contains(" invoked oom-killer: gfp_mask=") {
+        return h(SplatKind::Oom, global_oom_title);
     }
     if l.starts_with("Kernel panic - not syncing") {
         return h(SplatKind::Panic, panic_title);
@@ -144,10 +158,41 @@ pub(super) fn header(l: &str) -> Option<Header> {
     None
 }
 
+/// The header at line `i` of `lines`, if any: [`header`], except for an
+/// OOM kill that is not global. The kernel's `oom-kill:constraint=` line
+/// (mm/oom_kill.c dump_oom_victim()) follows the `invoked oom-killer`
+/// line after the memory dump and task list: CONSTRAINT_MEMCG is a memory
+/// cgroup's limit (scenario A's workload meets it on purpose: a metric,
+/// not a failure); CONSTRAINT_NONE, _CPUSET and _MEMORY_POLICY are the
+/// machine's memory. An OOM without its constraint line (cut off) is not
+/// judged.
+pub(super) fn header_at(lines: &[&str], i: usize) -> Option<Header> {
+    let h = header(lines[i])?;
+    if h.kind != SplatKind::Oom {
+        return Some(h);
+    }
+    const OOM_DUMP_LINES: usize = 400;
+    let constraint = lines[i + 1..lines.len().min(i + OOM_DUMP_LINES)]
+        .iter()
+        .find_map(|l| l.strip_prefix("oom-kill:constraint="))?;
+    (!constraint.starts_with("CONSTRAINT_MEMCG")).then_some(h)
+}
+
 /// The last line (inclusive) of the report whose header is at `i`.
 pub(super) fn report_end(lines: &[&str], i: usize, h: &Header) -> usize {
     if h.lone {
         return i;
+    }
+    if h.no_trace {
+        // Up to the last held lock it lists (` #0: ...`).
+        return (i + 1..lines.len().min(i + 16))
+            .take_while(|&j| !is_trace_start(lines[j]))
+            .filter(|&j| lines[j].starts_with(" #"))
+            .last()
+            .unwrap_or(i);
+    }
+    if lines[i].starts_with("sysrq: Show Blocked State") {
+        return blocked_dump_end(lines, i);
     }
     let limit = lines.len().min(i + TRACE_LOOKAHEAD * 3);
     // Sanitizer reports are bracketed by a rule of '='.

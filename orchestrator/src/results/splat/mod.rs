@@ -6,7 +6,8 @@
 //! that a maintainer can search lore and the syzbot dashboard for it, and an
 //! excerpt from its header to the end of its call trace, bounded.
 //!
-//! Not splats: OOM-killer reports (the workload causes them on purpose) and
+//! Not splats: a memory cgroup's OOM kills (the workload causes them on
+//! purpose; a global OOM kill is one, see `header::header_at`) and
 //! anything that does not start like a kernel report (the workload's output).
 
 use std::sync::LazyLock;
@@ -32,6 +33,8 @@ pub enum SplatKind {
     HungTask,
     ListCorruption,
     BadPage,
+    /// A global OOM kill (not a memory cgroup's).
+    Oom,
     Panic,
 }
 
@@ -52,6 +55,7 @@ impl SplatKind {
             SplatKind::HungTask => "hung task",
             SplatKind::ListCorruption => "list corruption",
             SplatKind::BadPage => "bad page",
+            SplatKind::Oom => "global OOM",
             SplatKind::Panic => "panic",
         }
     }
@@ -69,7 +73,8 @@ impl SplatKind {
             | SplatKind::SoftLockup
             | SplatKind::HardLockup
             | SplatKind::RcuStall
-            | SplatKind::HungTask => 3,
+            | SplatKind::HungTask
+            | SplatKind::Oom => 3,
             SplatKind::GeneralProtectionFault => 2,
             SplatKind::Oops => 1,
             SplatKind::Panic => 0,
@@ -101,11 +106,13 @@ const TRACE_LOOKAHEAD: usize = 60;
 static PREFIX: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^(?:<\d+>)?\[ *\d+\.\d+\](?:\[ *[CT]\d+\])? ?").unwrap());
 
+mod hang;
 mod header;
+mod lockdep;
 mod title;
 mod trace;
 
-use header::{header, report_end, report_start};
+use header::{header, header_at, report_end, report_start};
 
 fn bounded(lines: &[&str]) -> String {
     if lines.len() <= MAX_EXCERPT_LINES {
@@ -136,7 +143,7 @@ pub fn detect(console: &str) -> Vec<Splat> {
     let mut out: Vec<Splat> = vec![];
     let mut i = 0;
     while i < lines.len() {
-        let Some(h) = header(lines[i]) else {
+        let Some(h) = header_at(&lines, i) else {
             i += 1;
             continue;
         };
@@ -146,7 +153,7 @@ pub fn detect(console: &str) -> Vec<Splat> {
         let mut end = report_end(&lines, i, &h);
         let mut j = i + 1;
         while j <= end && j < lines.len() {
-            if let Some(h2) = header(lines[j]) {
+            if let Some(h2) = header_at(&lines, j) {
                 if !h.lone && !h2.lone {
                     end = end.max(report_end(&lines, j, &h2));
                     if h2.rank > best.0 {
@@ -185,3 +192,5 @@ pub fn detect(console: &str) -> Vec<Splat> {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_inline;

@@ -11,7 +11,7 @@ use super::TRACE_LOOKAHEAD;
 
 /// Frames syzkaller skips when it names a report by its stack: the
 /// reporting machinery, locking primitives, list helpers, sanitizers.
-pub(super) const SKIP: [&str; 38] = [
+pub(super) const SKIP: [&str; 42] = [
     "dump_stack",
     "show_stack",
     "show_regs",
@@ -31,6 +31,10 @@ pub(super) const SKIP: [&str; 38] = [
     "might_sleep",
     "might_fault",
     "mutex_lock",
+    "down_read",
+    "down_write",
+    "up_read",
+    "up_write",
     "__mutex",
     "_raw_spin",
     "spin_lock",
@@ -99,40 +103,52 @@ pub(super) fn in_func(prefix: &str, func: Option<String>) -> String {
     }
 }
 
-/// The function after `at: ` on the first line matching `after` (lockdep
-/// names the lock's acquirer so).
-pub(super) fn lockdep_at(lines: &[&str], from: usize, after: &str) -> Option<String> {
-    static AT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"at: (?:\[<[0-9a-f]+>\] )?([A-Za-z_][A-Za-z0-9_.]*)").unwrap()
-    });
-    let end = lines.len().min(from + TRACE_LOOKAHEAD);
-    let start = (from..end).find(|&i| lines[i].contains(after))?;
-    // The acquirer is on the line itself or the next ones; an `[inline]`
-    // site comes first, the function it is inlined into last.
-    let mut found = None;
-    for l in &lines[start..end.min(start + 6)] {
-        if let Some(c) = AT.captures(l) {
-            let inline = l.trim_end().ends_with("[inline]");
-            found = Some(clean(&c[1]));
-            if !inline {
-                break;
-            }
-        } else if found.is_some() {
-            break;
-        }
-    }
-    found
-}
-
 pub(super) fn warning_title(lines: &[&str], i: usize) -> String {
     static WARN: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"^WARNING: (?:CPU: \d+ PID: \d+ )?at \S+ ([A-Za-z_][A-Za-z0-9_.]*)\+").unwrap()
     });
+    let l = lines[i];
+    // refcount_warn_saturate() names every refcount bug alike: syzbot
+    // names them by the first frame past refcount's own (and kobject's).
+    if l.contains(" at lib/refcount.c:") {
+        return in_func(
+            "WARNING: refcount bug",
+            first_frame(lines, i, &|f| {
+                skipped(f) || f.contains("refcount") || f.starts_with("kobject_")
+            }),
+        );
+    }
+    // The list checks with CONFIG_BUG_ON_DATA_CORRUPTION off: a WARN
+    // instead of a BUG, the same check; named as the BUG is.
+    if l.contains(" at lib/list_debug.c:") {
+        return list_title(lines, i);
+    }
     let func = WARN
-        .captures(lines[i])
+        .captures(l)
         .map(|c| clean(&c[1]))
         .or_else(|| pc_frame(lines, i));
     in_func("WARNING", func)
+}
+
+/// SLUB's debug checks (mm/slub.c slab_bug(): `BUG kmalloc-64 (Not
+/// tainted): Object already free`): syzbot's title is the reason without
+/// the cache (`BUG: Object already free`); the reason's numbers and
+/// addresses go too, so that one check is one title.
+pub(super) fn slub_title(lines: &[&str], i: usize) -> String {
+    static DETAIL: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\(?0x[0-9a-fA-F]+\)?|@\S+|-?\b\d+\b").unwrap());
+    let reason = lines[i].split_once("): ").map_or("", |(_, r)| r);
+    let first = reason.split(". ").next().unwrap_or(reason);
+    let cleaned = DETAIL.replace_all(first, "");
+    let words: Vec<&str> = cleaned.split_whitespace().collect();
+    format!("BUG: {}", words.join(" ").trim_end_matches(['.', ':', ',']))
+}
+
+/// A global OOM kill (the machine, not a memory cgroup, ran out): a fixed
+/// title, the kernel's own words, like syzbot's fixed titles for reports
+/// whose stack says nothing about the cause.
+pub(super) fn global_oom_title(_lines: &[&str], _i: usize) -> String {
+    "Out of memory: Killed process".to_string()
 }
 
 pub(super) fn bug_title(lines: &[&str], i: usize) -> String {
@@ -253,36 +269,6 @@ pub(super) fn ubsan_title(lines: &[&str], i: usize) -> String {
     in_func(&format!("UBSAN: {what}"), first_frame(lines, i, &skipped))
 }
 
-pub(super) fn circular_title(lines: &[&str], i: usize) -> String {
-    in_func(
-        "possible deadlock",
-        lockdep_at(lines, i, "is trying to acquire"),
-    )
-}
-
-pub(super) fn inconsistent_title(lines: &[&str], i: usize) -> String {
-    in_func("inconsistent lock state", lockdep_at(lines, i, "takes"))
-}
-
-pub(super) fn rcu_usage_title(lines: &[&str], i: usize) -> String {
-    in_func(
-        "WARNING: suspicious RCU usage",
-        first_frame(lines, i, &|f| {
-            skipped(f)
-                || ["kmem", "slab", "kmalloc", "vmalloc"]
-                    .iter()
-                    .any(|s| f.contains(s))
-        }),
-    )
-}
-
-pub(super) fn wait_context_title(lines: &[&str], i: usize) -> String {
-    in_func(
-        "BUG: Invalid wait context",
-        lockdep_at(lines, i, "is trying to lock"),
-    )
-}
-
 pub(super) fn soft_lockup_title(lines: &[&str], i: usize) -> String {
     in_func("BUG: soft lockup", pc_frame(lines, i))
 }
@@ -395,86 +381,33 @@ pub(super) fn stall_anchor_caller(lines: &[&str], from: usize) -> Option<String>
     Some(kept[at.saturating_sub(1)].clone())
 }
 
-/// Reliable frames of the call trace from line `from` on, in order.
+/// The frames of the call trace from line `from` on, in order: the
+/// reliable ones, or, when the unwinder marked every frame `? ` (a guess:
+/// mmci's guest kernels print such traces), all of them, which is still
+/// better than no function at all.
 pub(super) fn trace_frames(lines: &[&str], from: usize) -> Vec<String> {
     let Some(start) =
         (from..lines.len().min(from + TRACE_LOOKAHEAD * 2)).find(|&i| is_trace_start(lines[i]))
     else {
         return vec![];
     };
-    let mut out = vec![];
+    let (mut reliable, mut all) = (vec![], vec![]);
     for l in &lines[start + 1..] {
         if let Some(c) = FRAME.captures(l) {
+            let f = clean(c.get(2).unwrap().as_str());
             if c.get(1).is_none() {
-                out.push(clean(c.get(2).unwrap().as_str()));
+                reliable.push(f.clone());
             }
+            all.push(f);
         } else if !is_trace_line(l) {
             break;
         }
     }
-    out
-}
-
-/// Where syzbot groups hung tasks: a task stuck in rtnl_lock() or waiting
-/// for an RCU grace period is a victim of whoever holds it up, so all of
-/// them are one report ("INFO: task hung in synchronize_rcu").
-pub(super) const HUNG_ANCHORS: [(&str, &str); 5] = [
-    ("rtnl_lock", "rtnl_lock"),
-    ("synchronize_rcu", "synchronize_rcu"),
-    ("synchronize_srcu", "synchronize_rcu"),
-    ("synchronize_net", "synchronize_rcu"),
-    ("synchronize_sched", "synchronize_rcu"),
-];
-
-/// Parts of the names of the frames a blocked task sleeps in (syzbot names
-/// a hung task by the first frame without one): where it waits, not what
-/// it waits for.
-pub(super) const HUNG_SLEEP: [&str; 13] = [
-    "sched",
-    "_lock",
-    "_slowlock",
-    "down",
-    "rwsem",
-    "completion",
-    "kthread",
-    "wait",
-    "synchronize",
-    "context_switch",
-    "__switch_to",
-    "cancel_delayed_work",
-    "rcu_barrier",
-];
-
-/// Page cache helpers syzbot never names a report by: their caller is what
-/// went wrong (a task hung in truncate_inode_pages_range() under
-/// truncate_inode_pages() is "INFO: task hung in truncate_inode_pages").
-pub(super) const PAGE_CACHE_HELPERS: [&str; 8] = [
-    "__filemap_get_folio",
-    "filemap_alloc_folio",
-    "find_lock_entries",
-    "truncate_inode_pages_range",
-    "pagecache_get_page",
-    "find_or_create_page",
-    "do_read_cache_folio",
-    "grab_cache_page_write_begin",
-];
-
-pub(super) fn hung_task_title(lines: &[&str], i: usize) -> String {
-    let frames = trace_frames(lines, i);
-    let anchored = frames.iter().find_map(|f| {
-        HUNG_ANCHORS
-            .iter()
-            .find(|(a, _)| f.contains(a))
-            .map(|(_, name)| name.to_string())
-    });
-    let func = anchored.or_else(|| {
-        frames.into_iter().find(|f| {
-            !skipped(f)
-                && !HUNG_SLEEP.iter().any(|s| f.contains(s))
-                && !PAGE_CACHE_HELPERS.contains(&f.as_str())
-        })
-    });
-    in_func("INFO: task hung", func)
+    if reliable.is_empty() {
+        all
+    } else {
+        reliable
+    }
 }
 
 pub(super) fn page_dump_title(lines: &[&str], i: usize) -> String {
