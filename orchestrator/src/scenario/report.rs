@@ -1,7 +1,7 @@
 //! Text the scenarios' run-report lines share: the swap disk, on/off,
 //! sizes and durations.
 
-use mmci_record::{GuestJob, SwapBackend};
+use mmci_record::{GuestJob, SwapBackend, ThpMode};
 
 use crate::scenario::def::GuestShape;
 
@@ -23,6 +23,15 @@ pub(crate) fn swap_text(r: &GuestShape, job: &GuestJob) -> String {
         ),
         SwapBackend::Zram => format!("swap {} MiB on zram", r.swap_mb),
         _ => format!("swap {} MiB, no delay", r.swap_mb),
+    }
+}
+
+/// `THP never`; `THP as the kernel's default` for a job recorded before
+/// guest-init set it (the 6.12 Kconfig default is always).
+pub(crate) fn thp_text(mode: ThpMode) -> String {
+    match mode {
+        ThpMode::Kernel => "THP as the kernel's default".to_string(),
+        m => format!("THP {m}"),
     }
 }
 
@@ -49,11 +58,12 @@ pub fn cgroup_guest(r: &GuestShape, job: &GuestJob) -> String {
         format!("memcg {} MiB", job.memcg_max_mb)
     };
     out.push_str(&format!(
-        "guest:   {}, {} vCPUs, {} MiB, {memcg}, {swap}, MGLRU {}\n",
+        "guest:   {}, {} vCPUs, {} MiB, {memcg}, {swap}, MGLRU {}, {}\n",
         r.arch,
         r.vcpus,
         r.memory_mb,
-        on_off(job.mglru)
+        on_off(job.mglru),
+        thp_text(job.thp)
     ));
     out.push_str(&format!(
         "job:     {}: {} threads, {} MiB working set, {} s\n",
