@@ -1,17 +1,21 @@
 //! Transparent huge pages through sysfs: the job's mode written to
 //! /sys/kernel/mm/transparent_hugepage/enabled and read back.
 //!
-//! `defrag` is left at the kernel's default (`madvise`) and only reported:
-//! it decides how hard a THP fault tries (direct reclaim and compaction) and
-//! matters only where THP is on. With `always`, the default lets faults
-//! outside madvised ranges take a huge page only when one is free, as on
-//! distribution kernels; with `madvise`, the workload's madvised working
-//! set stalls in direct compaction like any application that asked for
-//! huge pages. Changing it too would make the axis two variables in one.
+//! `defrag` (how hard a THP fault tries: direct reclaim and compaction) is
+//! set too, always to `madvise`: the kernel's default, but only in a guest
+//! of 512 MiB or more; below that hugepage_init() clears every THP flag,
+//! defrag's included (so it reads `never`). Writing it makes `thp=always`
+//! mean one thing whatever the guest's size: a fault outside a madvised
+//! range takes a huge page only when one is free, as on distribution
+//! kernels, and a madvised one (`thp=madvise`) may stall in direct
+//! compaction like any application that asked for huge pages.
 
 use mmci_record::ThpMode;
 
 pub const DIR: &str = "/sys/kernel/mm/transparent_hugepage";
+
+/// What `defrag` is set to (see the top comment).
+const DEFRAG: &str = "madvise";
 
 /// The bracketed choice of a sysfs multiple-choice file
 /// (`always madvise [never]` -> `never`).
@@ -38,6 +42,8 @@ pub fn set(mode: ThpMode) -> Result<String, String> {
     }
     if mode != ThpMode::Kernel {
         std::fs::write(&enabled, mode.name()).map_err(|e| format!("{enabled}: {e}"))?;
+        let defrag = format!("{DIR}/defrag");
+        std::fs::write(&defrag, DEFRAG).map_err(|e| format!("{defrag}: {e}"))?;
     }
     let read = |file: &str| {
         let path = format!("{DIR}/{file}");
@@ -46,11 +52,13 @@ pub fn set(mode: ThpMode) -> Result<String, String> {
             .map(str::to_string)
             .ok_or_else(|| format!("{path} reads `{}`", text.trim()))
     };
-    let now = read("enabled")?;
-    if mode != ThpMode::Kernel && now != mode.name() {
-        return Err(format!("{enabled} reads {now} after writing {mode}"));
+    let (now, defrag) = (read("enabled")?, read("defrag")?);
+    if mode != ThpMode::Kernel && (now != mode.name() || defrag != DEFRAG) {
+        return Err(format!(
+            "{DIR} reads enabled={now} defrag={defrag} after writing {mode} and {DEFRAG}"
+        ));
     }
-    Ok(format!("enabled={now} defrag={}", read("defrag")?))
+    Ok(format!("enabled={now} defrag={defrag}"))
 }
 
 #[cfg(test)]

@@ -172,7 +172,7 @@ async fn completed_run_reports_scenario_a_metrics() {
     assert!(
         steps
             .iter()
-            .any(|s| s.starts_with("thp: enabled=never defrag=")),
+            .any(|s| s == "thp: enabled=never defrag=madvise"),
         "{steps:?}"
     );
     assert!(recs.iter().any(|r| matches!(r, Record::Sample { .. })));

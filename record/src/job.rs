@@ -92,8 +92,10 @@ impl<'de> Deserialize<'de> for SwapBackend {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ThpMode {
-    /// Not set: the kernel's own default (`always` with the 6.12 Kconfig
-    /// default). What every job recorded before the parameter existed ran.
+    /// Not set: the kernel's own default (with the 6.12 Kconfig default:
+    /// `always` in a guest of 512 MiB or more, `never` below, where
+    /// hugepage_init() clears every THP flag). What every job recorded
+    /// before the parameter existed ran.
     Kernel,
     Never,
     /// THP only where madvise(MADV_HUGEPAGE) asks; scenario A's workload
