@@ -26,14 +26,18 @@ pub(crate) fn swap_text(r: &GuestShape, job: &GuestJob) -> String {
     }
 }
 
-/// `THP never`; `THP as the kernel's default` for a job recorded before
-/// guest-init set it (the 6.12 Kconfig default is always).
+/// `, THP never` as the guest set it; nothing for a job that left the
+/// kernel's mode (recorded before guest-init set it): the reproduce
+/// section says what the kernel boots with.
 pub(crate) fn thp_text(mode: ThpMode) -> String {
     match mode {
-        ThpMode::Kernel => "THP as the kernel's default".to_string(),
-        m => format!("THP {m}"),
+        ThpMode::Kernel => String::new(),
+        m => format!(", {THP_SET} {m}"),
     }
 }
+
+/// How a guest line names the THP mode the guest set.
+pub const THP_SET: &str = "THP";
 
 pub(crate) fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
@@ -58,7 +62,7 @@ pub fn cgroup_guest(r: &GuestShape, job: &GuestJob) -> String {
         format!("memcg {} MiB", job.memcg_max_mb)
     };
     out.push_str(&format!(
-        "guest:   {}, {} vCPUs, {} MiB, {memcg}, {swap}, MGLRU {}, {}\n",
+        "guest:   {}, {} vCPUs, {} MiB, {memcg}, {swap}, MGLRU {}{}\n",
         r.arch,
         r.vcpus,
         r.memory_mb,

@@ -57,9 +57,9 @@ pub fn mglru_rows(m: &MglruMetrics) -> Vec<(String, String)> {
         ));
     }
     rows.push((
-        "throttle sleep (all reasons)".to_string(),
+        "throttle sleep, all reasons (mean asleep)".to_string(),
         format!(
-            "{:.2} s ({} threads asleep on average)",
+            "{:.2} s ({})",
             m.throttle_sleep_s(),
             m.throttle_sleepers()
                 .map_or("-".to_string(), |n| format!("{n:.2}"))
