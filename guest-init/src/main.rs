@@ -5,8 +5,10 @@
 //!
 //! The same binary is the workload: `guest-init workload ...` (see workload.rs).
 
+mod balance;
 mod blockdev;
 mod cgroup;
+mod counters;
 mod direct_io;
 mod dm;
 mod hung_task;
@@ -20,6 +22,7 @@ mod scenario;
 mod step;
 mod swap;
 mod sys;
+mod thp;
 mod trace;
 mod verity;
 mod workload;

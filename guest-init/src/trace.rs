@@ -96,7 +96,19 @@ pub fn parse_overrun(stats: &str) -> u64 {
 #[derive(Debug, PartialEq, Eq)]
 pub struct ThrottleEvent {
     pub reason: String,
+    /// How long reclaim_throttle() would have slept (its timeout).
+    pub usec_timeout: u64,
+    /// How long it slept: `timeout - what schedule_timeout() returned`.
     pub usec_delayed: u64,
+}
+
+impl ThrottleEvent {
+    /// Woken before the timeout (by the wake-up of the throttle's wait
+    /// queue), not timed out. Both fields come from jiffies, so a sleep
+    /// that ran its course reads exactly usec_timeout.
+    pub fn woke_early(&self) -> bool {
+        self.usec_delayed < self.usec_timeout
+    }
 }
 
 /// Parses a trace line of mm_vmscan_throttled. The kernel's format string
@@ -105,27 +117,31 @@ pub struct ThrottleEvent {
 pub fn parse_throttle_line(line: &str) -> Option<ThrottleEvent> {
     let (_, fields) = line.split_once("mm_vmscan_throttled: ")?;
     let mut reason = None;
-    let mut usec_delayed = 0;
+    let (mut usec_timeout, mut usec_delayed) = (0, 0);
     for word in fields.split_whitespace() {
         let (k, v) = word.split_once('=')?;
         match k {
             "usect_delayed" | "usec_delayed" => usec_delayed = v.parse().ok()?,
+            "usec_timeout" => usec_timeout = v.parse().ok()?,
             "reason" => reason = Some(v.to_string()),
             _ => {}
         }
     }
     Some(ThrottleEvent {
         reason: reason?,
+        usec_timeout,
         usec_delayed,
     })
 }
 
 /// Adds one event to per-reason totals.
 pub fn account(totals: &mut BTreeMap<String, ThrottleStat>, event: ThrottleEvent) {
+    let early = event.woke_early();
     let stat = totals.entry(event.reason).or_default();
     stat.count += 1;
     stat.usec_delayed_sum += event.usec_delayed;
     stat.usec_delayed_max = stat.usec_delayed_max.max(event.usec_delayed);
+    *stat.early_wakes.get_or_insert(0) += u64::from(early);
 }
 
 /// Makes the calling thread SCHED_FIFO (priority 1): a reader that the
@@ -254,6 +270,7 @@ mod tests {
             parse_throttle_line(line),
             Some(ThrottleEvent {
                 reason: "VMSCAN_THROTTLE_ISOLATED".into(),
+                usec_timeout: 100000,
                 usec_delayed: 4000
             })
         );
@@ -266,11 +283,14 @@ mod tests {
     #[test]
     fn totals_by_reason() {
         let mut totals = BTreeMap::new();
-        for (r, d) in [("A", 10), ("A", 30), ("B", 5)] {
+        // (reason, usec_timeout, usec_delayed): A's second sleep ran its
+        // course, its first was woken early.
+        for (r, t, d) in [("A", 20000, 10), ("A", 30, 30), ("B", 4000, 5)] {
             account(
                 &mut totals,
                 ThrottleEvent {
                     reason: r.into(),
+                    usec_timeout: t,
                     usec_delayed: d,
                 },
             );
@@ -280,10 +300,27 @@ mod tests {
             ThrottleStat {
                 count: 2,
                 usec_delayed_sum: 40,
-                usec_delayed_max: 30
+                usec_delayed_max: 30,
+                early_wakes: Some(1),
             }
         );
-        assert_eq!(totals["B"].count, 1);
+        assert_eq!((totals["B"].count, totals["B"].early_wakes), (1, Some(1)));
+    }
+
+    #[test]
+    fn early_wake_is_a_sleep_shorter_than_its_timeout() {
+        // (line fields, woke early)
+        let cases = [
+            ("usec_timeout=20000 usect_delayed=20000", false),
+            ("usec_timeout=20000 usect_delayed=4000", true),
+            ("usec_timeout=4000 usect_delayed=0", true),
+            ("usec_timeout=1000 usec_delayed=1000", false),
+        ];
+        for (fields, want) in cases {
+            let line = format!("t-1 [000] .... 1.0: mm_vmscan_throttled: nid=0 {fields} reason=X");
+            let ev = parse_throttle_line(&line).unwrap();
+            assert_eq!(ev.woke_early(), want, "{fields}");
+        }
     }
 
     #[test]

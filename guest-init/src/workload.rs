@@ -2,9 +2,12 @@
 //! the memory cgroup so that an OOM kill takes it and not PID 1.
 //!
 //! N threads write to random pages of one shared anonymous mapping of W MiB
-//! for T seconds. Each write is a "touch"; the total is printed on stdout as
-//! `touches <n>` every 200 ms and at the end, so PID 1 keeps the last figure
-//! even when the process is killed.
+//! for T seconds. Each write is a "touch", counted after every write in
+//! the thread's slot of the counters PID 1 passed down (`counters=FD`, see
+//! counters.rs), so that PID 1 reads the exact total even when the process
+//! is killed. The total is also printed on stdout as `touches <n>` every
+//! 200 ms and at the end: the progress PID 1's sampler and scenario B's hog
+//! read.
 //!
 //! Scenario B uses it as its anonymous hog, with `fill`: one write to every
 //! page first (so that the whole size is resident or swapped, not left to
@@ -14,14 +17,15 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::cgroup;
+use crate::counters::Counters;
 
 /// Command-line of the child, built by PID 1 and parsed back here.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WorkloadArgs {
     pub cgroup: String,
     pub threads: u32,
@@ -31,6 +35,11 @@ pub struct WorkloadArgs {
     pub fill_first: bool,
     /// Random writes a second over all threads; 0: as fast as they go.
     pub touch_rate: u64,
+    /// An inherited memfd of `threads` counters ([`Counters`]); without
+    /// one the workload makes its own (nobody reads it after a kill).
+    pub counters_fd: Option<i32>,
+    /// madvise(MADV_HUGEPAGE) over the working set (THP mode `madvise`).
+    pub hugepage: bool,
 }
 
 /// The line printed once the fill pass is over.
@@ -51,25 +60,41 @@ impl WorkloadArgs {
         if self.touch_rate > 0 {
             args.push(format!("rate={}", self.touch_rate));
         }
+        if let Some(fd) = self.counters_fd {
+            args.push(format!("counters={fd}"));
+        }
+        if self.hugepage {
+            args.push("hugepage".into());
+        }
         args
     }
 
     pub fn parse(args: &[String]) -> Result<Self, String> {
         let num = |s: &str, what: &str| s.parse::<u64>().map_err(|_| format!("bad {what}: {s}"));
-        let (mut fill_first, mut touch_rate) = (false, 0);
+        let (mut fill_first, mut touch_rate, mut hugepage) = (false, 0, false);
+        let mut counters_fd = None;
         let mut positional = Vec::new();
         for arg in args {
             if arg == "fill" {
                 fill_first = true;
+            } else if arg == "hugepage" {
+                hugepage = true;
             } else if let Some(rate) = arg.strip_prefix("rate=") {
                 touch_rate = num(rate, "rate")?;
+            } else if let Some(fd) = arg.strip_prefix("counters=") {
+                counters_fd = Some(
+                    fd.parse::<i32>()
+                        .ok()
+                        .filter(|fd| *fd >= 0)
+                        .ok_or_else(|| format!("bad counters fd: {fd}"))?,
+                );
             } else {
                 positional.push(arg);
             }
         }
         let [cgroup, threads, ws, dur] = positional[..] else {
             return Err(format!(
-                "workload wants 4 arguments (and `fill`, `rate=N`), got {}",
+                "workload wants 4 arguments (and `fill`, `rate=N`, `counters=FD`, `hugepage`), got {}",
                 positional.len()
             ));
         };
@@ -80,6 +105,8 @@ impl WorkloadArgs {
             duration_s: num(dur, "duration")?,
             fill_first,
             touch_rate,
+            counters_fd,
+            hugepage,
         })
     }
 }
@@ -106,12 +133,6 @@ impl Rng {
         self.next_u64() % n
     }
 }
-
-/// One counter per thread, each on its own cache line so counting does not
-/// turn into cache-line ping-pong.
-#[repr(align(64))]
-#[derive(Default)]
-struct PaddedCounter(AtomicU64);
 
 struct Mapping {
     ptr: *mut u8,
@@ -146,6 +167,16 @@ impl Mapping {
         })
     }
 
+    /// Asks for transparent huge pages over the whole mapping.
+    fn advise_hugepage(&self) -> std::io::Result<()> {
+        // SAFETY: the range is this mapping.
+        let r = unsafe { libc::madvise(self.ptr as *mut _, self.len, libc::MADV_HUGEPAGE) };
+        if r != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     fn touch(&self, offset: usize, value: u8) {
         assert!(offset < self.len);
         // SAFETY: offset is within the mapping, which lives as long as self.
@@ -176,6 +207,24 @@ pub fn main(args: &[String]) -> i32 {
             return 4;
         }
     };
+    if args.hugepage {
+        if let Err(e) = mapping.advise_hugepage() {
+            eprintln!("workload: madvise(MADV_HUGEPAGE): {e}");
+            return 4;
+        }
+    }
+    let threads = args.threads.max(1) as usize;
+    let counters = match args.counters_fd {
+        Some(fd) => Counters::open(fd, threads),
+        None => Counters::create(threads),
+    };
+    let counters = match counters {
+        Ok(c) => Arc::new(c),
+        Err(e) => {
+            eprintln!("workload: counters: {e}");
+            return 4;
+        }
+    };
     if args.fill_first {
         for p in 0..pages as usize {
             mapping.touch(p * page, 1);
@@ -183,11 +232,6 @@ pub fn main(args: &[String]) -> i32 {
         let _ = writeln!(std::io::stdout().lock(), "{FILLED}");
     }
     let stop = Arc::new(AtomicBool::new(false));
-    let counters: Arc<Vec<PaddedCounter>> = Arc::new(
-        (0..args.threads)
-            .map(|_| PaddedCounter::default())
-            .collect(),
-    );
 
     let per_thread_rate = args.touch_rate.div_ceil(u64::from(args.threads.max(1)));
     let mut handles = Vec::new();
@@ -204,13 +248,13 @@ pub fn main(args: &[String]) -> i32 {
                         let p = rng.below(pages) as usize;
                         mapping.touch(p * page + (local as usize & 63) * 8, local as u8);
                         local += 1;
+                        // After every write: a kill loses none but this one.
+                        counters.store(t, local);
                     }
-                    counters[t].0.store(local, Ordering::Relaxed);
                     if let Some(wait) = pace(local, per_thread_rate, began.elapsed()) {
                         std::thread::sleep(wait);
                     }
                 }
-                counters[t].0.store(local, Ordering::Relaxed);
             });
         match spawned {
             Ok(h) => handles.push(h),
@@ -222,7 +266,7 @@ pub fn main(args: &[String]) -> i32 {
         }
     }
 
-    let total = || -> u64 { counters.iter().map(|c| c.0.load(Ordering::Relaxed)).sum() };
+    let total = || counters.total();
     let start = Instant::now();
     let deadline = start + Duration::from_secs(args.duration_s);
     let stdout = std::io::stdout();
@@ -266,8 +310,17 @@ mod tests {
             duration_s: 60,
             fill_first: false,
             touch_rate: 0,
+            counters_fd: None,
+            hugepage: false,
         };
         assert_eq!(WorkloadArgs::parse(&a.to_args()[1..]).unwrap(), a);
+        let shared = WorkloadArgs {
+            counters_fd: Some(3),
+            hugepage: true,
+            ..a.clone()
+        };
+        assert_eq!(shared.to_args()[5..], ["counters=3", "hugepage"]);
+        assert_eq!(WorkloadArgs::parse(&shared.to_args()[1..]).unwrap(), shared);
         let hog = WorkloadArgs {
             fill_first: true,
             touch_rate: 20000,
@@ -280,6 +333,15 @@ mod tests {
             .map(String::from)
             .into();
         assert_eq!(WorkloadArgs::parse(&bad).unwrap_err(), "bad rate: fast");
+        // (argument, error)
+        let cases = [
+            ("counters=-1", "bad counters fd: -1"),
+            ("counters=x", "bad counters fd: x"),
+        ];
+        for (arg, want) in cases {
+            let bad: Vec<String> = ["/cg", "4", "8", "10", arg].map(String::from).into();
+            assert_eq!(WorkloadArgs::parse(&bad).unwrap_err(), want, "{arg}");
+        }
     }
 
     #[test]

@@ -86,6 +86,57 @@ impl<'de> Deserialize<'de> for SwapBackend {
     }
 }
 
+/// Transparent huge pages for the workload (job parameter and matrix axis
+/// `thp`): what guest-init writes to
+/// /sys/kernel/mm/transparent_hugepage/enabled before the workload starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThpMode {
+    /// Not set: the kernel's own default (with the 6.12 Kconfig default:
+    /// `always` in a guest of 512 MiB or more, `never` below, where
+    /// hugepage_init() clears every THP flag). What every job recorded
+    /// before the parameter existed ran.
+    Kernel,
+    Never,
+    /// THP only where madvise(MADV_HUGEPAGE) asks; scenario A's workload
+    /// then asks for its working set.
+    Madvise,
+    Always,
+}
+
+impl ThpMode {
+    pub const ALL: [ThpMode; 4] = [
+        ThpMode::Kernel,
+        ThpMode::Never,
+        ThpMode::Madvise,
+        ThpMode::Always,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ThpMode::Kernel => "kernel",
+            ThpMode::Never => "never",
+            ThpMode::Madvise => "madvise",
+            ThpMode::Always => "always",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<ThpMode> {
+        ThpMode::ALL.into_iter().find(|m| m.name() == value)
+    }
+
+    /// How a job without the field reads: it ran before guest-init set THP.
+    fn not_set() -> ThpMode {
+        ThpMode::Kernel
+    }
+}
+
+impl fmt::Display for ThpMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// The job description the guest reads from [`JOB_PATH`], optionally
 /// overridden by `mmci.<key>=<value>` on the kernel command line. Fields
 /// missing from the JSON take their defaults (run.json files written before
@@ -118,6 +169,13 @@ pub struct GuestJob {
     pub report_interval_ms: u64,
     /// Per-CPU trace buffer in KiB (`buffer_size_kb`). Default: 4096.
     pub trace_buffer_kb: u64,
+    /// Scenario A and script: transparent huge pages, set before the
+    /// workload starts (scenario B leaves the kernel's setting). Default:
+    /// never: one 2 MiB folio is 512 pages, past the isolation limit of a
+    /// 16 MiB memcg's lruvec by itself, and the seed thread ran with THP
+    /// off. A job recorded before the field existed reads as `kernel`.
+    #[serde(default = "ThpMode::not_set")]
+    pub thp: ThpMode,
     /// Scenario B: the anonymous hog in MiB; 0 sizes it to MemTotal minus
     /// 16 MiB: more than fits beside the kernel, so the hog keeps swapping
     /// and free memory keeps falling to the min watermark. Default: 0.
@@ -234,6 +292,7 @@ impl Default for GuestJob {
             sample_interval_ms: 10,
             report_interval_ms: 1000,
             trace_buffer_kb: 4096,
+            thp: ThpMode::Never,
             hog_mb: 0,
             hog_threads: 4,
             hog_touch_rate: HOG_TOUCH_RATE_DEFAULT,
@@ -299,7 +358,7 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, ParamError> {
 
 impl GuestJob {
     /// Every key accepted by [`GuestJob::set`], in the order of the struct.
-    pub const PARAM_KEYS: [&'static str; 19] = [
+    pub const PARAM_KEYS: [&'static str; 20] = [
         "scenario",
         "threads",
         "working_set_mb",
@@ -311,6 +370,7 @@ impl GuestJob {
         "sample_interval_ms",
         "report_interval_ms",
         "trace_buffer_kb",
+        "thp",
         "hog_mb",
         "hog_threads",
         "hog_touch_rate",
@@ -325,7 +385,7 @@ impl GuestJob {
     /// (a script sees them as `MMCI_<KEY>` environment variables).
     pub fn params(&self) -> Vec<(&'static str, String)> {
         let b = |v: bool| if v { "y" } else { "n" }.to_string();
-        let v: [String; 19] = [
+        let v: [String; 20] = [
             self.scenario.name().to_string(),
             self.threads.to_string(),
             self.working_set_mb.to_string(),
@@ -337,6 +397,7 @@ impl GuestJob {
             self.sample_interval_ms.to_string(),
             self.report_interval_ms.to_string(),
             self.trace_buffer_kb.to_string(),
+            self.thp.name().to_string(),
             self.hog_mb.to_string(),
             self.hog_threads.to_string(),
             self.hog_touch_rate.to_string(),
@@ -379,6 +440,13 @@ impl GuestJob {
             "sample_interval_ms" => self.sample_interval_ms = parse_num(key, value)?,
             "report_interval_ms" => self.report_interval_ms = parse_num(key, value)?,
             "trace_buffer_kb" => self.trace_buffer_kb = parse_num(key, value)?,
+            "thp" => {
+                self.thp = ThpMode::parse(value).ok_or_else(|| ParamError::BadValue {
+                    key: key.to_string(),
+                    value: value.to_string(),
+                    expected: "a THP mode (never, madvise, always, kernel)",
+                })?
+            }
             "hog_mb" => self.hog_mb = parse_num(key, value)?,
             "hog_threads" => self.hog_threads = parse_positive(key, value)?,
             "hog_touch_rate" => self.hog_touch_rate = parse_num(key, value)?,
@@ -463,6 +531,7 @@ mod tests {
         let sample = |k: &str| match k {
             "scenario" => "probe",
             "swap" | "mglru" => "y",
+            "thp" => "madvise",
             _ => "7",
         };
         for key in GuestJob::PARAM_KEYS {
@@ -503,6 +572,36 @@ mod tests {
         let mut job = GuestJob::default();
         job.apply_cmdline("mmci.hog_touch_rate=0").unwrap();
         assert_eq!(job.hog_touch_rate, 0);
+    }
+
+    #[test]
+    fn thp_modes_and_jobs_from_before_the_parameter() {
+        // (text, parsed)
+        let cases = [
+            ("never", Some(ThpMode::Never)),
+            ("madvise", Some(ThpMode::Madvise)),
+            ("always", Some(ThpMode::Always)),
+            ("kernel", Some(ThpMode::Kernel)),
+            ("y", None),
+        ];
+        for (text, want) in cases {
+            assert_eq!(ThpMode::parse(text), want, "{text}");
+            let mut job = GuestJob::default();
+            assert_eq!(job.set("thp", text).is_ok(), want.is_some(), "{text}");
+            if let Some(mode) = want {
+                assert_eq!(job.thp, mode);
+                let json = serde_json::to_value(&job).unwrap();
+                assert_eq!(json["thp"], text);
+            }
+        }
+        assert_eq!(GuestJob::default().thp, ThpMode::Never);
+        // A job recorded before guest-init set THP ran with the kernel's.
+        let mut json = serde_json::to_value(GuestJob::default()).unwrap();
+        json.as_object_mut().unwrap().remove("thp");
+        let job: GuestJob = serde_json::from_value(json).unwrap();
+        assert_eq!(job.thp, ThpMode::Kernel);
+        let err = GuestJob::default().set("thp", "y").unwrap_err().to_string();
+        assert!(err.contains("never, madvise, always"), "{err}");
     }
 
     #[test]

@@ -37,6 +37,32 @@ pub struct ThrottleStat {
     pub count: u64,
     pub usec_delayed_sum: u64,
     pub usec_delayed_max: u64,
+    /// Sleeps that ended before their usec_timeout (woken, not timed out);
+    /// None in records from before it was counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_wakes: Option<u64>,
+}
+
+/// What PID 1 found once the workload had exited: the vmstat counters
+/// folded by /proc/sys/vm/stat_refresh, and the workload's cgroup removed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Balance {
+    /// /proc/vmstat after stat_refresh, at the last reading (re-read until
+    /// both are 0, for up to [`Balance::waited_ms`]).
+    pub nr_isolated_anon: u64,
+    pub nr_isolated_file: u64,
+    /// How long it re-read before both were 0 (or it gave up).
+    pub waited_ms: u64,
+    /// The kernel's `vmstat_refresh: <counter> <negative value>` warnings
+    /// (from /dev/kmsg), as `<counter> <value>`.
+    pub negative: Vec<String>,
+    /// Why stat_refresh or /dev/kmsg could not be used, if so: the counters
+    /// are then the unfolded ones and negative ones may go unseen.
+    pub refresh_error: Option<String>,
+    /// rmdir of the workload's cgroup succeeded.
+    pub cgroup_removed: bool,
+    pub cgroup_error: Option<String>,
 }
 
 /// Which of a script's output streams a line came from.
@@ -214,6 +240,8 @@ pub enum Record {
         elapsed_ms: u64,
         exit: WorkloadExit,
     },
+    /// Scenario A: the counters once the workload had exited.
+    Balance(Balance),
     /// Scenario B: its preconditions as measured, at the readers' start and
     /// end; the host judges them (a run where they failed is "not reproduced").
     Preconditions {

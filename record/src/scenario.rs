@@ -17,7 +17,8 @@ pub enum Scenario {
     /// Scenario B of docs/workloads.md: GFP_NOIO direct reclaim from
     /// dm-verity's dm-bufio allocations while an anonymous hog fills memory.
     /// Always runs the classic LRU (MGLRU off) and an unlimited hog cgroup;
-    /// `mglru`, `memcg_max_mb`, `threads` and `working_set_mb` are scenario A's.
+    /// `mglru`, `memcg_max_mb`, `threads`, `working_set_mb` and `thp` are
+    /// scenario A's.
     NoioVerity,
     /// A script or command from a guest image (`images/`), run in the image's
     /// root inside scenario A's memory cgroup (MGLRU, dm-delay swap, the

@@ -1,6 +1,9 @@
 //! Scenario A (docs/workloads.md): MGLRU isolation throttling. Many
 //! reclaimers touching an anonymous working set larger than a small memory
-//! cgroup, over dm-delay swap; tracepoints count the throttling.
+//! cgroup, over dm-delay swap; tracepoints count the throttling. The
+//! workload counts its touches in memory PID 1 owns (counters.rs), read
+//! once it has exited, killed or not; then the isolation counters must be
+//! back at 0 (balance.rs).
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -8,14 +11,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mmci_record::{GuestJob, Phase, Record, WorkloadExit};
+use mmci_record::{GuestJob, Phase, Record, ThpMode, WorkloadExit};
 
 use super::{
     finish_memcg_and_trace, memcg_oom_kills, setup_memcg_and_trace, setup_mglru_and_swap, snapshot,
 };
+use crate::counters::Counters;
 use crate::port::RecordPort;
 use crate::step::{Stage, StepError};
-use crate::{sampler, workload};
+use crate::{balance, sampler, workload};
 
 const CGROUP_NAME: &str = "mmci-workload";
 
@@ -33,6 +37,8 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     let oom_kills_before = memcg_oom_kills(&before);
     port.send(before);
 
+    // Before the workload exists, so that its pages are PID 1's.
+    let counters = Counters::create(job.threads.max(1) as usize).stage("counters")?;
     let args = workload::WorkloadArgs {
         cgroup: cg.to_string_lossy().into_owned(),
         threads: job.threads,
@@ -40,6 +46,8 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         duration_s: job.duration_s,
         fill_first: false,
         touch_rate: 0,
+        counters_fd: Some(counters.fd()),
+        hugepage: job.thp == ThpMode::Madvise,
     };
     let start = Instant::now();
     let mut child = Command::new("/proc/self/exe")
@@ -79,9 +87,10 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         oom_killed: signal == Some(libc::SIGKILL) && oom_kills_after > oom_kills_before,
     };
     port.send(Record::Workload {
-        touches: touches.load(Ordering::Relaxed),
+        touches: counters.total(),
         elapsed_ms,
         exit,
     });
+    port.send(Record::Balance(balance::check(&cg)));
     Ok(())
 }

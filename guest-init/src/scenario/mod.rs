@@ -20,7 +20,7 @@ use mmci_record::{GuestJob, Phase, Record, SwapBackend, SWAP_DISK_SERIAL};
 use crate::blockdev::find_disk;
 use crate::port::RecordPort;
 use crate::step::{setup_step, Stage, StepError};
-use crate::{cgroup, dm, procfs, swap, sys, trace, zram};
+use crate::{cgroup, dm, procfs, swap, sys, thp, trace, zram};
 
 pub(crate) const LRU_GEN: &str = "/sys/kernel/mm/lru_gen/enabled";
 
@@ -60,9 +60,18 @@ pub(crate) fn set_lru_gen(enabled: bool) -> Result<((), String), StepError> {
 }
 
 /// The first steps of scenario A and of a script: MGLRU on or off as the
-/// job says, then the job's swap unless it is off.
+/// job says, transparent huge pages as it says, then the job's swap unless
+/// it is off.
 pub(crate) fn setup_mglru_and_swap(job: &GuestJob, port: &RecordPort) -> Result<(), StepError> {
     setup_step(port, "mglru", || set_lru_gen(job.mglru))?;
+    setup_step(port, "thp", || {
+        thp::set(job.thp)
+            .map(|d| ((), d))
+            .map_err(|message| StepError {
+                stage: "thp",
+                message,
+            })
+    })?;
     if job.swap.enabled() {
         setup_step(port, "swap", || setup_swap(job.swap, job.swap_delay_ms))?;
     }

@@ -32,7 +32,8 @@ mod tests {
         assert_eq!(v("throttle_isolated"), Some(0.0));
         assert_eq!(v("touches"), Some(40064.0));
         assert_eq!(v("touches_per_s"), Some(40064.0 * 1000.0 / 23718.0));
-        assert_eq!(v("scan_efficiency"), Some(0.3507538055315576));
+        // Read from run.json's `scan_efficiency`, as written before the rename.
+        assert_eq!(v("reclaimed_per_isolated"), Some(0.3507538055315576));
         assert_eq!(v("refaults_anon"), Some(20854.0));
         assert_eq!(v("psi_full_us"), Some(13058801.0));
         let mut none = r.clone();

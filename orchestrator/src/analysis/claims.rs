@@ -68,9 +68,12 @@ pub const SYNONYMS: &[(&[&str], &str)] = &[
     ),
     (&["total touches", "touches", "pages touched"], "touches"),
     (&["touches per second", "touches s"], "touches_per_s"),
+    // Not "scan efficiency": the seed thread's figure is reclaimed per
+    // folio scanned, and under MGLRU memcg pgscan counts isolated folios,
+    // so a cover letter's scan efficiency is not measured here.
     (
-        &["scan efficiency", "reclaim efficiency", "pgsteal pgscan"],
-        "scan_efficiency",
+        &["reclaimed per isolated", "pgsteal pgscan"],
+        "reclaimed_per_isolated",
     ),
     (&["pswpin", "swap ins", "swapins"], "pswpin"),
     (&["pswpout", "swap outs", "swapouts"], "pswpout"),
@@ -466,7 +469,8 @@ mod tests {
             ("runs with a memcg OOM kill", Some("oom_kills")),
             ("pswpout per 1,000 touches", Some("pswpout_per_ktouch")),
             ("touches", Some("touches")),
-            ("scan efficiency", Some("scan_efficiency")),
+            ("scan efficiency", None),
+            ("pgsteal / pgscan", Some("reclaimed_per_isolated")),
             ("pgscan_direct  / s", None),
             ("workingset_refault_anon / s", Some("refaults_anon")),
             ("Hmean     1", None),

@@ -116,7 +116,7 @@ pub fn synthetic_for(
             psi_full_us: noise.around(13e6, 0.2),
             ..Default::default()
         };
-        m.scan_efficiency = Some(m.pgsteal as f64 / m.pgscan as f64);
+        m.reclaimed_per_isolated = Some(m.pgsteal as f64 / m.pgscan as f64);
         if patched {
             let count = noise.around(35_000.0, 0.2);
             m.throttle.insert(
@@ -125,6 +125,7 @@ pub fn synthetic_for(
                     count,
                     usec_delayed_sum: count * 100,
                     usec_delayed_max: 100_000,
+                    early_wakes: Some(count / 2),
                 },
             );
         }

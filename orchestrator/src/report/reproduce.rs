@@ -391,7 +391,12 @@ pub fn guest_shape(cell: &Cell, kernels: &[VariantKernel]) -> String {
         })
         .filter(|l| !l.is_empty())
         .collect();
-    parts.push(format!("THP {}", thp_of(cell, kernels)));
+    // A scenario whose guest sets THP says so in its guest line (`, THP
+    // never`); otherwise the mode is the one the kernel boots with.
+    let set_by_guest = format!(", {} ", crate::scenario::report::THP_SET);
+    if !parts.iter().any(|p| p.contains(&set_by_guest)) {
+        parts.push(format!("THP {}", thp_of(cell, kernels)));
+    }
     untrusted::line(&parts.join("; "))
 }
 

@@ -15,6 +15,10 @@ pub enum Outcome {
     NotReproduced,
     /// guest-init ran but a set-up step failed (it says which).
     GuestError,
+    /// The run finished, but the kernel failed a check of its own state
+    /// after the workload (isolation counters not back at 0): a bug of the
+    /// kernel, like a crash, whatever its metrics say.
+    CheckFailed,
     /// The kernel never reached our PID 1.
     BootFailure,
     /// Panic, oops, BUG after PID 1 started (or the guest died without a word).
@@ -31,6 +35,7 @@ impl Outcome {
             Outcome::Completed => "completed",
             Outcome::NotReproduced => "not reproduced",
             Outcome::GuestError => "guest error",
+            Outcome::CheckFailed => "failed check",
             Outcome::BootFailure => "boot failure",
             Outcome::KernelCrash => "kernel crash",
             Outcome::Hang => "hang",

@@ -194,6 +194,9 @@ pub fn classify(run: &VmRun) -> Classification {
     match done {
         Some(true) => {
             let records: Vec<Record> = run.records.iter().map(|r| r.record.clone()).collect();
+            if let Some(why) = crate::scenario::registry::kernel_check(&records) {
+                return result(Outcome::CheckFailed, why, None);
+            }
             match crate::scenario::registry::not_reproduced(&records) {
                 Some(why) => result(Outcome::NotReproduced, why, None),
                 None => result(Outcome::Completed, "completed".into(), None),
@@ -282,6 +285,29 @@ mod tests {
         assert_eq!(
             c.reason,
             "the guest's console passed 256 MiB (MAX_CONSOLE_BYTES) and the guest was stopped"
+        );
+    }
+
+    #[test]
+    fn isolation_counters_left_after_the_workload_fail_the_run() {
+        let balance = |anon| {
+            Record::Balance(mmci_record::Balance {
+                nr_isolated_anon: anon,
+                cgroup_removed: true,
+                ..Default::default()
+            })
+        };
+        // (nr_isolated_anon after the workload, outcome)
+        let cases = [(0, Outcome::Completed), (3, Outcome::CheckFailed)];
+        for (anon, want) in cases {
+            let c = classify(&run(vec![hello(), balance(anon), done(true)], "", false));
+            assert_eq!(c.outcome, want, "{anon}");
+        }
+        let c = classify(&run(vec![hello(), balance(3), done(true)], "", false));
+        assert_eq!(c.outcome.name(), "failed check");
+        assert_eq!(
+            c.reason,
+            "nr_isolated_anon 3 after the workload exited: isolation accounting does not balance"
         );
     }
 

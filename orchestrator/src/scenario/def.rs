@@ -55,6 +55,10 @@ pub struct Def {
     /// Why a run that finished did not reproduce the case (its
     /// preconditions did not hold); None: it did, or the scenario has none.
     pub not_reproduced: fn(&[Record]) -> Option<String>,
+    /// Why a run that finished failed a check of the kernel's own state
+    /// once its workload was over (isolation counters that do not come
+    /// back to 0); None: it passed, or the scenario checks nothing.
+    pub kernel_check: fn(&[Record]) -> Option<String>,
     /// Files written next to run.json: (name, contents).
     pub files: fn(&[Record]) -> Vec<(&'static str, String)>,
     /// Its catalog entries, in display order, and its counters divided by
@@ -89,6 +93,10 @@ pub fn no_disks(_: &GuestJob) -> Vec<(String, u64)> {
 }
 
 pub fn no_precondition(_: &[Record]) -> Option<String> {
+    None
+}
+
+pub fn no_check(_: &[Record]) -> Option<String> {
     None
 }
 

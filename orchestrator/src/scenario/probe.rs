@@ -15,6 +15,7 @@ pub static DEF: Def = Def {
     disks: def::no_disks,
     metrics: |_, _| ScenarioMetrics::None,
     not_reproduced: def::no_precondition,
+    kernel_check: def::no_check,
     files: def::no_files,
     metric_entries: &[],
     borrows: None,

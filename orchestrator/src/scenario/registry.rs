@@ -54,6 +54,12 @@ pub fn not_reproduced(records: &[Record]) -> Option<String> {
     ALL.iter().find_map(|d| (d.not_reproduced)(records))
 }
 
+/// Why a finished run failed a check of the kernel's state, asked of
+/// every scenario (only a scenario's own records answer).
+pub fn kernel_check(records: &[Record]) -> Option<String> {
+    ALL.iter().find_map(|d| (d.kernel_check)(records))
+}
+
 /// Every metric drawn as a latency histogram.
 pub fn histograms() -> impl Iterator<Item = &'static str> {
     ALL.iter().flat_map(|d| d.histograms.iter().copied())

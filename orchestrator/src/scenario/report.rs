@@ -1,7 +1,7 @@
 //! Text the scenarios' run-report lines share: the swap disk, on/off,
 //! sizes and durations.
 
-use mmci_record::{GuestJob, SwapBackend};
+use mmci_record::{GuestJob, SwapBackend, ThpMode};
 
 use crate::scenario::def::GuestShape;
 
@@ -26,6 +26,19 @@ pub(crate) fn swap_text(r: &GuestShape, job: &GuestJob) -> String {
     }
 }
 
+/// `, THP never` as the guest set it; nothing for a job that left the
+/// kernel's mode (recorded before guest-init set it): the reproduce
+/// section says what the kernel boots with.
+pub(crate) fn thp_text(mode: ThpMode) -> String {
+    match mode {
+        ThpMode::Kernel => String::new(),
+        m => format!(", {THP_SET} {m}"),
+    }
+}
+
+/// How a guest line names the THP mode the guest set.
+pub const THP_SET: &str = "THP";
+
 pub(crate) fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
 }
@@ -49,11 +62,12 @@ pub fn cgroup_guest(r: &GuestShape, job: &GuestJob) -> String {
         format!("memcg {} MiB", job.memcg_max_mb)
     };
     out.push_str(&format!(
-        "guest:   {}, {} vCPUs, {} MiB, {memcg}, {swap}, MGLRU {}\n",
+        "guest:   {}, {} vCPUs, {} MiB, {memcg}, {swap}, MGLRU {}{}\n",
         r.arch,
         r.vcpus,
         r.memory_mb,
-        on_off(job.mglru)
+        on_off(job.mglru),
+        thp_text(job.thp)
     ));
     out.push_str(&format!(
         "job:     {}: {} threads, {} MiB working set, {} s\n",

@@ -75,6 +75,8 @@ fn start_hog(job: &GuestJob, cg: &Path) -> Result<(Hog, String), StepError> {
         duration_s: job.duration_s + 3600,
         fill_first: true,
         touch_rate: job.hog_touch_rate,
+        counters_fd: None,
+        hugepage: false,
     };
     let start = std::time::Instant::now();
     let mut child = Command::new("/proc/self/exe")

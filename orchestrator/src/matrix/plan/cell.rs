@@ -149,15 +149,21 @@ pub(super) fn cell_of(
 
 /// `<arch>-<scenario>-<10 hex>` (`<arch>-<scenario>-<flavour>-<10 hex>`
 /// for a flavour other than the default): readable, and a hash of
-/// everything that defines the cell. The default flavour is left out of
-/// the hash, so cells without one keep the ids they had.
+/// everything that defines the cell. The default flavour and the default
+/// THP mode (never) are left out of the hash, so cells without them keep
+/// the ids they had (old runs of those ids ran with THP always: the plan
+/// fingerprint's [`super::GUEST_SETUP`] keeps them apart).
 pub fn cell_id(cell: &Cell) -> String {
+    let mut job = serde_json::json!(cell.job);
+    if cell.job.thp == GuestJob::default().thp {
+        job.as_object_mut().map(|j| j.remove("thp"));
+    }
     let mut canonical = serde_json::json!({
         "arch": cell.arch,
         "vcpus": cell.vcpus,
         "memory_mb": cell.memory_mb,
         "swap_mb": cell.swap_mb,
-        "job": cell.job,
+        "job": job,
     });
     let mut flavour = String::new();
     if !cell.flavour.is_default() {
@@ -246,6 +252,61 @@ mod tests {
                 .unwrap()
                 .fingerprint()
         );
+    }
+
+    /// The `thp` axis: a matrix that does not name it (or names `never`,
+    /// the default) keeps its cells' ids, recorded before the axis existed;
+    /// other modes are other cells. Old results dirs of those ids ran with
+    /// THP always, so the plan fingerprint is another (GUEST_SETUP).
+    #[test]
+    fn thp_axis_ids() {
+        let default_yaml = include_str!("../../../../matrix/default.yaml");
+        let matrix_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrix");
+        let recorded: BTreeSet<String> = [
+            "x86_64-mglru_isolation-f7609106d9",
+            "x86_64-mglru_isolation-644f8eae0d",
+        ]
+        .map(String::from)
+        .into();
+        let ids = |values: Option<&str>| -> BTreeSet<String> {
+            let text = match values {
+                None => default_yaml.to_string(),
+                Some(v) => default_yaml.replace(
+                    "  arch: [x86_64]\n",
+                    &format!("  arch: [x86_64]\n  thp: {v}\n"),
+                ),
+            };
+            let p = from_text(&text, "m.yaml", &matrix_dir, &Overrides::default()).unwrap();
+            p.cells.iter().map(|c| c.id.clone()).collect()
+        };
+        // (thp axis, ids are the recorded ones)
+        let cases = [
+            (None, true),
+            (Some("[never]"), true),
+            (Some("[always]"), false),
+            (Some("[madvise]"), false),
+            (Some("[kernel]"), false),
+        ];
+        for (axis, same) in cases {
+            assert_eq!(ids(axis) == recorded, same, "{axis:?}");
+        }
+        assert_eq!(ids(Some("[never, always]")).len(), 4);
+        let p = from_text(default_yaml, "m.yaml", &matrix_dir, &Overrides::default()).unwrap();
+        assert!(p
+            .cells
+            .iter()
+            .all(|c| c.job.thp == mmci_record::ThpMode::Never));
+        // `--set thp=always` is the axis too.
+        let over = Overrides {
+            sets: vec!["thp=always".into()],
+            ..Overrides::default()
+        };
+        let p = from_text(default_yaml, "m.yaml", &matrix_dir, &over).unwrap();
+        assert!(p
+            .cells
+            .iter()
+            .all(|c| c.job.thp == mmci_record::ThpMode::Always));
+        assert!(p.cells.iter().all(|c| !recorded.contains(&c.id)));
     }
 
     /// matrix/default.yaml's cell ids as `mmci matrix show` printed them

@@ -29,6 +29,14 @@ pub use variant::*;
 /// Keys the host interprets; every other key is a guest job parameter.
 pub const MACHINE_KEYS: [&str; 4] = ["arch", "vcpus", "memory_mb", "swap_mb"];
 
+/// What the guest sets up beyond a cell's job, as a version in every plan
+/// fingerprint: bumped when runs of the same cells stop being comparable
+/// with the runs before, so that a results dir of old runs is neither
+/// resumed nor merged into (cell ids stay, so old dirs still read).
+/// 2: guest-init sets THP (the `thp` parameter, default never); runs
+/// before it had the kernel's default, always, and their jobs no `thp`.
+pub const GUEST_SETUP: u32 = 2;
+
 /// Machine shape when a matrix does not say.
 pub const DEFAULT_VCPUS: u32 = 2;
 pub const DEFAULT_MEMORY_MB: u64 = 1024;
@@ -413,11 +421,13 @@ impl Plan {
         self.cells.iter().find(|c| c.id == id)
     }
 
-    /// A hash of what the plan runs: cells, variants, repeats. Results dirs
-    /// and shards of the same plan share it.
+    /// A hash of what the plan runs: cells, variants, repeats, and what
+    /// the guest sets up ([`GUEST_SETUP`]). Results dirs and shards of the
+    /// same plan share it.
     pub fn fingerprint(&self) -> String {
         // Cell ids stand for their full configuration; labels are cosmetic.
         let canonical = serde_json::json!({
+            "guest_setup": GUEST_SETUP,
             "cells": self.cells.iter().map(|c| &c.id).collect::<Vec<_>>(),
             "variants": self.variants.iter().map(|v| {
                 // The manifest's form: fingerprints stay what they were

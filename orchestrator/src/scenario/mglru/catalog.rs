@@ -45,6 +45,46 @@ pub static METRICS: &[Metric] = &[
         }),
     },
     Metric {
+        name: Cow::Borrowed("throttle_sleep_s"),
+        description: Cow::Borrowed(
+            "seconds reclaimers slept in reclaim_throttle(), every reason (sum of mm_vmscan_throttled's usect_delayed): what the throttling cost in sleep; the workload's touches say whether it paid off",
+        ),
+        unit: Cow::Borrowed("s"),
+        better: Better::Neither,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: Extract::Run(|r| a(r).map(|m| m.throttle_sleep_s())),
+    },
+    Metric {
+        name: Cow::Borrowed("throttle_sleepers"),
+        description: Cow::Borrowed(
+            "throttle sleep per second of workload time: the mean number of threads asleep in reclaim_throttle()",
+        ),
+        unit: Cow::Borrowed("threads"),
+        better: Better::Neither,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: Extract::Run(|r| a(r).and_then(|m| m.throttle_sleepers())),
+    },
+    Metric {
+        name: Cow::Borrowed("throttle_isolated_early_wake"),
+        description: Cow::Borrowed(
+            "share of VMSCAN_THROTTLE_ISOLATED sleeps that ended before their usec_timeout (woken as isolated folios went back, rather than timed out)",
+        ),
+        unit: Cow::Borrowed("ratio"),
+        better: Better::Neither,
+        // A race between put-back and a timeout of a few jiffies.
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: Extract::Run(|r| a(r).and_then(|m| m.early_wake_fraction(THROTTLE_ISOLATED))),
+    },
+    Metric {
         name: Cow::Borrowed("nr_isolated_peak"),
         description: Cow::Borrowed("highest nr_isolated_anon + nr_isolated_file in one sample"),
         unit: Cow::Borrowed("pages"),
@@ -113,16 +153,24 @@ pub static METRICS: &[Metric] = &[
                 .map(|m| m.touches_per_second())
         }),
     },
+    // Not the seed thread's "scan efficiency" (see docs/scenarios.md):
+    // under MGLRU, memcg pgscan counts isolated folios, so this ratio
+    // moves the other way from a reclaimed-per-scanned figure. Neither
+    // way is better: with slow swap most isolated anon folios leave the
+    // pass under writeback and are reclaimed when isolated again, so it
+    // follows swap latency more than the quality of reclaim.
     Metric {
-        name: Cow::Borrowed("scan_efficiency"),
-        description: Cow::Borrowed("pgsteal / pgscan (anon + file)"),
+        name: Cow::Borrowed("reclaimed_per_isolated"),
+        description: Cow::Borrowed(
+            "pgsteal / pgscan of the workload's cgroup (anon + file): under MGLRU pgscan counts folios isolated for eviction, so this is the share of isolated folios reclaimed, not a scan efficiency",
+        ),
         unit: Cow::Borrowed("ratio"),
-        better: Better::Higher,
+        better: Better::Neither,
         timing: false,
         noise_floor: None,
         scenario: Scenario::MglruIsolation,
         per_work_of: None,
-        extract: Extract::Run(|r| a(r).and_then(|m| m.scan_efficiency)),
+        extract: Extract::Run(|r| a(r).and_then(|m| m.reclaimed_per_isolated)),
     },
     Metric {
         name: Cow::Borrowed("pswpin"),
@@ -260,7 +308,7 @@ pub static PER_WORK: &[Metric] = &[
     per_work!(
         "pgscan_per_ktouch",
         None,
-        "pages scanned (anon + file) per 1,000 touches",
+        "pgscan (anon + file) per 1,000 touches; under MGLRU: folios isolated for eviction",
         "pages/1k touches",
         Better::Neither,
         Scenario::MglruIsolation,

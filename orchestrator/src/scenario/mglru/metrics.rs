@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::scenario::{delta, Counters};
 
-use mmci_record::{Phase, Record, ThrottleStat};
+use mmci_record::{Balance, Phase, Record, ThrottleStat};
 use serde::{Deserialize, Serialize};
 
 /// The throttle reason the MGLRU isolation series adds.
@@ -32,10 +32,16 @@ pub struct MglruMetrics {
     pub nr_isolated_file_peak: u64,
     pub touches: u64,
     pub workload_ms: u64,
+    /// The cgroup's pgscan (anon + file). Under MGLRU it counts the folios
+    /// scan_folios() isolated for eviction, not every folio it looked at.
     pub pgscan: u64,
     pub pgsteal: u64,
-    /// pgsteal / pgscan (anon + file), None when nothing was scanned.
-    pub scan_efficiency: Option<f64>,
+    /// pgsteal / pgscan, None when nothing was scanned: under MGLRU the
+    /// share of isolated folios reclaimed (not the seed thread's "scan
+    /// efficiency"; see the catalog). run.json before the rename:
+    /// `scan_efficiency`.
+    #[serde(alias = "scan_efficiency")]
+    pub reclaimed_per_isolated: Option<f64>,
     pub pswpin: u64,
     pub pswpout: u64,
     pub pgmajfault: u64,
@@ -44,11 +50,34 @@ pub struct MglruMetrics {
     /// Growth of /proc/pressure/memory totals during the workload, in µs.
     pub psi_some_us: u64,
     pub psi_full_us: u64,
+    /// The counters once the workload had exited (runs before the check
+    /// existed have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub balance: Option<Balance>,
 }
 
 impl MglruMetrics {
     pub fn throttle_count(&self, reason: &str) -> u64 {
         self.throttle.get(reason).map_or(0, |t| t.count)
+    }
+
+    /// Seconds reclaimers slept in reclaim_throttle(), all reasons.
+    pub fn throttle_sleep_s(&self) -> f64 {
+        let us: u64 = self.throttle.values().map(|t| t.usec_delayed_sum).sum();
+        us as f64 / 1e6
+    }
+
+    /// Throttle sleep per second of workload time: the mean number of
+    /// threads asleep in reclaim_throttle(). None without workload time.
+    pub fn throttle_sleepers(&self) -> Option<f64> {
+        (self.workload_ms > 0).then(|| self.throttle_sleep_s() * 1000.0 / self.workload_ms as f64)
+    }
+
+    /// The share of `reason`'s sleeps woken before their timeout; None
+    /// without such a sleep, or from a guest that did not count them.
+    pub fn early_wake_fraction(&self, reason: &str) -> Option<f64> {
+        let t = self.throttle.get(reason).filter(|t| t.count > 0)?;
+        Some(t.early_wakes? as f64 / t.count as f64)
     }
 
     pub fn touches_per_second(&self) -> f64 {
@@ -58,6 +87,30 @@ impl MglruMetrics {
             self.touches as f64 * 1000.0 / self.workload_ms as f64
         }
     }
+}
+
+/// Why the isolation counters after the workload say the kernel's
+/// accounting does not balance; None when they do (or were not checked).
+/// Base kernels with MGLRU never account its isolation, so there this
+/// passes trivially: it checks a series that does.
+pub fn imbalance(b: &Balance) -> Option<String> {
+    let mut why = vec![];
+    for (name, v) in [
+        ("nr_isolated_anon", b.nr_isolated_anon),
+        ("nr_isolated_file", b.nr_isolated_file),
+    ] {
+        if v > 0 {
+            why.push(format!(
+                "{name} {v} after the workload exited: isolation accounting does not balance"
+            ));
+        }
+    }
+    for n in &b.negative {
+        why.push(format!(
+            "vmstat_refresh: {n} after the workload exited: a counter went negative"
+        ));
+    }
+    (!why.is_empty()).then(|| why.join("; "))
 }
 
 fn delta_sum(before: &Counters, after: &Counters, keys: &[&str]) -> u64 {
@@ -100,7 +153,7 @@ pub fn mglru_metrics(records: &[Record]) -> Option<MglruMetrics> {
         m.pgscan = delta_sum(vm0, vm1, &["pgscan_anon", "pgscan_file"]);
         m.pgsteal = delta_sum(vm0, vm1, &["pgsteal_anon", "pgsteal_file"]);
     }
-    m.scan_efficiency = (m.pgscan > 0).then(|| m.pgsteal as f64 / m.pgscan as f64);
+    m.reclaimed_per_isolated = (m.pgscan > 0).then(|| m.pgsteal as f64 / m.pgscan as f64);
     if let (Some(a), Some(b)) = (psi0, psi1) {
         m.psi_some_us = b.some.total_us.saturating_sub(a.some.total_us);
         m.psi_full_us = b.full.total_us.saturating_sub(a.full.total_us);
@@ -133,6 +186,7 @@ pub fn mglru_metrics(records: &[Record]) -> Option<MglruMetrics> {
                 m.workload_ms = *elapsed_ms;
                 m.workload_oom_killed = exit.oom_killed;
             }
+            Record::Balance(b) => m.balance = Some(b.clone()),
             _ => {}
         }
     }
@@ -177,8 +231,18 @@ mod tests {
             THROTTLE_ISOLATED.to_string(),
             ThrottleStat {
                 count: 35,
-                usec_delayed_sum: 700,
-                usec_delayed_max: 40,
+                usec_delayed_sum: 700_000,
+                usec_delayed_max: 40_000,
+                early_wakes: Some(7),
+            },
+        );
+        throttle.insert(
+            "VMSCAN_THROTTLE_WRITEBACK".to_string(),
+            ThrottleStat {
+                count: 3,
+                usec_delayed_sum: 300_000,
+                usec_delayed_max: 100_000,
+                early_wakes: None,
             },
         );
         let records = vec![
@@ -225,8 +289,15 @@ mod tests {
             (7, 7, 1)
         );
         assert_eq!((m.pgscan, m.pgsteal), (1000, 250));
-        assert_eq!(m.scan_efficiency, Some(0.25));
+        assert_eq!(m.reclaimed_per_isolated, Some(0.25));
         assert_eq!(m.throttle_count(THROTTLE_ISOLATED), 35);
+        // 1 s of sleep over 2 s of workload: half a thread asleep on average.
+        assert_eq!(m.throttle_sleep_s(), 1.0);
+        assert_eq!(m.throttle_sleepers(), Some(0.5));
+        assert_eq!(m.early_wake_fraction(THROTTLE_ISOLATED), Some(0.2));
+        assert_eq!(m.early_wake_fraction("VMSCAN_THROTTLE_WRITEBACK"), None);
+        assert_eq!(m.early_wake_fraction("VMSCAN_THROTTLE_NOPROGRESS"), None);
+        assert_eq!(m.balance, None);
         assert_eq!(m.touches_per_second(), 2500.0);
         assert!(m.workload_oom_killed);
     }
@@ -257,7 +328,54 @@ mod tests {
             snap(Phase::Before, &[], &[], &[]),
             snap(Phase::After, &[], &[], &[]),
         ];
-        assert_eq!(mglru_metrics(&idle).unwrap().scan_efficiency, None);
+        assert_eq!(mglru_metrics(&idle).unwrap().reclaimed_per_isolated, None);
+        assert_eq!(mglru_metrics(&idle).unwrap().throttle_sleepers(), None);
         assert!(mglru_metrics(&idle[..1]).is_none());
+    }
+
+    #[test]
+    fn isolation_counters_after_the_workload() {
+        let b = |anon, file, negative: &[&str]| Balance {
+            nr_isolated_anon: anon,
+            nr_isolated_file: file,
+            negative: negative.iter().map(|s| s.to_string()).collect(),
+            ..Balance::default()
+        };
+        // (balance, finding)
+        let cases = [
+            (b(0, 0, &[]), None),
+            (
+                b(3, 0, &[]),
+                Some("nr_isolated_anon 3 after the workload exited: isolation accounting does not balance"),
+            ),
+            (
+                b(0, 0, &["nr_isolated_file -32"]),
+                Some("vmstat_refresh: nr_isolated_file -32 after the workload exited: a counter went negative"),
+            ),
+            (
+                b(1, 2, &[]),
+                Some("nr_isolated_anon 1 after the workload exited: isolation accounting does not balance; nr_isolated_file 2 after the workload exited: isolation accounting does not balance"),
+            ),
+        ];
+        for (balance, want) in cases {
+            assert_eq!(imbalance(&balance).as_deref(), want, "{balance:?}");
+        }
+        let records = vec![
+            snap(Phase::Before, &[], &[], &[]),
+            snap(Phase::After, &[], &[], &[]),
+            Record::Balance(b(3, 0, &[])),
+        ];
+        let m = mglru_metrics(&records).unwrap();
+        assert_eq!(m.balance.map(|b| b.nr_isolated_anon), Some(3));
+    }
+
+    #[test]
+    fn run_json_before_the_rename_still_reads() {
+        let mut old = serde_json::to_value(MglruMetrics::default()).unwrap();
+        let obj = old.as_object_mut().unwrap();
+        obj.remove("reclaimed_per_isolated");
+        obj.insert("scan_efficiency".into(), serde_json::json!(0.5));
+        let m: MglruMetrics = serde_json::from_value(old).unwrap();
+        assert_eq!((m.reclaimed_per_isolated, m.balance), (Some(0.5), None));
     }
 }

@@ -7,7 +7,7 @@ pub mod report;
 
 use std::time::Duration;
 
-use mmci_record::Scenario;
+use mmci_record::{Record, Scenario};
 
 use crate::scenario::def::Guard;
 use crate::scenario::def::{self, Def};
@@ -24,6 +24,12 @@ pub static DEF: Def = Def {
         mglru_metrics(records).map_or(ScenarioMetrics::None, ScenarioMetrics::Mglru)
     },
     not_reproduced: def::no_precondition,
+    kernel_check: |records| {
+        records.iter().find_map(|r| match r {
+            Record::Balance(b) => imbalance(b),
+            _ => None,
+        })
+    },
     files: def::no_files,
     metric_entries: catalog::METRICS,
     borrows: None,

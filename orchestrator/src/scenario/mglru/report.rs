@@ -6,6 +6,8 @@ use comfy_table::{presets, CellAlignment, ContentArrangement, Table};
 use crate::scenario::report::ms;
 use crate::scenario::{MglruMetrics, ScenarioMetrics, THROTTLE_ISOLATED};
 
+use super::imbalance;
+
 /// The metric rows of scenario A, in the seed thread's order.
 pub fn mglru_rows(m: &MglruMetrics) -> Vec<(String, String)> {
     let mut rows = vec![
@@ -54,6 +56,21 @@ pub fn mglru_rows(m: &MglruMetrics) -> Vec<(String, String)> {
             format!("{} (delayed {})", t.count, ms(t.usec_delayed_sum)),
         ));
     }
+    rows.push((
+        "throttle sleep, all reasons (mean asleep)".to_string(),
+        format!(
+            "{:.2} s ({})",
+            m.throttle_sleep_s(),
+            m.throttle_sleepers()
+                .map_or("-".to_string(), |n| format!("{n:.2}"))
+        ),
+    ));
+    if let Some(f) = m.early_wake_fraction(THROTTLE_ISOLATED) {
+        rows.push((
+            format!("{THROTTLE_ISOLATED} woken before the timeout"),
+            format!("{:.1}%", f * 100.0),
+        ));
+    }
     if m.throttle_lost_events > 0 {
         rows.push((
             "trace events lost".into(),
@@ -73,8 +90,8 @@ pub fn mglru_rows(m: &MglruMetrics) -> Vec<(String, String)> {
             format!("{} ({:.0}/s)", m.touches, m.touches_per_second()),
         ),
         (
-            "scan efficiency (pgsteal/pgscan)".to_string(),
-            match m.scan_efficiency {
+            "reclaimed per isolated (pgsteal/pgscan)".to_string(),
+            match m.reclaimed_per_isolated {
                 Some(e) => format!("{e:.4} ({} / {})", m.pgsteal, m.pgscan),
                 None => "- (nothing scanned)".to_string(),
             },
@@ -96,6 +113,37 @@ pub fn mglru_rows(m: &MglruMetrics) -> Vec<(String, String)> {
             format!("{} / {}", ms(m.psi_some_us), ms(m.psi_full_us)),
         ),
     ]);
+    if let Some(b) = &m.balance {
+        rows.push((
+            "nr_isolated anon / file after the workload".to_string(),
+            format!(
+                "{} / {}{}",
+                b.nr_isolated_anon,
+                b.nr_isolated_file,
+                match imbalance(b) {
+                    Some(_) => " (does not balance)",
+                    None => "",
+                }
+            ),
+        ));
+        if !b.negative.is_empty() {
+            rows.push((
+                "negative vmstat counters".to_string(),
+                b.negative.join(", "),
+            ));
+        }
+        if let Some(e) = &b.refresh_error {
+            rows.push(("stat_refresh".to_string(), e.clone()));
+        }
+        rows.push((
+            "workload cgroup removed".to_string(),
+            match &b.cgroup_error {
+                None if b.cgroup_removed => "yes".to_string(),
+                None => "no".to_string(),
+                Some(e) => format!("no ({e})"),
+            },
+        ));
+    }
     rows
 }
 

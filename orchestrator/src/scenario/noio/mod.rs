@@ -33,6 +33,7 @@ pub static DEF: Def = Def {
             .filter(|m| !m.reproduced())
             .map(|m| m.not_reproduced.join("; "))
     },
+    kernel_check: crate::scenario::def::no_check,
     files: crate::scenario::def::no_files,
     metric_entries: catalog::METRICS,
     borrows: None,

@@ -43,6 +43,7 @@ pub static DEF: Def = Def {
             .and_then(|s| script_metrics(records, &s.name)),
     },
     not_reproduced: def::no_precondition,
+    kernel_check: def::no_check,
     files: |records| vec![("script-output.log", output_log(records))],
     metric_entries: catalog::METRICS,
     // Scenario A's kernel-side metrics are measured around the script; the
