@@ -34,10 +34,13 @@ const CGROUP_NAME: &str = "mmci-reclaimers";
 const FAULTER: &str = "mmci-thp";
 const THP: &str = "/sys/kernel/mm/transparent_hugepage";
 const UNEVICTABLE: &str = "/proc/sys/vm/compact_unevictable_allowed";
-/// Free memory left beside the filler: the reclaimers' memcg comes on top;
-/// this is for the huge-page region, the kernel and the watermarks, so
-/// that the faults compact rather than reclaim and nothing OOMs globally.
-const RESERVE_MB: u64 = 96;
+/// Free memory left whole beside the filler and the reclaimers' memcg: for
+/// the kernel while the filler is written. Kept small, because the faults
+/// take it without compacting; the filler's holes (half the filler) are
+/// where the huge pages and the memcg's pages come from.
+const RESERVE_MB: u64 = 32;
+/// How long the counters wait for the reclaimers to fill their memcg.
+const FILL_WAIT: Duration = Duration::from_secs(20);
 /// The huge-page region faulted per cycle (at most a quarter of the filler).
 const THP_REGION_MB: u64 = 64;
 
@@ -70,10 +73,6 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         Ok((reader, windows::EVENTS.join(", ")))
     })?;
 
-    let before = snapshot(Phase::Before, &cg);
-    let oom_kills_before = memcg_oom_kills(&before);
-    port.send(before);
-
     let args = workload::WorkloadArgs {
         cgroup: cg.to_string_lossy().into_owned(),
         threads: job.threads,
@@ -97,6 +96,18 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         Duration::from_millis(job.report_interval_ms.max(10)),
     )
     .stage("sampler")?;
+    // The counters start once the reclaimers fill their memcg: from then
+    // on their LRU is what compaction's too_many_isolated() limit is made
+    // of (the filler is mlocked), and the faults start with the counters.
+    let filled = wait_for_memcg(&cg, job.memcg_max_mb);
+    let before = snapshot(Phase::Before, &cg);
+    let oom_kills_before = memcg_oom_kills(&before);
+    port.send(before);
+    port.send(Record::Setup {
+        step: "reclaimers".into(),
+        detail: filled,
+        ms: start.elapsed().as_millis() as u64,
+    });
     let stop = Arc::new(AtomicBool::new(false));
     let faults = Arc::new(AtomicU64::new(0));
     let faulter = {
@@ -214,4 +225,27 @@ fn fragment(job: &GuestJob) -> Result<((fragment::Filler, u64), String), StepErr
         (freed * crate::sys::page_size()) >> 20
     );
     Ok(((filler, thp_mb), detail))
+}
+
+/// Waits until the memcg's usage reaches 90% of its limit (or
+/// [`FILL_WAIT`] has passed); says what it saw.
+fn wait_for_memcg(cg: &std::path::Path, max_mb: u64) -> String {
+    let want = (max_mb << 20) / 10 * 9;
+    let started = Instant::now();
+    let current = || {
+        std::fs::read_to_string(cg.join("memory.current"))
+            .ok()
+            .and_then(|t| t.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let mut now = current();
+    while max_mb > 0 && now < want && started.elapsed() < FILL_WAIT {
+        std::thread::sleep(Duration::from_millis(100));
+        now = current();
+    }
+    format!(
+        "memory.current {} KiB after {} ms",
+        now >> 10,
+        started.elapsed().as_millis()
+    )
 }
