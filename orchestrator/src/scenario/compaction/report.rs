@@ -108,15 +108,23 @@ pub fn sections(m: &ScenarioMetrics, _: Option<&crate::guest::image::ImageManife
     format!("\n{table}\n")
 }
 
-/// A completed run in the runs table: `stalls/compaction waits/THP %`.
+/// A completed run in the runs table, in the shape its legend gives every
+/// scenario (`ISOLATED throttles / nr_isolated peak / touches`):
+/// compaction's waits + reclaim's, the peak, the reclaimers' touches, and
+/// their OOM kills if any.
 pub fn figure(m: &ScenarioMetrics) -> Option<String> {
     let m = m.compaction()?;
     Some(format!(
-        "{}/{}/{}",
-        m.compact_stall,
+        "{}+{}/{}/{}{}",
         m.compaction_throttled.count,
-        m.thp_success_pct()
-            .map_or("-".to_string(), |p| format!("{p:.0}%"))
+        m.reclaim_throttled.count,
+        m.nr_isolated_peak,
+        m.touches,
+        if m.oom_kills > 0 {
+            format!(" oom {}", m.oom_kills)
+        } else {
+            String::new()
+        }
     ))
 }
 
@@ -152,7 +160,13 @@ mod tests {
         }
         assert!(!rows.iter().any(|(k, _)| k == "trace events lost"));
         let run = ScenarioMetrics::Compaction(Box::new(m));
-        assert_eq!(figure(&run).as_deref(), Some("40/0/75%"));
+        assert_eq!(figure(&run).as_deref(), Some("0+0/600/0"));
+        let killed = ScenarioMetrics::Compaction(Box::new(CompactionMetrics {
+            oom_kills: 1,
+            touches: 9472,
+            ..Default::default()
+        }));
+        assert_eq!(figure(&killed).as_deref(), Some("0+0/0/9472 oom 1"));
         assert!(sections(&run, None).contains("compact_migrate_scanned"));
         assert_eq!(figure(&ScenarioMetrics::None), None);
     }
