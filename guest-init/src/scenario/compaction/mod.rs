@@ -81,6 +81,12 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         fill_first: false,
         touch_rate: 0,
     };
+    // Read before the reclaimers start, not at the "before" snapshot: they
+    // can be OOM-killed while their memcg fills (seen 260 ms in).
+    let oom_kills_before = super::read_map(&cg.join("memory.events"))
+        .get("oom_kill")
+        .copied()
+        .unwrap_or(0);
     let start = Instant::now();
     let mut child = Command::new("/proc/self/exe")
         .args(args.to_args())
@@ -100,9 +106,7 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     // on their LRU is what compaction's too_many_isolated() limit is made
     // of (the filler is mlocked), and the faults start with the counters.
     let filled = wait_for_memcg(&cg, job.memcg_max_mb);
-    let before = snapshot(Phase::Before, &cg);
-    let oom_kills_before = memcg_oom_kills(&before);
-    port.send(before);
+    port.send(snapshot(Phase::Before, &cg));
     port.send(Record::Setup {
         step: "reclaimers".into(),
         detail: filled,

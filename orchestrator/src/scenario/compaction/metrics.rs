@@ -92,7 +92,7 @@ pub fn compaction_metrics(records: &[Record]) -> Option<CompactionMetrics> {
             _ => None,
         })
     };
-    let (vm0, ev0) = snapshot(Phase::Before)?;
+    let (vm0, _) = snapshot(Phase::Before)?;
     let (vm1, ev1) = snapshot(Phase::After)?;
     let d = |k: &str| delta(vm0, vm1, k);
     let mut m = CompactionMetrics {
@@ -105,7 +105,9 @@ pub fn compaction_metrics(records: &[Record]) -> Option<CompactionMetrics> {
         thp_fault_alloc: d("thp_fault_alloc"),
         thp_fault_fallback: d("thp_fault_fallback"),
         isolation_limit: isolation_limit(vm0),
-        oom_kills: delta(ev0, ev1, "oom_kill"),
+        // The run creates the memcg: its count is the run's, including
+        // kills while the memcg filled, before the "before" snapshot.
+        oom_kills: ev1.get("oom_kill").copied().unwrap_or(0),
         ..Default::default()
     };
     for r in records {
@@ -171,7 +173,8 @@ mod tests {
         Record::Snapshot {
             phase,
             vmstat: map(vm),
-            memcg_events: map(&[("oom_kill", if phase == Phase::After { 1 } else { 0 })]),
+            // Killed while the memcg filled: already 1 at "before".
+            memcg_events: map(&[("oom_kill", 1)]),
             memcg_stat: Counters::new(),
             psi_memory: None,
         }
