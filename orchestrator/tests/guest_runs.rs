@@ -301,6 +301,63 @@ async fn scenario_b_gfp_noio_direct_reclaim_through_dm_verity() {
     );
 }
 
+/// Scenario C once on the bundled kernel: the THP faults needed direct
+/// compaction (fragmented free memory), its counters and compact_zone()
+/// windows are there and not zero, beside scenario A's reclaimers.
+#[tokio::test]
+async fn scenario_c_thp_faults_compact_beside_the_reclaimers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = GuestJob {
+        scenario: Scenario::CompactionStall,
+        threads: 16,
+        working_set_mb: 48,
+        duration_s: 10,
+        swap_delay_ms: 10,
+        ..GuestJob::default()
+    };
+    let cfg = config("compaction", job, Duration::from_secs(300)).await;
+    let start = Instant::now();
+    let r = run(&cfg, tmp.path()).await;
+    eprintln!("scenario C run took {:?}", start.elapsed());
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::Completed,
+        "{:?}",
+        r.classification
+    );
+    let m = r.metrics.compaction().expect("scenario C metrics");
+    assert!(r.metrics.mglru().is_none(), "no scenario A metrics");
+    // Compaction ran in the faulting thread and did work.
+    assert!(m.compact_stall > 0, "{m:#?}");
+    assert!(m.compact_isolated > 0, "{m:#?}");
+    assert!(m.compact_migrate_scanned > 0, "{m:#?}");
+    assert!(m.compact_success + m.compact_fail > 0, "{m:#?}");
+    assert!(m.thp_faults() > 0, "{m:#?}");
+    assert!(m.direct_compaction.count > 0, "{m:#?}");
+    assert!(m.direct_compaction.usec_delayed_sum > 0, "{m:#?}");
+    // Its limit comes from the evictable LRU, small beside mlocked filler.
+    assert!(m.isolation_limit > 0, "{m:#?}");
+    // The reclaimers ran in their memcg beside the faults.
+    assert!(m.touches > 0, "{m:#?}");
+    let recs = records(&tmp.path().join("compaction"));
+    let setup = |want: &str| {
+        recs.iter()
+            .find_map(|r| match r {
+                Record::Setup { step, detail, .. } if step == want => Some(detail.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {want} step"))
+    };
+    assert_eq!(
+        setup("thp"),
+        "enabled=madvise defrag=madvise compact_unevictable_allowed=1"
+    );
+    eprintln!("fragment: {}", setup("fragment"));
+    eprintln!("thp-faults: {}", setup("thp-faults"));
+    eprintln!("{m:#?}");
+    assert!(matches!(recs.last(), Some(Record::Done { ok: true, .. })));
+}
+
 #[tokio::test]
 async fn oom_killed_workload_still_reports() {
     let tmp = tempfile::tempdir().unwrap();

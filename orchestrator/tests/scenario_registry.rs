@@ -36,6 +36,7 @@ const IDENTIFIERS: &[(&str, &str, &[&str])] = &[
     ("mglru_isolation", "mglru", &["MglruMetrics"]),
     ("noio_verity", "noio", &["NoioMetrics"]),
     ("script", "script", &["ScriptMetrics"]),
+    ("compaction_stall", "compaction", &["CompactionMetrics"]),
 ];
 
 /// (file under the workspace, identifier, why it may name it).

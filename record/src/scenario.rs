@@ -25,14 +25,19 @@ pub enum Scenario {
     /// same kernel-side measurements); its exit status and `MMCI-METRIC:`
     /// lines are its own figures. See [`ScriptJob`].
     Script,
+    /// Scenario C of docs/scenarios.md: transparent huge-page faults that
+    /// need direct compaction while scenario A's reclaimers isolate folios
+    /// in their small memory cgroup (does compaction see MGLRU's isolation?).
+    CompactionStall,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 4] = [
+    pub const ALL: [Scenario; 5] = [
         Scenario::Probe,
         Scenario::MglruIsolation,
         Scenario::NoioVerity,
         Scenario::Script,
+        Scenario::CompactionStall,
     ];
 
     pub fn name(self) -> &'static str {
@@ -41,6 +46,7 @@ impl Scenario {
             Scenario::MglruIsolation => "mglru_isolation",
             Scenario::NoioVerity => "noio_verity",
             Scenario::Script => "script",
+            Scenario::CompactionStall => "compaction_stall",
         }
     }
 }

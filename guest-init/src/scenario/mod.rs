@@ -1,10 +1,11 @@
 //! The scenarios: what PID 1 sets up, runs and measures for each job. One
 //! module per scenario (`mglru` is scenario A, `noio` scenario B, `script`
-//! a command from a guest image inside scenario A's set-up, `probe`
-//! nothing), registered in one list (`registry`) that `run` dispatches
+//! a command from a guest image inside scenario A's set-up, `compaction`
+//! scenario C, `probe` nothing), registered in one list (`registry`) that `run` dispatches
 //! through; the steps they share (MGLRU on or off, swap, the memory cgroup
 //! and the throttling tracepoint, counter snapshots) are here.
 
+mod compaction;
 mod mglru;
 mod noio;
 mod probe;

@@ -18,11 +18,12 @@ pub struct Def {
 }
 
 /// Every scenario, in `Scenario::ALL`'s order.
-pub static ALL: [&Def; 4] = [
+pub static ALL: [&Def; 5] = [
     &super::probe::DEF,
     &super::mglru::DEF,
     &super::noio::DEF,
     &super::script::DEF,
+    &super::compaction::DEF,
 ];
 
 /// The scenario `id`.

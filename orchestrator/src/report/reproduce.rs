@@ -28,8 +28,9 @@ pub const MAX_REPRODUCE: usize = 5;
 
 /// The matrices in mmci's repository (`matrix/*.yaml`): a plan from one
 /// of them is named by that path, which resolves in any checkout.
-pub const BUNDLED_MATRICES: [&str; 9] = [
+pub const BUNDLED_MATRICES: [&str; 10] = [
     "author-script.yaml",
+    "compaction.yaml",
     "debug.yaml",
     "default.yaml",
     "mglru-isolation-revisions.yaml",

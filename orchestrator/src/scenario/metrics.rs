@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::scenario::{MglruMetrics, NoioMetrics, ScriptMetrics};
+use crate::scenario::{CompactionMetrics, MglruMetrics, NoioMetrics, ScriptMetrics};
 
 /// A run's scenario metrics. Which variant a run gets is its scenario's
 /// (`registry::Def::metrics`); the accessors below are what the rest of mmci
@@ -26,6 +26,8 @@ pub enum ScenarioMetrics {
         kernel: Option<MglruMetrics>,
         script: Option<ScriptMetrics>,
     },
+    /// Scenario C (boxed like scenario B's: many times scenario A's size).
+    Compaction(Box<CompactionMetrics>),
 }
 
 impl ScenarioMetrics {
@@ -50,6 +52,14 @@ impl ScenarioMetrics {
     pub fn noio(&self) -> Option<&NoioMetrics> {
         match self {
             ScenarioMetrics::Noio(m) => Some(m.as_ref()),
+            _ => None,
+        }
+    }
+
+    /// Scenario C's metrics.
+    pub fn compaction(&self) -> Option<&CompactionMetrics> {
+        match self {
+            ScenarioMetrics::Compaction(m) => Some(m.as_ref()),
             _ => None,
         }
     }

@@ -5,12 +5,14 @@
 //! scenario B (GFP_NOIO direct reclaim through dm-verity, with the scratch
 //! disks it needs), `script` a command from a guest image run inside
 //! scenario A's set-up (its own exit status and `MMCI-METRIC:` figures),
-//! `probe` a guest that says hello. Code outside `scenario/` asks the
+//! `compaction` scenario C (THP faults needing direct compaction beside
+//! scenario A's reclaimers), `probe` a guest that says hello. Code outside `scenario/` asks the
 //! registry; `tests/scenario_registry.rs` checks that it names no scenario.
 
 use std::collections::BTreeMap;
 
 pub mod catalog;
+pub mod compaction;
 pub mod def;
 pub mod metric;
 pub mod metrics;
@@ -25,6 +27,7 @@ pub mod script;
 /// comparison and its reports.
 pub use noio::anatomy;
 
+pub use compaction::{compaction_metrics, CompactionMetrics};
 pub use metrics::ScenarioMetrics;
 pub use mglru::{mglru_metrics, MglruMetrics, THROTTLE_ISOLATED};
 pub use noio::{noio_metrics, NoioMetrics};

@@ -16,11 +16,12 @@ pub use crate::scenario::def::{
 pub use crate::scenario::noio::anatomy::{Anatomy, WorstCall};
 
 /// Every scenario, in `Scenario::ALL`'s order.
-pub static ALL: [&Def; 4] = [
+pub static ALL: [&Def; 5] = [
     &super::probe::DEF,
     &super::mglru::DEF,
     &super::noio::DEF,
     &super::script::DEF,
+    &super::compaction::DEF,
 ];
 
 /// The scenario a matrix's `script:` axis selects (and the only one a
