@@ -349,7 +349,7 @@ async fn scenario_c_thp_faults_compact_beside_the_reclaimers() {
             .unwrap_or_else(|| panic!("no {want} step"))
     };
     assert_eq!(
-        setup("thp"),
+        setup("thp-madvise"),
         "enabled=madvise defrag=madvise compact_unevictable_allowed=1"
     );
     eprintln!("fragment: {}", setup("fragment"));

@@ -46,8 +46,11 @@ const FILL_WAIT: Duration = Duration::from_secs(20);
 const THP_REGION_MB: u64 = 64;
 
 fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
+    // The shared steps set the job's THP mode (`never` by default, for
+    // the reclaimers); this one then asks for huge pages where the faulter
+    // madvises them, whatever the job said.
     setup_mglru_and_swap(job, port)?;
-    setup_step(port, "thp", set_thp)?;
+    setup_step(port, "thp-madvise", set_thp)?;
     let cg = setup_step(port, "cgroup", || {
         let dir = cgroup::create(CGROUP_NAME, job.memcg_max_mb).stage("cgroup")?;
         let detail = format!(
