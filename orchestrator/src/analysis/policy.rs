@@ -69,6 +69,23 @@ pub fn no_work(m: &MetricComparison, cand_runs: usize) -> Option<String> {
     None
 }
 
+/// Why a cell's rates per unit of work cannot be compared: one side has
+/// more runs cut short by an OOM kill than the other, and a killed run's
+/// rates cover only the start of its run (the working set faulted in,
+/// little of it swapped back yet), not the thrashing that follows. The
+/// OOM guard judges that cell instead. None when both sides have as many.
+pub fn cut_short(oom: &MetricComparison) -> Option<String> {
+    let hits = |v: &[f64]| v.iter().filter(|x| **x > 0.0).count();
+    let (b, c) = (hits(&oom.base_values), hits(&oom.candidate_values));
+    (b != c).then(|| {
+        format!(
+            "runs cut short by an OOM kill: base {b} of {}, candidate {c} of {}; a killed run's rates per unit of work cover only the start of its run, so they are not compared (the OOM guard judges this cell)",
+            oom.base_values.len(),
+            oom.candidate_values.len()
+        )
+    })
+}
+
 /// Fisher's exact test on the runs with an OOM kill: fails when the
 /// candidate has significantly more of them than the baseline.
 pub fn oom_runs(m: &MetricComparison, opts: &Options) -> ExpectationResult {
@@ -147,11 +164,17 @@ pub fn check_cell(
         .map(|m| m.candidate_values.len())
         .max()
         .unwrap_or(0);
+    let cut_short = find(OOM_METRIC).and_then(cut_short);
     for g in guards(scenario) {
         let found = find(g.metric).map(|m| (m, no_work(m, cand_runs)));
         let (status, reason) = match found {
             None => (None, "no completed run has it".to_string()),
             Some((_, Some(why))) => (Some(Status::Fail), why),
+            Some((m, None))
+                if cut_short.is_some() && crate::analysis::catalog::is_per_work(&m.metric) =>
+            {
+                (None, cut_short.clone().unwrap_or_default())
+            }
             Some((m, None)) => match guard(m, opts) {
                 None => (
                     None,
@@ -176,6 +199,7 @@ mod tests {
     use super::*;
     use crate::analysis::catalog::Better;
     use crate::analysis::model::Assessment;
+    use crate::analysis::stats;
 
     fn comparison(metric: &str, base: &[f64], cand: &[f64]) -> MetricComparison {
         MetricComparison {
@@ -197,6 +221,47 @@ mod tests {
             significant: false,
             assessment: Assessment::NoChange,
         }
+    }
+
+    #[test]
+    fn rates_per_work_are_not_compared_when_one_side_was_cut_short() {
+        let opts = Options::default();
+        // Base OOM-killed in every run, the candidate in none: its swap-ins
+        // per 1,000 touches cover whole runs, base's only their start.
+        let (b, c) = (
+            [270.0, 268.0, 281.0, 262.0, 275.0],
+            [650.0, 661.0, 640.0, 672.0, 655.0],
+        );
+        let mut per_work = comparison("pswpin_per_ktouch", &b, &c);
+        let (sb, sc) = (stats::summary(&b).unwrap(), stats::summary(&c).unwrap());
+        per_work.mann_whitney = stats::mann_whitney(&b, &c);
+        per_work.p = per_work.mann_whitney.as_ref().map(|m| m.p);
+        per_work.change = Some(stats::change(&sb, &sc, None));
+        per_work.base = Some(sb);
+        per_work.candidate = Some(sc);
+        per_work.significant = true;
+        per_work.assessment = Assessment::Regression;
+        let oom = |b: &[f64], c: &[f64]| comparison(OOM_METRIC, b, c);
+        let status = |oom: MetricComparison| {
+            check_cell("mglru_isolation", &[oom, per_work.clone()], &opts)
+                .into_iter()
+                .find(|g| g.metric == "pswpin_per_ktouch")
+                .unwrap()
+        };
+        let killed = status(oom(&[1.0; 5], &[0.0; 5]));
+        assert_eq!(killed.status, None, "{}", killed.reason);
+        assert!(
+            killed
+                .reason
+                .starts_with("runs cut short by an OOM kill: base 5 of 5, candidate 0 of 5"),
+            "{}",
+            killed.reason
+        );
+        // As many killed runs on each side: compared as usual.
+        let whole = status(oom(&[0.0; 5], &[0.0; 5]));
+        assert_eq!(whole.status, Some(Status::Fail), "{}", whole.reason);
+        assert_eq!(cut_short(&oom(&[0.0; 5], &[0.0; 5])), None);
+        assert_eq!(cut_short(&oom(&[1.0, 0.0], &[0.0, 2.0])), None);
     }
 
     #[test]
