@@ -421,7 +421,7 @@ impl GuestJob {
                     .ok_or_else(|| ParamError::BadValue {
                         key: key.to_string(),
                         value: value.to_string(),
-                        expected: "a scenario (probe, mglru_isolation, noio_verity, script)",
+                        expected: Scenario::EXPECTED,
                     })?
             }
             "threads" => self.threads = parse_num(key, value)?,

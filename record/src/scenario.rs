@@ -40,6 +40,11 @@ impl Scenario {
         Scenario::CompactionStall,
     ];
 
+    /// What a bad `scenario=` value is told to give: every name of
+    /// [`Scenario::ALL`] (a test checks the list).
+    pub const EXPECTED: &'static str =
+        "a scenario (probe, mglru_isolation, noio_verity, script, compaction_stall)";
+
     pub fn name(self) -> &'static str {
         match self {
             Scenario::Probe => "probe",
@@ -54,5 +59,19 @@ impl Scenario {
 impl fmt::Display for Scenario {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hint_names_every_scenario() {
+        let names: Vec<&str> = Scenario::ALL.iter().map(|s| s.name()).collect();
+        assert_eq!(
+            Scenario::EXPECTED,
+            format!("a scenario ({})", names.join(", "))
+        );
     }
 }
