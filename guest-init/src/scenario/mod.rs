@@ -9,6 +9,7 @@ mod compaction;
 mod mglru;
 mod noio;
 mod probe;
+mod reclaimers;
 mod registry;
 mod script;
 

@@ -10,19 +10,17 @@
 mod fragment;
 mod windows;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mmci_record::{GuestJob, Phase, Record, Scenario, WorkloadExit};
 
+use super::reclaimers::Reclaimers;
 use super::{memcg_oom_kills, setup_mglru_and_swap, snapshot};
-use crate::counters::Counters;
 use crate::port::RecordPort;
 use crate::step::{setup_step, Stage, StepError};
-use crate::{cgroup, procfs, sampler, trace, workload};
+use crate::{cgroup, procfs, trace};
 
 /// This scenario in the registry.
 pub static DEF: super::registry::Def = super::registry::Def {
@@ -77,40 +75,14 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         Ok((reader, windows::EVENTS.join(", ")))
     })?;
 
-    // The reclaimers' exact touches, in pages of PID 1's (as scenario A).
-    let counters = Counters::create(job.threads.max(1) as usize).stage("counters")?;
-    let args = workload::WorkloadArgs {
-        cgroup: cg.to_string_lossy().into_owned(),
-        threads: job.threads,
-        working_set_mb: job.working_set_mb,
-        duration_s: job.duration_s,
-        fill_first: false,
-        touch_rate: 0,
-        counters_fd: Some(counters.fd()),
-        // 4 KiB pages: only the faulter's region asks for huge pages.
-        hugepage: false,
-    };
     // Read before the reclaimers start, not at the "before" snapshot: they
     // can be OOM-killed while their memcg fills (seen 260 ms in).
     let oom_kills_before = super::read_map(&cg.join("memory.events"))
         .get("oom_kill")
         .copied()
         .unwrap_or(0);
-    let start = Instant::now();
-    let mut child = Command::new("/proc/self/exe")
-        .args(args.to_args())
-        .stdout(Stdio::piped())
-        .spawn()
-        .stage("workload")?;
-    let touches = Arc::new(AtomicU64::new(0));
-    let sampler = sampler::Sampler::start(
-        port.clone(),
-        cg.clone(),
-        touches.clone(),
-        Duration::from_millis(job.sample_interval_ms.max(1)),
-        Duration::from_millis(job.report_interval_ms.max(10)),
-    )
-    .stage("sampler")?;
+    // 4 KiB pages: only the faulter's region asks for huge pages.
+    let mut reclaimers = Reclaimers::start(job, &cg, port, false)?;
     // The counters start once the reclaimers fill their memcg: from then
     // on their LRU is what compaction's too_many_isolated() limit is made
     // of (the filler is mlocked), and the faults start with the counters.
@@ -119,7 +91,7 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     port.send(Record::Setup {
         step: "reclaimers".into(),
         detail: filled,
-        ms: start.elapsed().as_millis() as u64,
+        ms: reclaimers.started.elapsed().as_millis() as u64,
     });
     let stop = Arc::new(AtomicBool::new(false));
     let faults = Arc::new(AtomicU64::new(0));
@@ -130,22 +102,12 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
             .spawn(move || fragment::fault_loop(filler, thp_mb, &stop, &faults))
             .stage("thp")?
     };
-    let stdout = child.stdout.take().expect("piped stdout");
-    for line in BufReader::new(stdout).lines() {
-        let Ok(line) = line else { break };
-        if let Some(n) = workload::parse_progress(&line) {
-            touches.store(n, Ordering::Relaxed);
-        } else {
-            eprintln!("{line}");
-        }
-    }
-    let status = child.wait().stage("workload")?;
-    let elapsed_ms = start.elapsed().as_millis() as u64;
+    let (status, elapsed_ms) = reclaimers.wait()?;
     // The faults stop with the reclaimers: only faults under their
     // isolation are measured.
     stop.store(true, Ordering::Relaxed);
     let faulted = faulter.join().unwrap_or_default();
-    sampler.finish();
+    let touches = reclaimers.finish();
 
     trace::stop().stage("trace")?;
     let attribution = reader.finish().stage("trace")?;
@@ -177,7 +139,7 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     use std::os::unix::process::ExitStatusExt;
     let signal = status.signal();
     port.send(Record::Workload {
-        touches: counters.total(),
+        touches,
         elapsed_ms,
         exit: WorkloadExit {
             code: status.code(),
