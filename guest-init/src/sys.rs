@@ -108,3 +108,25 @@ pub fn reap_orphans() {
         }
     }
 }
+
+/// A fresh private anonymous read-write mapping of `len` bytes, without
+/// swap reserved for it (the workloads' working sets; unmapped by their
+/// owners).
+pub fn map_anonymous(len: usize) -> io::Result<*mut u8> {
+    // SAFETY: a new mapping at an address of the kernel's choosing; no
+    // existing memory is affected.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(ptr as *mut u8)
+}

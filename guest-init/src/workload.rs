@@ -147,22 +147,8 @@ unsafe impl Sync for Mapping {}
 
 impl Mapping {
     fn anonymous(len: usize) -> std::io::Result<Self> {
-        // SAFETY: a fresh private anonymous mapping; no existing memory is affected.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(std::io::Error::last_os_error());
-        }
         Ok(Mapping {
-            ptr: ptr as *mut u8,
+            ptr: crate::sys::map_anonymous(len)?,
             len,
         })
     }

@@ -45,22 +45,8 @@ unsafe impl Send for Region {}
 
 impl Region {
     fn map(len: usize) -> io::Result<Region> {
-        // SAFETY: a fresh private anonymous mapping; nothing else is affected.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
         Ok(Region {
-            ptr: ptr as *mut u8,
+            ptr: crate::sys::map_anonymous(len)?,
             len,
         })
     }
