@@ -80,21 +80,29 @@ impl fmt::Display for PatchPick {
 }
 
 impl PatchPick {
-    /// The patch numbers picked out of a series of `total`, in order; an
-    /// error names the first number past the end.
-    pub fn numbers(&self, total: u32) -> Result<BTreeSet<u32>, String> {
-        let mut picked = BTreeSet::new();
+    /// Whether every number given is a patch of a series of `total`; the
+    /// error names the first one past the end.
+    pub fn check(&self, total: u32) -> Result<(), String> {
         for &(from, to) in &self.ranges {
-            let to = to.unwrap_or(total);
-            if from > total || to > total {
-                return Err(format!(
-                    "patch {} of a series of {total}",
-                    if from > total { from } else { to }
-                ));
+            let past = [Some(from), to].into_iter().flatten().find(|n| *n > total);
+            if let Some(n) = past {
+                return Err(format!("patch {n} of a series of {total}"));
             }
-            picked.extend(from..=to);
         }
-        Ok(picked)
+        Ok(())
+    }
+
+    /// Whether patch `index` is picked (`2-` picks every one from 2 on).
+    pub fn picks(&self, index: u32) -> bool {
+        self.ranges
+            .iter()
+            .any(|&(from, to)| index >= from && to.is_none_or(|to| index <= to))
+    }
+
+    /// The patch numbers picked out of a series of `total`, in order.
+    pub fn numbers(&self, total: u32) -> Result<BTreeSet<u32>, String> {
+        self.check(total)?;
+        Ok((1..=total).filter(|i| self.picks(*i)).collect())
     }
 
     /// `series` with only the picked patches (prerequisites kept: the
@@ -103,13 +111,13 @@ impl PatchPick {
     /// the reply, but its before/after tables describe the whole series
     /// and are dropped: a part is not judged by the whole's claims.
     pub fn apply(&self, series: &Series) -> Result<Series, String> {
-        let numbers = self.numbers(series.total)?;
+        self.check(series.total)?;
         let mut picked = series.clone();
         let (kept, dropped): (Vec<_>, Vec<_>) = series
             .patches
             .iter()
             .cloned()
-            .partition(|p| numbers.contains(&p.index));
+            .partition(|p| self.picks(p.index));
         picked.patches = kept;
         picked.left_out.extend(dropped.into_iter().map(|p| LeftOut {
             message_id: p.message_id,
