@@ -11,7 +11,7 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use mmci_record::Balance;
@@ -25,8 +25,9 @@ const STAT_REFRESH: &str = "/proc/sys/vm/stat_refresh";
 const SETTLE: Duration = Duration::from_secs(1);
 const REREAD: Duration = Duration::from_millis(50);
 
-/// The check, then the cgroup at `cg` removed.
-pub fn check(cg: &Path) -> Balance {
+/// The check, then the cgroups in `cgs` removed in that order (children
+/// before their parent).
+pub fn check(cgs: &[PathBuf]) -> Balance {
     let mut b = Balance::default();
     let mut kmsg = match open_kmsg_at_end() {
         Ok(f) => Some(f),
@@ -60,9 +61,13 @@ pub fn check(cg: &Path) -> Balance {
         }
         std::thread::sleep(REREAD);
     }
-    match remove_cgroup(cg) {
-        Ok(()) => b.cgroup_removed = true,
-        Err(e) => b.cgroup_error = Some(format!("rmdir {}: {e}", cg.display())),
+    b.cgroup_removed = true;
+    for cg in cgs {
+        if let Err(e) = remove_cgroup(cg) {
+            b.cgroup_removed = false;
+            b.cgroup_error = Some(format!("rmdir {}: {e}", cg.display()));
+            break;
+        }
     }
     b
 }

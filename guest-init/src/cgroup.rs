@@ -1,4 +1,4 @@
-//! The workload's memory cgroup (cgroup v2).
+//! The workloads' memory cgroups (cgroup v2).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -25,6 +25,20 @@ pub fn create(name: &str, limit_mb: u64) -> io::Result<PathBuf> {
     let root = Path::new(ROOT);
     write(&root.join("cgroup.subtree_control"), "+memory")?;
     let dir = root.join(name);
+    match std::fs::create_dir(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", dir.display()))),
+    }
+    write(&dir.join("memory.max"), &memory_max_value(limit_mb))?;
+    Ok(dir)
+}
+
+/// Creates `name` under the cgroup `parent` (memory controller enabled for
+/// the parent's children) with memory.max set.
+pub fn create_child(parent: &Path, name: &str, limit_mb: u64) -> io::Result<PathBuf> {
+    write(&parent.join("cgroup.subtree_control"), "+memory")?;
+    let dir = parent.join(name);
     match std::fs::create_dir(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}

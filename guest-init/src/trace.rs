@@ -136,12 +136,46 @@ pub fn parse_throttle_line(line: &str) -> Option<ThrottleEvent> {
 
 /// Adds one event to per-reason totals.
 pub fn account(totals: &mut BTreeMap<String, ThrottleStat>, event: ThrottleEvent) {
-    let early = event.woke_early();
-    let stat = totals.entry(event.reason).or_default();
+    add(totals.entry(event.reason.clone()).or_default(), &event);
+}
+
+fn add(stat: &mut ThrottleStat, event: &ThrottleEvent) {
     stat.count += 1;
     stat.usec_delayed_sum += event.usec_delayed;
     stat.usec_delayed_max = stat.usec_delayed_max.max(event.usec_delayed);
-    *stat.early_wakes.get_or_insert(0) += u64::from(early);
+    *stat.early_wakes.get_or_insert(0) += u64::from(event.woke_early());
+}
+
+/// The sleeping task's name in a trace line (`<comm>-<pid> [<cpu>] ...`):
+/// the text before the last `-` of the first field. A comm with spaces is
+/// cut at its first one, which is enough to tell our own threads apart.
+pub fn task_comm(line: &str) -> Option<&str> {
+    let first = line.split_whitespace().next()?;
+    let (comm, pid) = first.rsplit_once('-')?;
+    (!comm.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()) && !pid.is_empty()).then_some(comm)
+}
+
+/// The isolation waits' reason.
+pub const ISOLATED: &str = "VMSCAN_THROTTLE_ISOLATED";
+
+/// Scenario A's totals: by reason, and the isolation waits by task name.
+#[derive(Default)]
+pub struct ThrottleTotals {
+    pub by_reason: BTreeMap<String, ThrottleStat>,
+    pub isolated_by_task: BTreeMap<String, ThrottleStat>,
+}
+
+impl ThrottleTotals {
+    pub fn feed(&mut self, line: &str) {
+        let Some(ev) = parse_throttle_line(line) else {
+            return;
+        };
+        if ev.reason == ISOLATED {
+            let task = task_comm(line).unwrap_or("?").to_string();
+            add(self.isolated_by_task.entry(task).or_default(), &ev);
+        }
+        account(&mut self.by_reason, ev);
+    }
 }
 
 /// Makes the calling thread SCHED_FIFO (priority 1): a reader that the
@@ -241,20 +275,19 @@ impl<T: Send + 'static> PipeReader<T> {
     }
 }
 
-/// Scenario A's reader: mm_vmscan_throttled totals by reason.
-pub struct ThrottleReader(PipeReader<BTreeMap<String, ThrottleStat>>);
+/// Scenario A's reader: mm_vmscan_throttled totals by reason and, for
+/// the isolation waits, by task.
+pub struct ThrottleReader(PipeReader<ThrottleTotals>);
 
 impl ThrottleReader {
     pub fn start() -> io::Result<Self> {
-        PipeReader::start(BTreeMap::new(), false, |totals, line| {
-            if let Some(ev) = parse_throttle_line(line) {
-                account(totals, ev);
-            }
+        PipeReader::start(ThrottleTotals::default(), false, |totals, line| {
+            totals.feed(line)
         })
         .map(ThrottleReader)
     }
 
-    pub fn finish(self) -> io::Result<BTreeMap<String, ThrottleStat>> {
+    pub fn finish(self) -> io::Result<ThrottleTotals> {
         self.0.finish()
     }
 }
@@ -278,6 +311,40 @@ mod tests {
             parse_throttle_line("  <idle>-0 [000] 1.0: sched_switch: x=1"),
             None
         );
+    }
+
+    #[test]
+    fn isolation_waits_by_task_name() {
+        // (trace line, task it is counted for)
+        let cases = [
+            ("          mmci-w0-97      [001] d..1.   23.456789: mm_vmscan_throttled: nid=0 usec_timeout=20000 usect_delayed=4000 reason=VMSCAN_THROTTLE_ISOLATED", Some("mmci-w0")),
+            ("  mmci-nb-1203 [000] .....  9.1: mm_vmscan_throttled: nid=0 usec_timeout=20000 usect_delayed=20000 reason=VMSCAN_THROTTLE_ISOLATED", Some("mmci-nb")),
+            ("  kswapd0-35 [000] .....  9.1: mm_vmscan_throttled: nid=0 usec_timeout=100000 usect_delayed=100000 reason=VMSCAN_THROTTLE_WRITEBACK", None),
+        ];
+        let mut totals = ThrottleTotals::default();
+        for (line, _) in cases {
+            totals.feed(line);
+        }
+        let tasks: Vec<&str> = totals.isolated_by_task.keys().map(String::as_str).collect();
+        let want: Vec<&str> = cases.iter().filter_map(|c| c.1).collect();
+        assert_eq!(tasks, {
+            let mut w = want.clone();
+            w.sort();
+            w
+        });
+        assert_eq!(totals.isolated_by_task["mmci-w0"].early_wakes, Some(1));
+        assert_eq!(totals.isolated_by_task["mmci-nb"].early_wakes, Some(0));
+        assert_eq!(totals.by_reason.len(), 2);
+        // (first field, comm)
+        for (line, comm) in [
+            ("a-b-12 [000] x", Some("a-b")),
+            ("  kworker/0:1-9 [1]", Some("kworker/0:1")),
+            ("-12 [0]", None),
+            ("mmci-w1- [0]", None),
+            ("", None),
+        ] {
+            assert_eq!(task_comm(line), comm, "{line}");
+        }
     }
 
     #[test]

@@ -40,6 +40,18 @@ pub struct WorkloadArgs {
     pub counters_fd: Option<i32>,
     /// madvise(MADV_HUGEPAGE) over the working set (THP mode `madvise`).
     pub hugepage: bool,
+    /// The threads' name is `mmci-<name>`: the trace tells the waits of
+    /// one memcg's threads from another's by it. Default: `w0`.
+    pub name: String,
+}
+
+/// The name of the workload's threads when none is given.
+pub const DEFAULT_NAME: &str = "w0";
+
+/// The comm of the threads of a workload named `name` (the kernel keeps
+/// 15 bytes of it).
+pub fn thread_name(name: &str) -> String {
+    format!("mmci-{name}")
 }
 
 /// The line printed once the fill pass is over.
@@ -66,6 +78,9 @@ impl WorkloadArgs {
         if self.hugepage {
             args.push("hugepage".into());
         }
+        if self.name != DEFAULT_NAME {
+            args.push(format!("name={}", self.name));
+        }
         args
     }
 
@@ -73,6 +88,7 @@ impl WorkloadArgs {
         let num = |s: &str, what: &str| s.parse::<u64>().map_err(|_| format!("bad {what}: {s}"));
         let (mut fill_first, mut touch_rate, mut hugepage) = (false, 0, false);
         let mut counters_fd = None;
+        let mut name = DEFAULT_NAME.to_string();
         let mut positional = Vec::new();
         for arg in args {
             if arg == "fill" {
@@ -81,6 +97,11 @@ impl WorkloadArgs {
                 hugepage = true;
             } else if let Some(rate) = arg.strip_prefix("rate=") {
                 touch_rate = num(rate, "rate")?;
+            } else if let Some(n) = arg.strip_prefix("name=") {
+                if n.is_empty() || thread_name(n).len() > 15 {
+                    return Err(format!("bad name: `{n}` (1 to 10 bytes)"));
+                }
+                name = n.to_string();
             } else if let Some(fd) = arg.strip_prefix("counters=") {
                 counters_fd = Some(
                     fd.parse::<i32>()
@@ -94,7 +115,7 @@ impl WorkloadArgs {
         }
         let [cgroup, threads, ws, dur] = positional[..] else {
             return Err(format!(
-                "workload wants 4 arguments (and `fill`, `rate=N`, `counters=FD`, `hugepage`), got {}",
+                "workload wants 4 arguments (and `fill`, `rate=N`, `counters=FD`, `hugepage`, `name=N`), got {}",
                 positional.len()
             ));
         };
@@ -107,6 +128,7 @@ impl WorkloadArgs {
             touch_rate,
             counters_fd,
             hugepage,
+            name,
         })
     }
 }
@@ -224,6 +246,7 @@ pub fn main(args: &[String]) -> i32 {
     for t in 0..args.threads as usize {
         let (mapping, stop_flag, counters) = (mapping.clone(), stop.clone(), counters.clone());
         let spawned = std::thread::Builder::new()
+            .name(thread_name(&args.name))
             .stack_size(64 << 10)
             .spawn(move || {
                 let mut rng = Rng::new(t as u64 + 1);
@@ -298,8 +321,15 @@ mod tests {
             touch_rate: 0,
             counters_fd: None,
             hugepage: false,
+            name: DEFAULT_NAME.into(),
         };
         assert_eq!(WorkloadArgs::parse(&a.to_args()[1..]).unwrap(), a);
+        let named = WorkloadArgs {
+            name: "nb".into(),
+            ..a.clone()
+        };
+        assert_eq!(named.to_args()[5..], ["name=nb"]);
+        assert_eq!(WorkloadArgs::parse(&named.to_args()[1..]).unwrap(), named);
         let shared = WorkloadArgs {
             counters_fd: Some(3),
             hugepage: true,
@@ -323,6 +353,11 @@ mod tests {
         let cases = [
             ("counters=-1", "bad counters fd: -1"),
             ("counters=x", "bad counters fd: x"),
+            ("name=", "bad name: `` (1 to 10 bytes)"),
+            (
+                "name=elevenbytes",
+                "bad name: `elevenbytes` (1 to 10 bytes)",
+            ),
         ];
         for (arg, want) in cases {
             let bad: Vec<String> = ["/cg", "4", "8", "10", arg].map(String::from).into();

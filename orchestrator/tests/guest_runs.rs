@@ -194,6 +194,63 @@ async fn completed_run_reports_scenario_a_metrics() {
     );
 }
 
+/// Scenario A's shapes for the v2 cells, on the base kernel: the workload
+/// in two memcgs under one parent, a neighbour memcg beside them, and PID
+/// 1's SIGKILL at 3 s of an 8 s run, timed to the workload's exit.
+#[tokio::test]
+async fn memcgs_neighbour_and_sigkill_are_set_up_and_timed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = GuestJob {
+        threads: 4,
+        working_set_mb: 24,
+        duration_s: 8,
+        swap_delay_ms: 10,
+        memcgs: 2,
+        neighbour_mb: 8,
+        kill_after_s: 3,
+        ..GuestJob::default()
+    };
+    let cfg = config("shapes", job, Duration::from_secs(180)).await;
+    let r = run_without_premature_oom(&cfg, tmp.path()).await;
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::Completed,
+        "{:?}",
+        r.classification
+    );
+    let m = r.metrics.mglru().expect("metrics");
+    let exit_ms = m.exit_after_kill_ms.expect("the kill was timed");
+    assert!(exit_ms < 5_000, "{exit_ms} ms to exit");
+    assert!(!m.workload_oom_killed, "{m:?}");
+    // Killed at 3 s, not run to its 8 s end.
+    assert!((3_000..8_000).contains(&m.workload_ms), "{m:?}");
+    assert!(m.touches > 0 && m.memcg_max_events > 0, "{m:?}");
+    // Both memcgs' cgroups, their parent and the neighbour's were removed.
+    let b = m.balance.as_ref().expect("balance");
+    assert!(b.cgroup_removed, "{b:?}");
+    let recs = records(&tmp.path().join("shapes"));
+    let cgroup = recs
+        .iter()
+        .find_map(|r| match r {
+            Record::Setup { step, detail, .. } if step == "cgroup" => Some(detail.clone()),
+            _ => None,
+        })
+        .expect("cgroup step");
+    assert!(
+        cgroup.starts_with("2 memcgs /sys/fs/cgroup/mmci-workload/m0..m1 memory.max=16777216")
+            && cgroup.contains("neighbour /sys/fs/cgroup/mmci-neighbour memory.max=8388608"),
+        "{cgroup}"
+    );
+    let exit = recs
+        .iter()
+        .find_map(|r| match r {
+            Record::Workload { exit, .. } => Some(exit.clone()),
+            _ => None,
+        })
+        .expect("workload record");
+    assert_eq!(exit.signal, Some(9), "{exit:?}");
+}
+
 /// Scenario B, shrunk to fit a CI run: a 32 MiB verity device, the hog at
 /// MemTotal - 16 MiB of a 512 MiB guest (4 threads, paced at the default
 /// random writes a second), 30 s of reads with swap on zram.

@@ -176,6 +176,21 @@ pub struct GuestJob {
     /// off. A job recorded before the field existed reads as `kernel`.
     #[serde(default = "ThpMode::not_set")]
     pub thp: ThpMode,
+    /// Scenario A: memory cgroups the workload runs in, each with its own
+    /// `threads`, `working_set_mb` and `memcg_max_mb`. More than 1 nests
+    /// them in one parent (whose counters the snapshots read); with
+    /// `memcg_max_mb: 0` and a working set past the guest's memory it is
+    /// root reclaim over many lruvecs. Default: 1.
+    pub memcgs: u32,
+    /// Scenario A: a neighbour memory cgroup of this many MiB beside the
+    /// workload's, in which one thread writes twice that at random: it
+    /// reclaims all the time but never holds enough isolated to throttle,
+    /// so it shows who else a per-node wake reaches. 0: none. Default: 0.
+    pub neighbour_mb: u64,
+    /// Scenario A: SIGKILL the workload this many seconds after it starts
+    /// and time how long it takes to exit (a reclaimer killed while
+    /// throttled should end its reclaim). 0: never. Default: 0.
+    pub kill_after_s: u64,
     /// Scenario B: the anonymous hog in MiB; 0 sizes it to MemTotal minus
     /// 16 MiB: more than fits beside the kernel, so the hog keeps swapping
     /// and free memory keeps falling to the min watermark. Default: 0.
@@ -293,6 +308,9 @@ impl Default for GuestJob {
             report_interval_ms: 1000,
             trace_buffer_kb: 4096,
             thp: ThpMode::Never,
+            memcgs: 1,
+            neighbour_mb: 0,
+            kill_after_s: 0,
             hog_mb: 0,
             hog_threads: 4,
             hog_touch_rate: HOG_TOUCH_RATE_DEFAULT,
@@ -358,7 +376,7 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, ParamError> {
 
 impl GuestJob {
     /// Every key accepted by [`GuestJob::set`], in the order of the struct.
-    pub const PARAM_KEYS: [&'static str; 20] = [
+    pub const PARAM_KEYS: [&'static str; 23] = [
         "scenario",
         "threads",
         "working_set_mb",
@@ -371,6 +389,9 @@ impl GuestJob {
         "report_interval_ms",
         "trace_buffer_kb",
         "thp",
+        "memcgs",
+        "neighbour_mb",
+        "kill_after_s",
         "hog_mb",
         "hog_threads",
         "hog_touch_rate",
@@ -385,7 +406,7 @@ impl GuestJob {
     /// (a script sees them as `MMCI_<KEY>` environment variables).
     pub fn params(&self) -> Vec<(&'static str, String)> {
         let b = |v: bool| if v { "y" } else { "n" }.to_string();
-        let v: [String; 20] = [
+        let v: [String; 23] = [
             self.scenario.name().to_string(),
             self.threads.to_string(),
             self.working_set_mb.to_string(),
@@ -398,6 +419,9 @@ impl GuestJob {
             self.report_interval_ms.to_string(),
             self.trace_buffer_kb.to_string(),
             self.thp.name().to_string(),
+            self.memcgs.to_string(),
+            self.neighbour_mb.to_string(),
+            self.kill_after_s.to_string(),
             self.hog_mb.to_string(),
             self.hog_threads.to_string(),
             self.hog_touch_rate.to_string(),
@@ -447,6 +471,9 @@ impl GuestJob {
                     expected: "a THP mode (never, madvise, always, kernel)",
                 })?
             }
+            "memcgs" => self.memcgs = parse_positive(key, value)?,
+            "neighbour_mb" => self.neighbour_mb = parse_num(key, value)?,
+            "kill_after_s" => self.kill_after_s = parse_num(key, value)?,
             "hog_mb" => self.hog_mb = parse_num(key, value)?,
             "hog_threads" => self.hog_threads = parse_positive(key, value)?,
             "hog_touch_rate" => self.hog_touch_rate = parse_num(key, value)?,
@@ -548,6 +575,13 @@ mod tests {
         .unwrap();
         assert_eq!(job.scenario, Scenario::NoioVerity);
         assert_eq!((job.hog_mb, job.verity_mb, job.reads), (200, 16, 500));
+        assert!(job.set("memcgs", "0").is_err());
+        job.apply_cmdline("mmci.memcgs=16 mmci.neighbour_mb=16 mmci.kill_after_s=10")
+            .unwrap();
+        assert_eq!(
+            (job.memcgs, job.neighbour_mb, job.kill_after_s),
+            (16, 16, 10)
+        );
         let err = job.set("readers", "0").unwrap_err().to_string();
         assert!(
             err.contains("`mmci.readers`") && err.contains("at least 1"),

@@ -82,6 +82,11 @@ pub struct WorkloadExit {
     pub signal: Option<i32>,
     /// The memory cgroup's oom_kill count rose while it ran and it died of SIGKILL.
     pub oom_killed: bool,
+    /// Scenario A with `kill_after_s`: ms from PID 1's SIGKILL to the
+    /// workload reaped (every thread out of reclaim and exited). None when
+    /// it was not killed by PID 1 (or exited before the kill).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_after_kill_ms: Option<u64>,
 }
 
 /// Scenario B: memory state relevant to its preconditions, at one moment.
@@ -233,6 +238,12 @@ pub enum Record {
         by_reason: BTreeMap<String, ThrottleStat>,
         /// Events the trace buffer dropped (overrun), summed over CPUs.
         lost_events: u64,
+        /// Scenario A: the VMSCAN_THROTTLE_ISOLATED waits by the sleeping
+        /// task's name (the workload's threads are `mmci-w<memcg>`, the
+        /// neighbour's `mmci-nb`; kernel threads by their comm). Empty in
+        /// records from before it was kept.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        isolated_by_task: BTreeMap<String, ThrottleStat>,
     },
     /// The workload's result.
     Workload {

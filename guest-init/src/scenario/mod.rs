@@ -96,15 +96,23 @@ pub(crate) fn setup_memcg_and_trace(
         );
         Ok((dir, detail))
     })?;
-    let reader = setup_step(port, "trace", || {
+    let reader = setup_throttle_trace(job, port)?;
+    Ok((cg, reader))
+}
+
+/// The throttling tracepoint on, its reader started.
+pub(crate) fn setup_throttle_trace(
+    job: &GuestJob,
+    port: &RecordPort,
+) -> Result<trace::ThrottleReader, StepError> {
+    setup_step(port, "trace", || {
         trace::enable(&["vmscan/mm_vmscan_throttled"], job.trace_buffer_kb).stage("trace")?;
         let reader = trace::ThrottleReader::start().stage("trace")?;
         Ok((
             reader,
             format!("mm_vmscan_throttled, {} KiB/cpu", job.trace_buffer_kb),
         ))
-    })?;
-    Ok((cg, reader))
+    })
 }
 
 /// The end of scenario A and of a script, once the workload is over: the
@@ -116,14 +124,15 @@ pub(crate) fn finish_memcg_and_trace(
     reader: trace::ThrottleReader,
 ) -> Result<u64, StepError> {
     trace::stop().stage("trace")?;
-    let by_reason = reader.finish().stage("trace")?;
+    let totals = reader.finish().stage("trace")?;
     let lost_events = trace::lost_events();
     let after = snapshot(Phase::After, cg);
     let oom_kills = memcg_oom_kills(&after);
     port.send(after);
     port.send(Record::Throttle {
-        by_reason,
+        by_reason: totals.by_reason,
         lost_events,
+        isolated_by_task: totals.isolated_by_task,
     });
     Ok(oom_kills)
 }

@@ -267,6 +267,7 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         code: status.code(),
         signal,
         oom_killed: !timed_out && signal == Some(libc::SIGKILL) && oom_after > oom_before,
+        exit_after_kill_ms: None,
     };
     port.send(Record::Workload {
         touches: 0,

@@ -117,6 +117,8 @@ pub fn synthetic_for(
             ..Default::default()
         };
         m.reclaimed_per_isolated = Some(m.pgsteal as f64 / m.pgscan as f64);
+        // Derived, not drawn: a draw would move every later value.
+        (m.pgsteal_kswapd, m.pgsteal_direct) = (m.pgsteal / 100, m.pgsteal - m.pgsteal / 100);
         if patched {
             let count = noise.around(35_000.0, 0.2);
             m.throttle.insert(
@@ -128,6 +130,8 @@ pub fn synthetic_for(
                     early_wakes: Some(count / 2),
                 },
             );
+            m.isolated_by_task =
+                [("mmci-w0".to_string(), m.throttle[THROTTLE_ISOLATED].clone())].into();
         }
         let mut s = RunSeries {
             run: slot.id(),

@@ -28,7 +28,7 @@ pub const MAX_REPRODUCE: usize = 5;
 
 /// The matrices in mmci's repository (`matrix/*.yaml`): a plan from one
 /// of them is named by that path, which resolves in any checkout.
-pub const BUNDLED_MATRICES: [&str; 10] = [
+pub const BUNDLED_MATRICES: [&str; 11] = [
     "author-script.yaml",
     "compaction.yaml",
     "debug.yaml",
@@ -36,6 +36,7 @@ pub const BUNDLED_MATRICES: [&str; 10] = [
     "mglru-isolation-revisions.yaml",
     "mglru-isolation.yaml",
     "mglru-throttle.yaml",
+    "mglru-v2.yaml",
     "noio.yaml",
     "real-workloads.yaml",
     "smoke.yaml",

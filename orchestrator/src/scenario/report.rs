@@ -70,8 +70,28 @@ pub fn cgroup_guest(r: &GuestShape, job: &GuestJob) -> String {
         thp_text(job.thp)
     ));
     out.push_str(&format!(
-        "job:     {}: {} threads, {} MiB working set, {} s\n",
-        job.scenario, job.threads, job.working_set_mb, job.duration_s
+        "job:     {}: {} threads, {} MiB working set, {} s{}\n",
+        job.scenario,
+        job.threads,
+        job.working_set_mb,
+        job.duration_s,
+        job_shape_text(job)
     ));
+    out
+}
+
+/// `, in each of 16 memcgs, a 24 MiB neighbour, SIGKILL at 10 s`: scenario
+/// A's shape where it is not the default one.
+pub(crate) fn job_shape_text(job: &GuestJob) -> String {
+    let mut out = String::new();
+    if job.memcgs > 1 {
+        out += &format!(", in each of {} memcgs", job.memcgs);
+    }
+    if job.neighbour_mb > 0 {
+        out += &format!(", a {} MiB neighbour memcg", job.neighbour_mb);
+    }
+    if job.kill_after_s > 0 {
+        out += &format!(", SIGKILL at {} s", job.kill_after_s);
+    }
     out
 }

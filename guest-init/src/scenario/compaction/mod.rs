@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use mmci_record::{GuestJob, Phase, Record, Scenario, WorkloadExit};
 
-use super::reclaimers::Reclaimers;
+use super::reclaimers::{Group, Reclaimers};
 use super::{memcg_oom_kills, setup_mglru_and_swap, snapshot};
 use crate::port::RecordPort;
 use crate::step::{setup_step, Stage, StepError};
@@ -82,7 +82,8 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         .copied()
         .unwrap_or(0);
     // 4 KiB pages: only the faulter's region asks for huge pages.
-    let mut reclaimers = Reclaimers::start(job, &cg, port, false)?;
+    let group = Group::workload(job, cg.clone(), 0);
+    let mut reclaimers = Reclaimers::start(job, &[group], cg.clone(), port, false)?;
     // The counters start once the reclaimers fill their memcg: from then
     // on their LRU is what compaction's too_many_isolated() limit is made
     // of (the filler is mlocked), and the faults start with the counters.
@@ -102,7 +103,8 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
             .spawn(move || fragment::fault_loop(filler, thp_mb, &stop, &faults))
             .stage("thp")?
     };
-    let (status, elapsed_ms) = reclaimers.wait()?;
+    let ended = reclaimers.wait()?;
+    let (status, elapsed_ms) = (ended.status, ended.elapsed_ms);
     // The faults stop with the reclaimers: only faults under their
     // isolation are measured.
     stop.store(true, Ordering::Relaxed);
@@ -117,6 +119,7 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     port.send(Record::Throttle {
         by_reason: attribution.totals,
         lost_events: trace::lost_events() + attribution.lost,
+        isolated_by_task: Default::default(),
     });
     port.send(Record::Setup {
         step: "thp-faults".into(),
@@ -145,6 +148,7 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
             code: status.code(),
             signal,
             oom_killed: signal == Some(libc::SIGKILL) && oom_kills_after > oom_kills_before,
+            exit_after_kill_ms: None,
         },
     });
     Ok(())

@@ -77,6 +77,7 @@ fn start_hog(job: &GuestJob, cg: &Path) -> Result<(Hog, String), StepError> {
         touch_rate: job.hog_touch_rate,
         counters_fd: None,
         hugepage: false,
+        name: "hog".into(),
     };
     let start = std::time::Instant::now();
     let mut child = Command::new("/proc/self/exe")

@@ -132,6 +132,7 @@ mod tests {
                 code: Some(0),
                 signal: None,
                 oom_killed: false,
+                exit_after_kill_ms: None,
             },
         }
     }

@@ -147,16 +147,26 @@ pub(super) fn cell_of(
     Ok(cell)
 }
 
+/// Job keys added after cell ids were first recorded: left out of the hash
+/// at their default value, so that cells without them keep their ids.
+const KEYS_ADDED_LATER: [&str; 4] = ["thp", "memcgs", "neighbour_mb", "kill_after_s"];
+
 /// `<arch>-<scenario>-<10 hex>` (`<arch>-<scenario>-<flavour>-<10 hex>`
 /// for a flavour other than the default): readable, and a hash of
-/// everything that defines the cell. The default flavour and the default
-/// THP mode (never) are left out of the hash, so cells without them keep
-/// the ids they had (old runs of those ids ran with THP always: the plan
-/// fingerprint's [`super::GUEST_SETUP`] keeps them apart).
+/// everything that defines the cell. The default flavour and the job keys
+/// added later at their defaults are left out of the hash, so cells
+/// without them keep the ids they had (old runs of the THP-less ids ran
+/// with THP always: the plan fingerprint's [`super::GUEST_SETUP`] keeps
+/// them apart).
 pub fn cell_id(cell: &Cell) -> String {
     let mut job = serde_json::json!(cell.job);
-    if cell.job.thp == GuestJob::default().thp {
-        job.as_object_mut().map(|j| j.remove("thp"));
+    let defaults = serde_json::json!(GuestJob::default());
+    if let Some(j) = job.as_object_mut() {
+        for key in KEYS_ADDED_LATER {
+            if j.get(key) == defaults.get(key) {
+                j.remove(key);
+            }
+        }
     }
     let mut canonical = serde_json::json!({
         "arch": cell.arch,
@@ -268,17 +278,18 @@ mod tests {
         ]
         .map(String::from)
         .into();
-        let ids = |values: Option<&str>| -> BTreeSet<String> {
-            let text = match values {
+        let ids_with = |axis: Option<(&str, &str)>| -> BTreeSet<String> {
+            let text = match axis {
                 None => default_yaml.to_string(),
-                Some(v) => default_yaml.replace(
+                Some((key, v)) => default_yaml.replace(
                     "  arch: [x86_64]\n",
-                    &format!("  arch: [x86_64]\n  thp: {v}\n"),
+                    &format!("  arch: [x86_64]\n  {key}: {v}\n"),
                 ),
             };
             let p = from_text(&text, "m.yaml", &matrix_dir, &Overrides::default()).unwrap();
             p.cells.iter().map(|c| c.id.clone()).collect()
         };
+        let ids = |v: Option<&str>| ids_with(v.map(|v| ("thp", v)));
         // (thp axis, ids are the recorded ones)
         let cases = [
             (None, true),
@@ -291,6 +302,24 @@ mod tests {
             assert_eq!(ids(axis) == recorded, same, "{axis:?}");
         }
         assert_eq!(ids(Some("[never, always]")).len(), 4);
+        // The other keys added later (KEYS_ADDED_LATER): at their default
+        // the recorded ids, at any other value other cells.
+        // (key, values, ids are the recorded ones)
+        let later = [
+            ("memcgs", "[1]", true),
+            ("memcgs", "[16]", false),
+            ("neighbour_mb", "[0]", true),
+            ("neighbour_mb", "[16]", false),
+            ("kill_after_s", "[0]", true),
+            ("kill_after_s", "[10]", false),
+        ];
+        for (key, values, same) in later {
+            assert_eq!(
+                ids_with(Some((key, values))) == recorded,
+                same,
+                "{key} {values}"
+            );
+        }
         let p = from_text(default_yaml, "m.yaml", &matrix_dir, &Overrides::default()).unwrap();
         assert!(p
             .cells

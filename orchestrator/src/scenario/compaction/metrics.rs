@@ -119,6 +119,7 @@ pub fn compaction_metrics(records: &[Record]) -> Option<CompactionMetrics> {
             Record::Throttle {
                 by_reason,
                 lost_events,
+                ..
             } => {
                 let get = |k: &str| by_reason.get(k).cloned().unwrap_or_default();
                 m.compaction_throttled = get(&format!("{IN_COMPACTION}{ISOLATED}"));
@@ -246,6 +247,7 @@ mod tests {
                     ("compact_zone/other", 3, 300),
                 ]),
                 lost_events: 0,
+                isolated_by_task: BTreeMap::new(),
             },
             Record::Workload {
                 touches: 5000,
@@ -254,6 +256,7 @@ mod tests {
                     code: Some(0),
                     signal: None,
                     oom_killed: false,
+                    exit_after_kill_ms: None,
                 },
             },
         ];

@@ -85,6 +85,50 @@ pub static METRICS: &[Metric] = &[
         extract: Extract::Run(|r| a(r).and_then(|m| m.early_wake_fraction(THROTTLE_ISOLATED))),
     },
     Metric {
+        name: Cow::Borrowed("workload_isolated_early_wake"),
+        description: Cow::Borrowed(
+            "share of the workload's own VMSCAN_THROTTLE_ISOLATED sleeps (its threads, not the neighbour's or a kernel thread's) woken before their timeout: with a neighbour memcg that reclaims, what its wakes of the node's wait queue cut short",
+        ),
+        unit: Cow::Borrowed("ratio"),
+        better: Better::Neither,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: Extract::Run(|r| {
+            a(r).and_then(|m| {
+                let (own, _) = m.isolated_waits_split();
+                (own.count > 0).then(|| own.early_wakes.unwrap_or(0) as f64 / own.count as f64)
+            })
+        }),
+    },
+    Metric {
+        name: Cow::Borrowed("exit_after_kill_ms"),
+        description: Cow::Borrowed(
+            "ms from PID 1's SIGKILL of the workload (kill_after_s) to its exit: a reclaimer killed while throttled should end its reclaim, not throttle again",
+        ),
+        unit: Cow::Borrowed("ms"),
+        better: Better::Lower,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: Extract::Run(|r| a(r).and_then(|m| m.exit_after_kill_ms.map(|v| v as f64))),
+    },
+    Metric {
+        name: Cow::Borrowed("kswapd_reclaimed_pct"),
+        description: Cow::Borrowed(
+            "share of the guest's reclaimed pages that kswapd reclaimed (pgsteal_kswapd over pgsteal_kswapd + pgsteal_direct): whether a cell's pressure is global",
+        ),
+        unit: Cow::Borrowed("%"),
+        better: Better::Neither,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::MglruIsolation,
+        per_work_of: None,
+        extract: Extract::Run(|r| a(r).and_then(|m| m.kswapd_reclaimed_pct())),
+    },
+    Metric {
         name: Cow::Borrowed("nr_isolated_peak"),
         description: Cow::Borrowed("highest nr_isolated_anon + nr_isolated_file in one sample"),
         unit: Cow::Borrowed("pages"),

@@ -25,6 +25,18 @@ pub struct MglruMetrics {
     pub workload_oom_killed: bool,
     /// mm_vmscan_throttled by reason.
     pub throttle: BTreeMap<String, ThrottleStat>,
+    /// The VMSCAN_THROTTLE_ISOLATED waits by the sleeping task's name
+    /// (`mmci-w<i>` the workload's memcgs, `mmci-nb` the neighbour).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub isolated_by_task: BTreeMap<String, ThrottleStat>,
+    /// ms from PID 1's SIGKILL (`kill_after_s`) to the workload reaped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_after_kill_ms: Option<u64>,
+    /// /proc/vmstat pages reclaimed by kswapd and by direct reclaim.
+    #[serde(default)]
+    pub pgsteal_kswapd: u64,
+    #[serde(default)]
+    pub pgsteal_direct: u64,
     pub throttle_lost_events: u64,
     /// Highest nr_isolated_anon + nr_isolated_file in one sample.
     pub nr_isolated_peak: u64,
@@ -78,6 +90,31 @@ impl MglruMetrics {
     pub fn early_wake_fraction(&self, reason: &str) -> Option<f64> {
         let t = self.throttle.get(reason).filter(|t| t.count > 0)?;
         Some(t.early_wakes? as f64 / t.count as f64)
+    }
+
+    /// The share of reclaimed pages kswapd reclaimed, in %; None when
+    /// nothing was reclaimed.
+    pub fn kswapd_reclaimed_pct(&self) -> Option<f64> {
+        let all = self.pgsteal_kswapd + self.pgsteal_direct;
+        (all > 0).then(|| self.pgsteal_kswapd as f64 * 100.0 / all as f64)
+    }
+
+    /// The isolation waits of the workload's own threads (`mmci-w*`), and
+    /// of every other task.
+    pub fn isolated_waits_split(&self) -> (ThrottleStat, ThrottleStat) {
+        let (mut own, mut others) = (ThrottleStat::default(), ThrottleStat::default());
+        for (task, t) in &self.isolated_by_task {
+            let into = if task.starts_with("mmci-w") {
+                &mut own
+            } else {
+                &mut others
+            };
+            into.count += t.count;
+            into.usec_delayed_sum += t.usec_delayed_sum;
+            into.usec_delayed_max = into.usec_delayed_max.max(t.usec_delayed_max);
+            *into.early_wakes.get_or_insert(0) += t.early_wakes.unwrap_or(0);
+        }
+        (own, others)
     }
 
     pub fn touches_per_second(&self) -> f64 {
@@ -143,6 +180,8 @@ pub fn mglru_metrics(records: &[Record]) -> Option<MglruMetrics> {
         pgmajfault: delta(vm0, vm1, "pgmajfault"),
         workingset_refault_anon: delta(vm0, vm1, "workingset_refault_anon"),
         workingset_refault_file: delta(vm0, vm1, "workingset_refault_file"),
+        pgsteal_kswapd: delta(vm0, vm1, "pgsteal_kswapd"),
+        pgsteal_direct: delta(vm0, vm1, "pgsteal_direct"),
         ..Default::default()
     };
     // The cgroup's own counters first (they cover exactly the workload);
@@ -173,9 +212,11 @@ pub fn mglru_metrics(records: &[Record]) -> Option<MglruMetrics> {
             Record::Throttle {
                 by_reason,
                 lost_events,
+                isolated_by_task,
             } => {
                 m.throttle = by_reason.clone();
                 m.throttle_lost_events = *lost_events;
+                m.isolated_by_task = isolated_by_task.clone();
             }
             Record::Workload {
                 touches,
@@ -185,6 +226,7 @@ pub fn mglru_metrics(records: &[Record]) -> Option<MglruMetrics> {
                 m.touches = *touches;
                 m.workload_ms = *elapsed_ms;
                 m.workload_oom_killed = exit.oom_killed;
+                m.exit_after_kill_ms = exit.exit_after_kill_ms;
             }
             Record::Balance(b) => m.balance = Some(b.clone()),
             _ => {}
@@ -263,6 +305,7 @@ mod tests {
             Record::Throttle {
                 by_reason: throttle,
                 lost_events: 0,
+                isolated_by_task: BTreeMap::new(),
             },
             Record::Workload {
                 touches: 5000,
@@ -271,6 +314,7 @@ mod tests {
                     code: None,
                     signal: Some(9),
                     oom_killed: true,
+                    exit_after_kill_ms: None,
                 },
             },
         ];
@@ -300,6 +344,70 @@ mod tests {
         assert_eq!(m.balance, None);
         assert_eq!(m.touches_per_second(), 2500.0);
         assert!(m.workload_oom_killed);
+    }
+
+    /// The v2 cells' readings: the waits split by task, the kill's exit
+    /// time, kswapd's share of the reclaim.
+    #[test]
+    fn waits_by_task_kill_and_kswapd() {
+        let stat = |count, early| ThrottleStat {
+            count,
+            usec_delayed_sum: count * 10_000,
+            usec_delayed_max: 20_000,
+            early_wakes: Some(early),
+        };
+        let by_task: BTreeMap<String, ThrottleStat> = [
+            ("mmci-w0", stat(60, 30)),
+            ("mmci-w1", stat(40, 10)),
+            ("mmci-nb", stat(5, 5)),
+            ("init", stat(1, 0)),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        let records = vec![
+            snap(
+                Phase::Before,
+                &[("pgsteal_kswapd", 100), ("pgsteal_direct", 50)],
+                &[],
+                &[],
+            ),
+            snap(
+                Phase::After,
+                &[("pgsteal_kswapd", 400), ("pgsteal_direct", 1050)],
+                &[],
+                &[],
+            ),
+            Record::Throttle {
+                by_reason: BTreeMap::new(),
+                lost_events: 0,
+                isolated_by_task: by_task,
+            },
+            Record::Workload {
+                touches: 10,
+                elapsed_ms: 10_400,
+                exit: WorkloadExit {
+                    code: None,
+                    signal: Some(9),
+                    oom_killed: false,
+                    exit_after_kill_ms: Some(412),
+                },
+            },
+        ];
+        let m = mglru_metrics(&records).unwrap();
+        let (own, others) = m.isolated_waits_split();
+        assert_eq!((own.count, own.early_wakes), (100, Some(40)));
+        assert_eq!((others.count, others.early_wakes), (6, Some(5)));
+        assert_eq!(m.exit_after_kill_ms, Some(412));
+        assert_eq!((m.pgsteal_kswapd, m.pgsteal_direct), (300, 1000));
+        assert_eq!(m.kswapd_reclaimed_pct(), Some(300.0 * 100.0 / 1300.0));
+        let idle = mglru_metrics(&[
+            snap(Phase::Before, &[], &[], &[]),
+            snap(Phase::After, &[], &[], &[]),
+        ])
+        .unwrap();
+        assert_eq!(idle.kswapd_reclaimed_pct(), None);
+        assert_eq!(idle.isolated_waits_split().0.count, 0);
     }
 
     #[test]

@@ -71,6 +71,40 @@ pub fn mglru_rows(m: &MglruMetrics) -> Vec<(String, String)> {
             format!("{:.1}%", f * 100.0),
         ));
     }
+    if !m.isolated_by_task.is_empty() {
+        let (own, others) = m.isolated_waits_split();
+        let early = |t: &mmci_record::ThrottleStat| {
+            format!("{} ({} early)", t.count, t.early_wakes.unwrap_or(0))
+        };
+        let names: Vec<&str> = m
+            .isolated_by_task
+            .keys()
+            .filter(|t| !t.starts_with("mmci-w"))
+            .map(String::as_str)
+            .collect();
+        rows.push((
+            format!("{THROTTLE_ISOLATED} workload / other tasks"),
+            if names.is_empty() {
+                early(&own)
+            } else {
+                format!(
+                    "{} / {} ({})",
+                    early(&own),
+                    early(&others),
+                    names.join(", ")
+                )
+            },
+        ));
+    }
+    if let Some(ms) = m.exit_after_kill_ms {
+        rows.push(("exit after SIGKILL".to_string(), format!("{ms} ms")));
+    }
+    if m.pgsteal_kswapd + m.pgsteal_direct > 0 {
+        rows.push((
+            "pgsteal kswapd / direct".to_string(),
+            format!("{} / {}", m.pgsteal_kswapd, m.pgsteal_direct),
+        ));
+    }
     if m.throttle_lost_events > 0 {
         rows.push((
             "trace events lost".into(),

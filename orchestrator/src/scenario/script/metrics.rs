@@ -145,6 +145,7 @@ mod tests {
                 code: None,
                 signal: Some(9),
                 oom_killed: true,
+                exit_after_kill_ms: None,
             },
             elapsed_ms: 1500,
             timed_out: false,
