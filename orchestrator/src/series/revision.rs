@@ -133,6 +133,25 @@ pub fn family(t: &Thread, requested: Option<&str>) -> Option<(usize, Vec<usize>)
         })
         .collect();
     fam.sort_by_key(|&r| t.revisions[r].last);
+    // A cover sent again without patches (`[PATCH v2/resend 0/8]` after the
+    // whole v2) is no new revision: the earlier posting of its version
+    // and total stays the newest.
+    let resent_cover = |i: usize, r: usize| {
+        let rev = &t.revisions[r];
+        rev.slots.is_empty()
+            && !rev.is_reroll()
+            && fam[..i].iter().any(|&o| {
+                !t.revisions[o].slots.is_empty()
+                    && t.revisions[o].total == rev.total
+                    && t.revision_version(o) == t.revision_version(r)
+            })
+    };
+    let fam = fam
+        .iter()
+        .enumerate()
+        .filter(|&(i, &r)| r == req || !resent_cover(i, r))
+        .map(|(_, &r)| r)
+        .collect();
     Some((req, fam))
 }
 
@@ -331,4 +350,73 @@ pub fn left_out(t: &Thread, choice: &Choice) -> Vec<LeftOut> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::series::{assemble_with, Mail, Selection};
+
+    const DIFF: &str = "msg\n---\ndiff --git a/mm/vmscan.c b/mm/vmscan.c\n";
+
+    /// A mail of A U Thor `id`, In-Reply-To `parent` (References: it).
+    fn mail(subject: &str, id: &str, parent: Option<&str>) -> Mail {
+        let body = if subject.contains(" 0/") {
+            "text"
+        } else {
+            DIFF
+        };
+        Mail {
+            subject: subject.into(),
+            message_id: id.into(),
+            from: "A U Thor <a@example.org>".into(),
+            body: body.into(),
+            raw: format!("Subject: {subject}\n\n{body}").into_bytes(),
+            in_reply_to: parent.map(str::to_string),
+            references: parent.into_iter().map(str::to_string).collect(),
+            ..Mail::default()
+        }
+    }
+
+    /// Mails that come after a complete posting and are no newer
+    /// revision of it (real shapes from tools/thread-corpus):
+    /// (mails, the chosen assembly).
+    #[test]
+    fn not_a_newer_revision() {
+        let posting = || {
+            vec![
+                mail("[PATCH v5 0/2] c", "c", None),
+                mail("[PATCH v5 1/2] a", "1", Some("c")),
+                mail("[PATCH v5 2/2] b", "2", Some("c")),
+            ]
+        };
+        let cases: Vec<(Vec<Mail>, &str)> = vec![
+            // The cover sent again, alone.
+            (
+                [posting(), vec![mail("[PATCH v5/resend 0/2] c", "c", None)]].concat(),
+                "v5 1/2..2/2",
+            ),
+            // A fix for the series, then its v2 and v3, each a reroll of the
+            // one before or a reply to the series: follow-ups, kept apart.
+            (
+                [
+                    posting(),
+                    vec![
+                        mail("[PATCH] fix build", "f1", Some("2")),
+                        mail("[PATCH v2] fix build", "f2", Some("f1")),
+                        mail("[PATCH v3] fix build", "f3", Some("2")),
+                    ],
+                ]
+                .concat(),
+                "v5 1/2..2/2",
+            ),
+        ];
+        for (i, (mails, want)) in cases.into_iter().enumerate() {
+            let sel = Selection {
+                requested: Some("c".into()),
+                revision: None,
+            };
+            let got = assemble_with(&mails, "t", &sel).map(|s| s.assembly);
+            assert_eq!(got.as_deref().ok(), Some(want), "case {i}: {got:?}");
+        }
+    }
 }

@@ -148,6 +148,15 @@ pub fn parse_subject(subject: &str) -> Option<SubjectTag> {
             tag.version = Some(v);
         } else if let Some(c) = parse_counter(token) {
             tag.counter = Some(c);
+        } else if token.contains('/') {
+            // `v2/resend`: a version and a label in one token (a tree
+            // name such as `cgroup/for-5.20` has neither).
+            for part in token.split('/') {
+                if let Some(v) = parse_version(part) {
+                    tag.version = Some(v);
+                }
+                tag.resend |= part.eq_ignore_ascii_case("resend");
+            }
         }
     }
     Some(tag)
@@ -229,6 +238,22 @@ mod tests {
                 true,
                 false,
                 "split",
+            ),
+            (
+                "[PATCH v2/resend 0/8] dce",
+                Some(2),
+                Some((0, 8)),
+                false,
+                true,
+                "dce",
+            ),
+            (
+                "[PATCH cgroup/for-5.20 1/3] t",
+                None,
+                Some((1, 3)),
+                false,
+                false,
+                "t",
             ),
             (
                 "[PATCH 0/6 v3] after",

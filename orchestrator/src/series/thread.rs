@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use super::mail::Mail;
 use super::subject::{self, SubjectTag};
 
+mod anchor;
+
 /// What one mail is to the series.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -111,7 +113,8 @@ pub struct Revision {
     pub last: usize,
     /// Mails replaced in this revision by a later copy of the same counter.
     pub replaced: Vec<usize>,
-    /// A ghost parent (an In-Reply-To not in the thread) its patches share.
+    /// The parent its patches share when it is no cover or patch: a ghost
+    /// (an In-Reply-To not in the thread) or a review they were sent to.
     pub ghost: Option<String>,
     /// How many slots state each explicit version (None: none stated), so
     /// "all slots are of version v" is one look-up.
@@ -341,6 +344,17 @@ impl<'a> Thread<'a> {
                 }
             }
         }
+        // In-Reply-To a review or other mail of the thread that is no
+        // cover or patch: see [`anchor`].
+        let anchored = self
+            .parent(i)
+            .filter(|p| !self.home.contains_key(p))
+            .and_then(|_| self.mails[i].in_reply_to.clone());
+        if let Some(a) = &anchored {
+            if self.place_under_anchor(i, a) {
+                return;
+            }
+        }
         let ghost = self.mails[i]
             .in_reply_to
             .clone()
@@ -374,6 +388,7 @@ impl<'a> Thread<'a> {
             }
         }
         let r = self.new_revision(i);
+        let ghost = ghost.or(anchored);
         self.revisions[r].ghost = ghost.clone();
         self.join(r, i);
         match &ghost {
@@ -671,23 +686,47 @@ impl<'a> Thread<'a> {
                 }
             }
         }
-        // Strays: a revision of an author who posted a multi-patch or
-        // versioned revision before it (revisions are made in mail order).
+        // Strays: an unversioned single patch of an author who posted a
+        // multi-patch or versioned revision before it; a versioned single
+        // patch whose version is not above the author's newest multi-patch
+        // one (`[PATCH v2] one patch` months after `[PATCH v7 0/10]` re-posts
+        // a patch; a new revision of the series would be v8). Revisions are
+        // made in mail order.
         let mut multi: HashSet<&str> = HashSet::new();
+        let mut multi_version: HashMap<&str, u32> = HashMap::new();
         for (r, rev) in self.revisions.iter().enumerate() {
-            m.stray[r] = !rev.is_reroll()
-                && rev.cover.is_none()
-                && rev.total <= 1
-                && rev.slots.values().all(|s| {
-                    s.explicit.is_none()
-                        && self.classes[s.mail]
-                            .tag
-                            .as_ref()
-                            .is_some_and(|t| t.counter.is_none())
-                })
-                && rev.author.iter().any(|a| multi.contains(a.as_str()));
+            let single = !rev.is_reroll() && rev.cover.is_none() && rev.total <= 1;
+            let unversioned = rev.slots.values().all(|s| {
+                s.explicit.is_none()
+                    && self.classes[s.mail]
+                        .tag
+                        .as_ref()
+                        .is_some_and(|t| t.counter.is_none())
+            });
+            let below_series = rev.slots.values().all(|s| s.explicit.is_some())
+                && rev.author.iter().any(|a| {
+                    multi_version
+                        .get(a.as_str())
+                        .is_some_and(|&v| m.version[r] <= v)
+                });
+            m.stray[r] = match rev.based_on {
+                // A reroll of a follow-up is a follow-up.
+                Some(b) => m.stray[b],
+                None => {
+                    single
+                        && !rev.slots.is_empty()
+                        && ((unversioned && rev.author.iter().any(|a| multi.contains(a.as_str())))
+                            || below_series)
+                }
+            };
             if (rev.total > 1 || m.version[r] > 1) && !rev.slots.is_empty() {
                 multi.extend(rev.author.iter().map(String::as_str));
+            }
+            if rev.total > 1 && !rev.slots.is_empty() {
+                for a in &rev.author {
+                    let v = multi_version.entry(a.as_str()).or_default();
+                    *v = (*v).max(m.version[r]);
+                }
             }
         }
         self.memo = m;

@@ -1,0 +1,244 @@
+//! Where a patch goes when it replies to a mail of the thread that is not
+//! a cover or patch of its series (a review, a question): real authors send
+//! a whole posting (`[PATCH v2 0/2 RESEND]` and its patches) or a partial
+//! reroll (`[PATCH v5 6/6]`) In-Reply-To the review that asked for it. The
+//! reply chain then says nothing; the siblings and the References do:
+//!   - patches of one author and total replying to the same mail are one
+//!     posting, under a cover of theirs that replies there too;
+//!   - a patch whose nearest placed ancestor in its References is the same
+//!     counter of the same author and total rerolls that patch.
+
+use super::{same_author, Kind, Thread};
+
+impl Thread<'_> {
+    /// Places patch `i`, whose In-Reply-To `anchor` is a mail of the thread
+    /// that is no cover or patch it could join; false when none of the
+    /// rules applies (the caller then opens a new revision).
+    pub(super) fn place_under_anchor(&mut self, i: usize, anchor: &str) -> bool {
+        let tag = self.tag(i).clone();
+        let author = self.mails[i].author_addresses();
+        let shared = author
+            .iter()
+            .filter_map(|a| {
+                self.index
+                    .ghosts
+                    .get(&(anchor.to_string(), a.clone(), tag.total()))
+                    .copied()
+            })
+            .max();
+        if let Some(r) = shared {
+            self.join(r, i);
+            return true;
+        }
+        if let Some(r) = self.sibling_cover(i, anchor) {
+            self.revisions[r].ghost = Some(anchor.to_string());
+            self.join(r, i);
+            self.index_ghost(r, anchor);
+            return true;
+        }
+        if let Some(base) = self.rerolled_through_references(i) {
+            self.reroll(base, i);
+            // Its siblings (the other patches rerolled in reply to the same
+            // review) join it.
+            if let Some(&r) = self.home.get(&i) {
+                self.index_ghost(r, anchor);
+            }
+            return true;
+        }
+        false
+    }
+
+    /// The author's newest cover, still without patches, of the patch's
+    /// total, sent before it In-Reply-To the same mail.
+    fn sibling_cover(&self, i: usize, anchor: &str) -> Option<usize> {
+        let tag = self.classes[i].tag.as_ref()?;
+        let author = self.mails[i].author_addresses();
+        author
+            .iter()
+            .filter_map(|a| self.index.open_covers.get(a))
+            .flat_map(|list| list.iter().rev().take(super::MAX_OPEN_POSTINGS))
+            .copied()
+            .filter(|&r| {
+                let rev = &self.revisions[r];
+                rev.slots.is_empty()
+                    && rev.ghost.is_none()
+                    && (rev.total == 0 || rev.total == tag.total())
+                    && rev.cover.is_some_and(|c| {
+                        c < i && self.mails[c].in_reply_to.as_deref() == Some(anchor)
+                    })
+            })
+            .max()
+    }
+
+    /// The revision of the patch a multi-patch `[PATCH vN k/n]` rerolls
+    /// when it replies to a review of it: the nearest mail of its
+    /// References (the In-Reply-To is the review) that is a placed cover
+    /// or patch; a reroll only when that is k/n of the same author and
+    /// total. A single patch's reroll changes nothing to pick, so it is
+    /// left as it was (its own revision).
+    fn rerolled_through_references(&self, i: usize) -> Option<usize> {
+        let tag = self.classes[i].tag.as_ref()?;
+        if tag.total() < 2 {
+            return None;
+        }
+        let m = &self.mails[i];
+        let author = m.author_addresses();
+        let nearest = m
+            .references
+            .iter()
+            .rev()
+            .filter_map(|id| self.by_id.get(id.as_str()).copied())
+            .filter(|&p| p < i)
+            .find(|p| matches!(self.classes[*p].kind, Kind::Cover | Kind::Patch))?;
+        let base = *self.home.get(&nearest)?;
+        let other = self.classes[nearest].tag.as_ref()?;
+        (self.classes[nearest].kind == Kind::Patch
+            && other.index() == tag.index()
+            && other.total() == tag.total()
+            && same_author(&self.revisions[base].author, &author))
+        .then_some(base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::series::{assemble_with, Mail, Selection};
+
+    const DIFF: &str = "msg\n---\ndiff --git a/mm/vmscan.c b/mm/vmscan.c\n";
+    const AUTHOR: &str = "A U Thor <a@example.org>";
+    const REVIEWER: &str = "R Eviewer <r@example.org>";
+
+    /// A mail `id` In-Reply-To the last of `refs` (References: all of them).
+    fn mail(subject: &str, id: &str, from: &str, refs: &[&str]) -> Mail {
+        let body = if subject.starts_with("Re:") || subject.contains(" 0/") {
+            "text"
+        } else {
+            DIFF
+        };
+        Mail {
+            subject: subject.into(),
+            message_id: id.into(),
+            from: from.into(),
+            body: body.into(),
+            raw: format!("Subject: {subject}\n\n{body}").into_bytes(),
+            in_reply_to: refs.last().map(|r| r.to_string()),
+            references: refs.iter().map(|r| r.to_string()).collect(),
+            ..Mail::default()
+        }
+    }
+
+    fn series(n: u32, v: u32, cover_refs: &[&str]) -> Vec<Mail> {
+        let c = format!("c{v}");
+        let mut out = vec![mail(
+            &format!("[PATCH v{v} 0/{n}] c"),
+            &c,
+            AUTHOR,
+            cover_refs,
+        )];
+        let mut refs: Vec<&str> = cover_refs.to_vec();
+        refs.push(&c);
+        for k in 1..=n {
+            let s = format!("[PATCH v{v} {k}/{n}] p{k}");
+            out.push(mail(&s, &format!("v{v}p{k}"), AUTHOR, &refs));
+        }
+        out
+    }
+
+    /// Real thread shapes (tools/thread-corpus found them on lore):
+    /// (mails, the chosen assembly, the cover's message-id).
+    #[test]
+    fn patches_replying_to_reviews() {
+        let cases: Vec<(Vec<Mail>, &str, Option<&str>)> = vec![
+            // A RESEND posting whose cover and patches all reply to a review.
+            (
+                [
+                    series(2, 1, &[]),
+                    vec![
+                        mail("Re: [PATCH v1 0/2] c", "r", REVIEWER, &["c1"]),
+                        mail("[PATCH v2 0/2 RESEND] c", "c2", AUTHOR, &["c1", "r"]),
+                        mail("[PATCH v2 1/2 RESEND] p1", "v2p1", AUTHOR, &["c1", "r"]),
+                        mail("[PATCH v2 2/2 RESEND] p2", "v2p2", AUTHOR, &["c1", "r"]),
+                    ],
+                ]
+                .concat(),
+                "v2 1/2..2/2",
+                Some("c2"),
+            ),
+            // The same, without a cover: the patches still make one posting.
+            (
+                [
+                    series(2, 1, &[]),
+                    vec![
+                        mail("Re: [PATCH v1 1/2] p1", "r", REVIEWER, &["c1", "v1p1"]),
+                        mail("[PATCH v2 1/2] p1", "v2p1", AUTHOR, &["c1", "v1p1", "r"]),
+                        mail("[PATCH v2 2/2] p2", "v2p2", AUTHOR, &["c1", "v1p1", "r"]),
+                    ],
+                ]
+                .concat(),
+                "v2 = v2 1/2 + v2 2/2",
+                Some("c1"),
+            ),
+            // A partial reroll sent In-Reply-To a review of the patch it rerolls.
+            (
+                [
+                    series(3, 4, &[]),
+                    vec![
+                        mail("Re: [PATCH v4 3/3] p3", "r", REVIEWER, &["c4", "v4p3"]),
+                        mail("[PATCH v5 3/3] p3", "v5p3", AUTHOR, &["c4", "v4p3", "r"]),
+                    ],
+                ]
+                .concat(),
+                "v5 = v4 1/3 + v4 2/3 + v5 3/3",
+                Some("c4"),
+            ),
+            // A review of the cover: the nearest posted mail is no patch, so
+            // a lone k/n is not a reroll (and the newest posting is incomplete).
+            (
+                [
+                    series(2, 1, &[]),
+                    vec![
+                        mail("Re: [PATCH v1 0/2] c", "r", REVIEWER, &["c1"]),
+                        mail("[PATCH v2 2/2] p2", "v2p2", AUTHOR, &["c1", "r"]),
+                    ],
+                ]
+                .concat(),
+                "incomplete",
+                None,
+            ),
+            // A versioned single patch months after v7 re-posts one patch.
+            (
+                [
+                    series(3, 7, &[]),
+                    vec![mail("[PATCH v2] p2", "late", AUTHOR, &["c7", "v7p2"])],
+                ]
+                .concat(),
+                "v7 1/3..3/3",
+                Some("c7"),
+            ),
+            // A single patch above the series' version is its next revision.
+            (
+                [
+                    series(3, 7, &[]),
+                    vec![mail("[PATCH v8] squashed", "v8", AUTHOR, &["c7"])],
+                ]
+                .concat(),
+                "v8 1/1",
+                None,
+            ),
+        ];
+        for (i, (mails, want, cover)) in cases.into_iter().enumerate() {
+            let sel = Selection {
+                requested: Some(mails[0].message_id.clone()),
+                revision: None,
+            };
+            match assemble_with(&mails, "t", &sel) {
+                Ok(s) => {
+                    assert_eq!(s.assembly, want, "case {i}");
+                    let got = s.cover.as_ref().map(|c| c.message_id.as_str());
+                    assert_eq!(got, cover, "case {i}");
+                }
+                Err(e) => assert_eq!(want, "incomplete", "case {i}: {e}"),
+            }
+        }
+    }
+}
