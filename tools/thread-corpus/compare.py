@@ -27,10 +27,24 @@ import json
 import logging
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
 
+
+
+# b4 takes minutes on some threads with huge attachments (a 1.4 MB gz kselftest thread of six
+# mails ran over five); past this, the thread counts as a b4 error.
+B4_TIMEOUT_S = 60
+
+
+class B4Timeout(Exception):
+    pass
+
+
+def _timeout(_sig, _frame):
+    raise B4Timeout(f"b4 took over {B4_TIMEOUT_S} s")
 
 
 def b4_pick(mbox_path, root):
@@ -122,6 +136,7 @@ def b4_picks(corpus, rows, cache_path, check_cli):
     slow half (a few tenths of a second a thread) and does not change when mmci does."""
     import b4
     b4.can_network = False
+    signal.signal(signal.SIGALRM, _timeout)
     cached = {}
     if os.path.exists(cache_path):
         with open(cache_path, encoding="utf-8") as f:
@@ -138,10 +153,13 @@ def b4_picks(corpus, rows, cache_path, check_cli):
             plain = os.path.join(tmp, "t.mbox")
             with gzip.open(os.path.join(corpus, rel)) as src, open(plain, "wb") as dst:
                 dst.write(src.read())
+            signal.alarm(B4_TIMEOUT_S)
             try:
                 b = b4_pick(plain, root)
             except Exception as e:  # b4 failing on a thread is a result too
                 b = {"outcome": "error", "error": f"{type(e).__name__}: {e}"[:200]}
+            finally:
+                signal.alarm(0)
             if i < check_cli:
                 ver, ids = b4_cli(plain, root)
                 present = [p for p in b.get("patches", []) if p is not None]

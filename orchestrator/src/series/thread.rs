@@ -269,6 +269,9 @@ impl<'a> Thread<'a> {
     }
 
     fn add_cover(&mut self, i: usize) {
+        if self.late_cover(i) {
+            return;
+        }
         let r = self.new_revision(i);
         let tag = self.tag(i).clone();
         let rev = &mut self.revisions[r];

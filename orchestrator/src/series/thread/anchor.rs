@@ -7,6 +7,7 @@
 //!     posting, under a cover of theirs that replies there too;
 //!   - a patch whose nearest placed ancestor in its References is the same
 //!     counter of the same author and total rerolls that patch.
+//! The same look-up places a cover the list delivered after its patches.
 
 use super::{same_author, Kind, Thread};
 
@@ -46,6 +47,37 @@ impl Thread<'_> {
             return true;
         }
         false
+    }
+
+    /// Cover `i` arriving after its patches (the list delivered them
+    /// first): they reply to its Message-ID and wait as a revision without
+    /// a cover; it becomes theirs. False when no such revision is waiting.
+    pub(super) fn late_cover(&mut self, i: usize) -> bool {
+        let Some(tag) = self.classes[i].tag.clone() else {
+            return false;
+        };
+        let id = self.mails[i].message_id.clone();
+        let waiting = self.mails[i]
+            .author_addresses()
+            .iter()
+            .filter_map(|a| {
+                self.index
+                    .ghosts
+                    .get(&(id.clone(), a.clone(), tag.total()))
+                    .copied()
+            })
+            .filter(|&r| self.revisions[r].cover.is_none() && !self.revisions[r].is_reroll())
+            .max();
+        let Some(r) = waiting else {
+            return false;
+        };
+        let rev = &mut self.revisions[r];
+        rev.cover = Some(i);
+        rev.cover_version = tag.version;
+        rev.rfc |= tag.rfc;
+        rev.last = rev.last.max(i);
+        self.home.insert(i, r);
+        true
     }
 
     /// The author's newest cover, still without patches, of the patch's
@@ -204,6 +236,16 @@ mod tests {
                 .concat(),
                 "incomplete",
                 None,
+            ),
+            // The list delivered the cover after its patches.
+            (
+                vec![
+                    mail("[PATCH v3 1/2] p1", "p1", AUTHOR, &["c"]),
+                    mail("[PATCH v3 2/2] p2", "p2", AUTHOR, &["c"]),
+                    mail("[PATCH v3 0/2] c", "c", AUTHOR, &[]),
+                ],
+                "v3 1/2..2/2",
+                Some("c"),
             ),
             // A versioned single patch months after v7 re-posts one patch.
             (
