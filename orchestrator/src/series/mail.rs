@@ -50,14 +50,21 @@ impl Mail {
         false
     }
 
-    /// Lowercased addresses that identify the author: the sender's and the
-    /// in-body From's (a B4 Relay sender and the real author, or one author
-    /// writing from two addresses).
+    /// Lowercased keys that identify the author: the sender's and the
+    /// in-body From's addresses (a B4 Relay sender and the real author, or
+    /// one author writing from two addresses), and their display names of
+    /// two words or more (`Russell King (Oracle)` sends a cover from
+    /// linux@ and its patches from rmk+kernel@).
     pub fn author_addresses(&self) -> Vec<String> {
         let mut v = vec![address_of(&self.from)];
         if let Some(b) = &self.body_from {
             v.push(address_of(b));
         }
+        v.extend(
+            std::iter::once(&self.from)
+                .chain(&self.body_from)
+                .filter_map(|f| name_of(f)),
+        );
         v.retain(|a| !a.is_empty());
         v.dedup();
         v
@@ -76,6 +83,17 @@ pub fn address_of(s: &str) -> String {
         _ => s,
     };
     a.trim().to_lowercase()
+}
+
+/// `"Name Surname" <addr@x>` -> `name:name surname`: a display name of two
+/// words or more (one word is too common to tell authors apart); None
+/// without one.
+fn name_of(s: &str) -> Option<String> {
+    let name = s[..s.rfind('<')?].trim().trim_matches('"').trim();
+    let name = name.strip_suffix(" via B4 Relay").unwrap_or(name);
+    let words: Vec<&str> = name.split_whitespace().collect();
+    (words.len() >= 2 && !name.contains('@'))
+        .then(|| format!("name:{}", words.join(" ").to_lowercase()))
 }
 
 /// The `From:` line at the top of a body (after blank lines), if any.
@@ -271,6 +289,10 @@ mod tests {
         assert_eq!(m.body_from.as_deref(), Some("Michal Koutný <m@suse.com>"));
         assert!(m.body.contains("line=1\n"));
         assert!(m.has_diff());
-        assert_eq!(m.author_addresses(), ["z@jd.com", "m@suse.com"]);
+        // A one-word name (赵小强) is no key; two words are.
+        assert_eq!(
+            m.author_addresses(),
+            ["z@jd.com", "m@suse.com", "name:michal koutný"]
+        );
     }
 }

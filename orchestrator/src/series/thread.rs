@@ -250,8 +250,17 @@ impl<'a> Thread<'a> {
             .expect("covers and patches are tagged")
     }
 
+    /// The id mail `i` replies to: its In-Reply-To, else the last of its
+    /// References (quilt and some mailers send only References).
+    fn parent_id(&self, i: usize) -> Option<&'a str> {
+        let m = &self.mails[i];
+        m.in_reply_to
+            .as_deref()
+            .or(m.references.last().map(String::as_str))
+    }
+
     fn parent(&self, i: usize) -> Option<usize> {
-        let id = self.mails[i].in_reply_to.as_deref()?;
+        let id = self.parent_id(i)?;
         self.by_id.get(id).copied().filter(|&p| p != i)
     }
 
@@ -352,16 +361,16 @@ impl<'a> Thread<'a> {
         let anchored = self
             .parent(i)
             .filter(|p| !self.home.contains_key(p))
-            .and_then(|_| self.mails[i].in_reply_to.clone());
+            .and_then(|_| self.parent_id(i).map(str::to_string));
         if let Some(a) = &anchored {
             if self.place_under_anchor(i, a) {
                 return;
             }
         }
-        let ghost = self.mails[i]
-            .in_reply_to
-            .clone()
-            .filter(|id| !self.by_id.contains_key(id.as_str()));
+        let ghost = self
+            .parent_id(i)
+            .filter(|id| !self.by_id.contains_key(id))
+            .map(str::to_string);
         if let Some(g) = &ghost {
             // Patches of a hand-written cover reply to a `cover.NNN.git` id
             // that was never sent: they share it.

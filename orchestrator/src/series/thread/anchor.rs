@@ -95,9 +95,9 @@ impl Thread<'_> {
                 rev.slots.is_empty()
                     && rev.ghost.is_none()
                     && (rev.total == 0 || rev.total == tag.total())
-                    && rev.cover.is_some_and(|c| {
-                        c < i && self.mails[c].in_reply_to.as_deref() == Some(anchor)
-                    })
+                    && rev
+                        .cover
+                        .is_some_and(|c| c < i && self.parent_id(c) == Some(anchor))
             })
             .max()
     }
