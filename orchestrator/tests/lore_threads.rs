@@ -1,7 +1,10 @@
 //! The corpus of 30 real lore threads (orchestrator/tests/fixtures/lore-threads,
-//! copied from the shared fixtures): every row of its EXPECTED.tsv must come out as the
-//! table says: outcome, version, patch count, first subject, cover, and the
-//! provenance of each patch of a partial reroll.
+//! copied from the shared fixtures), and the threads adopted from the 2,293-thread
+//! corpus compared with b4 (orchestrator/tests/fixtures/lore-threads-corpus, one per
+//! class of disagreement; docs/series.md): every row of an EXPECTED.tsv must come out as
+//! the table says: outcome, version, patch count, first subject, cover, the provenance
+//! of each patch of a partial reroll, and, where the row names them, the patches'
+//! message-ids in order.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -17,7 +20,13 @@ pub fn corpus_dir() -> PathBuf {
         })
 }
 
+/// The threads adopted from tools/thread-corpus's corpus.
+fn b4_corpus_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/lore-threads-corpus")
+}
+
 struct Row {
+    dir: PathBuf,
     file: String,
     root: String,
     outcome: String,
@@ -26,10 +35,15 @@ struct Row {
     subject: String,
     cover: bool,
     assembly: String,
+    /// Column 10, when there: the patches' message-ids, space-separated.
+    message_ids: Option<Vec<String>>,
 }
 
 fn rows() -> Vec<Row> {
-    let dir = corpus_dir();
+    rows_in(corpus_dir())
+}
+
+fn rows_in(dir: PathBuf) -> Vec<Row> {
     let tsv = std::fs::read_to_string(dir.join("EXPECTED.tsv")).unwrap_or_else(|e| {
         panic!(
             "{}: {e} (the lore-threads corpus; set MMCI_LORE_FIXTURES)",
@@ -42,6 +56,7 @@ fn rows() -> Vec<Row> {
         .map(|l| {
             let c: Vec<&str> = l.split('\t').collect();
             Row {
+                dir: dir.clone(),
                 file: c[0].into(),
                 root: c[1].into(),
                 outcome: c[2].into(),
@@ -50,13 +65,20 @@ fn rows() -> Vec<Row> {
                 subject: c[5].into(),
                 cover: c[6] == "yes",
                 assembly: c[7].into(),
+                message_ids: c
+                    .get(9)
+                    .map(|ids| ids.split_whitespace().map(String::from).collect()),
             }
         })
         .collect()
 }
 
 fn thread(file: &str) -> Vec<u8> {
-    let gz = std::fs::read(corpus_dir().join(file)).unwrap();
+    thread_in(&corpus_dir(), file)
+}
+
+fn thread_in(dir: &std::path::Path, file: &str) -> Vec<u8> {
+    let gz = std::fs::read(dir.join(file)).unwrap();
     let mut out = Vec::new();
     flate2::read::GzDecoder::new(&gz[..])
         .read_to_end(&mut out)
@@ -92,7 +114,7 @@ fn missing_counters(assembly: &str) -> Vec<u32> {
 }
 
 fn check(row: &Row) -> Result<(), String> {
-    let mails = series::mails_from_mbox(&thread(&row.file));
+    let mails = series::mails_from_mbox(&thread_in(&row.dir, &row.file));
     let sel = Selection {
         requested: Some(row.root.clone()),
         revision: None,
@@ -147,6 +169,12 @@ fn check(row: &Row) -> Result<(), String> {
                     p.index, p.author
                 ));
             }
+            if let Some(want) = &row.message_ids {
+                let got: Vec<&str> = s.patches.iter().map(|p| p.message_id.as_str()).collect();
+                if got != *want {
+                    bad.push(format!("patches {got:?} (want {want:?})"));
+                }
+            }
             if s.patches.iter().any(|p| p.title.ends_with("(fix)")) {
                 bad.push("a (fix) mail replaced a patch".into());
             }
@@ -190,6 +218,31 @@ fn check(row: &Row) -> Result<(), String> {
 fn every_row_of_expected_tsv() {
     let rows = rows();
     assert_eq!(rows.len(), 30, "the corpus has 30 threads");
+    let failures: Vec<String> = rows.iter().filter_map(|r| check(r).err()).collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} rows wrong:\n{}",
+        failures.len(),
+        rows.len(),
+        failures.join("\n")
+    );
+}
+
+/// One thread per class of b4/mmci disagreement, and the three kinds of
+/// thread issue 29 names, each as a maintainer applies it.
+#[test]
+fn every_row_of_the_b4_corpus_expected_tsv() {
+    let dir = b4_corpus_dir();
+    let rows = rows_in(dir.clone());
+    let files = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .is_ok_and(|e| e.file_name().to_string_lossy().ends_with(".t.mbox.gz"))
+        })
+        .count();
+    assert_eq!(rows.len(), files, "a row for every file");
+    assert!(rows.iter().all(|r| r.message_ids.is_some()));
     let failures: Vec<String> = rows.iter().filter_map(|r| check(r).err()).collect();
     assert!(
         failures.is_empty(),

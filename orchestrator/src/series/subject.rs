@@ -77,8 +77,19 @@ pub fn is_reply(subject: &str) -> bool {
     }
 }
 
+/// The words of a tag: `PATCH-v3` (and `RFC-v2`) is two, `PATCH` and `v3`.
+fn tag_words(inside: &str) -> impl Iterator<Item = &str> {
+    inside.split_whitespace().flat_map(|t| {
+        let head = t.split_once('-').map(|(h, _)| h.to_ascii_uppercase());
+        match (head.as_deref(), t.split_once('-')) {
+            (Some("PATCH" | "RFC"), Some((h, rest))) if !rest.is_empty() => vec![h, rest],
+            _ => vec![t],
+        }
+    })
+}
+
 fn inside_is_patch_tag(inside: &str) -> bool {
-    inside.split_whitespace().any(|t| {
+    tag_words(inside).any(|t| {
         let u = t.to_ascii_uppercase();
         u == "PATCH" || u == "PATCHSET" || u == "PATCHES" || u == "RFC" || u == "RFT"
     })
@@ -124,7 +135,7 @@ pub fn parse_subject(subject: &str) -> Option<SubjectTag> {
             break;
         };
         is_patch |= inside_is_patch_tag(inside);
-        tokens.extend(inside.split_whitespace());
+        tokens.extend(tag_words(inside));
         rest = tail.trim_start();
     }
     if !is_patch {
@@ -238,6 +249,14 @@ mod tests {
                 true,
                 false,
                 "split",
+            ),
+            (
+                "[PATCH-v3 2/3] genirq: x",
+                Some(3),
+                Some((2, 3)),
+                false,
+                false,
+                "genirq: x",
             ),
             (
                 "[PATCH v2/resend 0/8] dce",
