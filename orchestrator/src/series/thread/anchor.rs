@@ -7,6 +7,7 @@
 //!     posting, under a cover of theirs that replies there too;
 //!   - a patch whose nearest placed ancestor in its References is the same
 //!     counter of the same author and total rerolls that patch.
+//!
 //! The same look-up places a cover the list delivered after its patches.
 
 use super::{same_author, Kind, Thread};
