@@ -133,7 +133,7 @@ impl Revision {
 
     /// Every counter 1..=total is taken: no further patch of this total
     /// can join (counters never exceed their total).
-    fn is_full(&self) -> bool {
+    pub(super) fn is_full(&self) -> bool {
         self.total > 0
             && self.slots.len() >= self.total as usize
             && self.slots.range(1..=self.total).count() == self.total as usize
@@ -398,6 +398,10 @@ impl<'a> Thread<'a> {
             if let Some(r) = self.unthreaded_posting(&tag, &author) {
                 return self.join(r, i);
             }
+        }
+        if let Some(r) = self.resent_into(i) {
+            // Of two mails with the same counter and version, the later wins.
+            return self.join(r, i);
         }
         let r = self.new_revision(i);
         let ghost = ghost.or(anchored);

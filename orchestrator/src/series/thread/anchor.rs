@@ -81,6 +81,31 @@ impl Thread<'_> {
         true
     }
 
+    /// The complete multi-patch posting a patch that would open a revision
+    /// of its own re-sends: `[PATCH v2 1/2]` sent again alone, days after
+    /// the whole v2 (same author, total, counter and version), among the
+    /// newest [`super::MAX_OPEN_POSTINGS`] revisions.
+    pub(super) fn resent_into(&self, i: usize) -> Option<usize> {
+        let tag = self.classes[i].tag.as_ref()?;
+        if tag.total() < 2 {
+            return None;
+        }
+        let author = self.mails[i].author_addresses();
+        (0..self.revisions.len())
+            .rev()
+            .take(super::MAX_OPEN_POSTINGS)
+            .find(|&r| {
+                let rev = &self.revisions[r];
+                !rev.is_reroll()
+                    && rev.total == tag.total()
+                    && rev.is_full()
+                    && same_author(&rev.author, &author)
+                    && rev.slots.get(&tag.index()).is_some_and(|s| {
+                        s.explicit.or(rev.cover_version) == tag.version.or(rev.cover_version)
+                    })
+            })
+    }
+
     /// The author's newest cover, still without patches, of the patch's
     /// total, sent before it In-Reply-To the same mail.
     fn sibling_cover(&self, i: usize, anchor: &str) -> Option<usize> {
@@ -247,6 +272,16 @@ mod tests {
                 ],
                 "v3 1/2..2/2",
                 Some("c"),
+            ),
+            // One patch of a complete posting sent again alone: the later copy.
+            (
+                [
+                    series(2, 2, &[]),
+                    vec![mail("[PATCH v2 1/2] p1", "again", AUTHOR, &[])],
+                ]
+                .concat(),
+                "v2 1/2..2/2",
+                Some("c2"),
             ),
             // A versioned single patch months after v7 re-posts one patch.
             (
