@@ -184,7 +184,7 @@ impl Client {
                     url: req.url.clone(),
                     status,
                     detail: self.redact(&detail(&body)),
-                    hint: hint(status, req.method, self.token.is_some()),
+                    hint: hint(status, req.method, self.token.is_some(), &detail(&body)),
                 });
             }
             return Ok(Answer { body, next });
@@ -389,13 +389,21 @@ fn detail(body: &[u8]) -> String {
     }
 }
 
-fn hint(status: u16, method: &str, has_token: bool) -> &'static str {
+const TOKEN_REFUSED: &str = " (the token was refused: check $MMCI_PATCHWORK_TOKEN or --token-file)";
+
+/// What to do about a refusal. A real patchwork answers a bad token with
+/// 403 "Invalid token." (its session authentication comes first, so DRF
+/// does not say 401), which is not a permission problem.
+fn hint(status: u16, method: &str, has_token: bool, detail: &str) -> &'static str {
+    let bad_token = detail.contains("Invalid token") || detail.contains("Token inactive");
     match (status, method) {
-        (401, _) => " (the token was refused: check $MMCI_PATCHWORK_TOKEN or --token-file)",
+        (401, _) => TOKEN_REFUSED,
+        (403, _) if bad_token => TOKEN_REFUSED,
         (403, _) => " (the token's user may not add checks here: patchwork needs the add_check permission for the project)",
         (404, "POST") if !has_token => " (patchwork answers 404 to writes without a token)",
         (404, "POST") => " (no such patch on this instance, or the token cannot see it)",
         (404, _) => " (no such series, patch or project on this instance)",
+        (400, "POST") if detail.contains("target_url") => " (patchwork refused the check's link: --target-url)",
         (400, _) => " (patchwork refused the request's content)",
         _ => "",
     }
