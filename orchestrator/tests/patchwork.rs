@@ -122,6 +122,16 @@ async fn series_are_read_from_a_real_patchwork() {
     let (v2, _) = series_id(&pw, "MGLRU isolation", 2).await;
     assert_ne!(v1, v2);
     let store = work();
+    // Patchwork 3.2.1 serves 1.1 to 1.3; mmci speaks the newest.
+    let client = mmci::series::patchwork::Client::new(&pw.base, None, Default::default()).unwrap();
+    assert_eq!(client.version().await, "1.3");
+    for v in ["1.1", "1.2", "1.3"] {
+        let index = pw.get(&format!("/api/{v}/")).await;
+        assert!(
+            mmci::series::patchwork::version::serves_what_mmci_needs(&index),
+            "{v}: {index}"
+        );
+    }
 
     // The library's source: the series, its cover letter (from its own
     // mbox) and its patch ids.

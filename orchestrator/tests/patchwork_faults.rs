@@ -45,6 +45,8 @@ struct Pw {
     throttle: u32,
     /// Then this many with 503.
     unavailable: u32,
+    /// The API versions served (none: 1.3 alone).
+    versions: Vec<&'static str>,
     retry_after: String,
 }
 
@@ -217,6 +219,19 @@ fn mbox_of(mails: &[(u64, Vec<u8>)]) -> Vec<u8> {
 impl Respond for Fake {
     fn respond(&self, req: &Request) -> ResponseTemplate {
         let mut pw = self.0.lock().unwrap();
+        // The API index, never throttled: what the client reads first.
+        let path = req.url.path().to_string();
+        if let ["api", v] = path.trim_matches('/').split('/').collect::<Vec<_>>()[..] {
+            let served = pw.versions.is_empty() && v == "1.3" || pw.versions.contains(&v);
+            if !served {
+                return detail(404, "Not found.");
+            }
+            let b = &pw.base;
+            return ResponseTemplate::new(200).set_body_json(json!({
+                "projects": format!("{b}/api/{v}/projects/"), "patches": format!("{b}/api/{v}/patches/"),
+                "series": format!("{b}/api/{v}/series/"), "events": format!("{b}/api/{v}/events/"),
+            }));
+        }
         if pw.throttle > 0 {
             pw.throttle -= 1;
             return detail(
@@ -233,7 +248,7 @@ impl Respond for Fake {
         let seg: Vec<&str> = p.trim_matches('/').split('/').collect();
         let num = |s: &str| s.parse::<u64>().ok();
         match (req.method.as_str(), seg.as_slice()) {
-            ("GET", ["api", "1.3", "series", id]) => {
+            ("GET", ["api", _, "series", id]) => {
                 match pw.series.iter().find(|s| Some(s.id) == num(id)) {
                     Some(s) => ResponseTemplate::new(200).set_body_json(pw.series_json(s)),
                     None => detail(404, "No Series matches the given query."),
@@ -262,8 +277,8 @@ impl Respond for Fake {
                     None => detail(404, "Not found."),
                 }
             }
-            ("GET", ["api", "1.3", "events"]) => pw.events(req),
-            ("GET", ["api", "1.3", "patches"]) => {
+            ("GET", ["api", _, "events"]) => pw.events(req),
+            ("GET", ["api", _, "patches"]) => {
                 let q: Vec<(String, String)> = req.url.query_pairs().into_owned().collect();
                 let msgid = q.iter().find(|(k, _)| k == "msgid").map(|(_, v)| v.clone());
                 let project = q
@@ -280,7 +295,7 @@ impl Respond for Fake {
                     .collect();
                 ResponseTemplate::new(200).set_body_json(Value::Array(found))
             }
-            ("GET", ["api", "1.3", "patches", id, "checks"]) => {
+            ("GET", ["api", _, "patches", id, "checks"]) => {
                 let context = req
                     .url
                     .query_pairs()
@@ -297,7 +312,7 @@ impl Respond for Fake {
                     .collect();
                 ResponseTemplate::new(200).set_body_json(Value::Array(list))
             }
-            ("POST", ["api", "1.3", "patches", id, "checks"]) => match num(id) {
+            ("POST", ["api", _, "patches", id, "checks"]) => match num(id) {
                 Some(id) => pw.create_check(req, id),
                 None => detail(404, "Not found."),
             },
@@ -527,7 +542,8 @@ async fn rate_limits_are_waited_out_within_bounds() {
     // Two Retry-After: 1 waits, then each patch's checks read and its
     // check posted.
     assert!(t.elapsed() >= std::time::Duration::from_secs(2));
-    assert_eq!(server.received_requests().await.unwrap().len(), 6);
+    // (and the API index first, never throttled).
+    assert_eq!(server.received_requests().await.unwrap().len(), 7);
     assert_eq!(fake.0.lock().unwrap().checks.len(), 2);
     assert!(out(&o).1.contains("patchwork rate limit (429), waiting"));
     // Throttled for good: gives up once --rate-limit-wait is spent.
@@ -541,6 +557,44 @@ async fn rate_limits_are_waited_out_within_bounds() {
         err.contains("still rate limited (HTTP 429) after 3 tries and 2 s of waiting"),
         "{err}"
     );
+}
+
+/// An instance without API 1.3 (a patchwork before 3.1): the client reads
+/// the index from 1.3 down and speaks the newest it serves, 1.2 here (what
+/// kernel-patches-daemon speaks), then 1.1 (NIPA's).
+#[tokio::test]
+async fn the_api_version_is_the_newest_the_instance_serves() {
+    for (versions, want) in [(vec!["1.2", "1.1"], "1.2"), (vec!["1.1"], "1.1")] {
+        let (server, fake) = patchwork().await;
+        {
+            let mut pw = fake.0.lock().unwrap();
+            pw.versions = versions.clone();
+            pw.series.push(pw_series(7, "", None));
+        }
+        let (origin, _) =
+            mmci::series::patchwork::fetch_series(&server.uri(), 7, Default::default())
+                .await
+                .unwrap();
+        assert_eq!(origin.patches.len(), 2);
+        let calls: Vec<String> = server
+            .received_requests()
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| format!("{} {}", r.method, r.url.path()))
+            .collect();
+        let mut expected = vec!["GET /api/1.3/".to_string()];
+        if want == "1.1" {
+            expected.push("GET /api/1.2/".into());
+        }
+        expected.extend([
+            format!("GET /api/{want}/"),
+            format!("GET /api/{want}/series/7/"),
+            "GET /cover/700/mbox/".into(),
+            "GET /series/7/mbox/".into(),
+        ]);
+        assert_eq!(calls, expected, "{versions:?}");
+    }
 }
 
 /// 503s are retried with a backoff, up to the attempts; past them, the

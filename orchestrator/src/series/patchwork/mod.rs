@@ -26,10 +26,12 @@ use super::fetch::{MAX_HTTP_BODY, MAX_MBOX_BYTES};
 
 mod client;
 mod dates;
+pub mod version;
 pub use client::Client;
 pub use dates::{date_key, naive_utc};
 
-/// The API version spoken, as the path segment.
+/// The API version URLs are built for, as the path segment; the client
+/// speaks the newest the instance serves ([`version`]).
 pub const API: &str = "/api/1.3";
 
 #[derive(Debug, thiserror::Error)]
