@@ -105,6 +105,27 @@ pub fn pending(mut events: Vec<Event>, cursor: &Cursor) -> Vec<Event> {
     events
 }
 
+/// The series among `events` that a newer revision in the same events
+/// replaces: same name (patchwork names a series after its cover letter,
+/// or its first patch, without the prefix), a higher version. Each maps
+/// to the newest such revision. A v1 is not tested once its v2 completed.
+pub fn stale(events: &[Event]) -> std::collections::BTreeMap<u64, u64> {
+    let key = |s: &pw::Embedded| s.name.trim().to_lowercase();
+    let mut out = std::collections::BTreeMap::new();
+    for s in events.iter().filter_map(|e| e.payload.series.as_ref()) {
+        let newer = events
+            .iter()
+            .filter_map(|e| e.payload.series.as_ref())
+            .filter(|n| !s.name.trim().is_empty() && key(n) == key(s))
+            .filter(|n| n.version.unwrap_or(1) > s.version.unwrap_or(1))
+            .max_by_key(|n| (n.version, n.id));
+        if let Some(n) = newer {
+            out.insert(s.id, n.id);
+        }
+    }
+    out
+}
+
 /// The body of the dispatch: the usual one, plus where to fetch the series.
 pub fn dispatch_body(f: &Found, src: &Source, series: u64) -> serde_json::Value {
     let mut body = super::dispatch_body(f);
@@ -176,6 +197,7 @@ pub async fn pass(
         .filter_map(|(k, _)| k[failed_prefix.len()..].parse().ok())
         .collect();
     let pending = pending(events, &cursor);
+    let stale = stale(&pending);
     for (n, (id, event)) in retries
         .into_iter()
         .map(|id| (Some(id), None))
@@ -200,6 +222,13 @@ pub async fn pass(
                     event = event.map(|e| e.id),
                     "series-completed event without a series"
                 )
+            }
+            Some(id) if event.is_some() && stale.contains_key(&id) => {
+                tracing::info!(
+                    series = id,
+                    newer = stale[&id],
+                    "skipped: a newer revision of the series completed too (stale)"
+                );
             }
             Some(id) => {
                 let fkey = failure_key(src, &id.to_string());
@@ -440,6 +469,38 @@ mod tests {
         more.push(ev(4, "2026-11-30T10:00:00.5"));
         let ids: Vec<u64> = pending(more, &c).iter().map(|e| e.id).collect();
         assert_eq!(ids, [4, 3]);
+    }
+
+    #[test]
+    fn older_revisions_completed_with_a_newer_one_are_stale() {
+        let ev = |id: u64, name: &str, version: Option<u32>| Event {
+            id: id + 100,
+            category: "series-completed".into(),
+            date: "2026-11-30T10:00:00".into(),
+            payload: Payload {
+                series: Some(pw::Embedded {
+                    id,
+                    msgid: String::new(),
+                    name: name.into(),
+                    mbox: None,
+                    web_url: None,
+                    version,
+                }),
+            },
+        };
+        let events = [
+            ev(1, "mm: fix x", Some(1)),
+            ev(2, "mm: other", Some(1)),
+            ev(3, "mm: fix x", Some(2)),
+            ev(4, "MM: Fix X ", Some(3)),
+            ev(5, "mm: other", None),
+            ev(6, "", Some(1)),
+            ev(7, "", Some(2)),
+        ];
+        let got: Vec<(u64, u64)> = stale(&events).into_iter().collect();
+        // v1 and v2 of "fix x" give way to v3; a missing version is v1;
+        // nameless series are never matched.
+        assert_eq!(got, [(1, 4), (3, 4)]);
     }
 
     #[test]

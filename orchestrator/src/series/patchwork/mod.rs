@@ -270,6 +270,9 @@ pub struct Embedded {
     pub mbox: Option<String>,
     #[serde(default)]
     pub web_url: Option<String>,
+    /// A series' revision (events' payloads carry it; patches do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u32>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
