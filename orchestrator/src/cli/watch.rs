@@ -31,7 +31,8 @@ pub struct WatchArgs {
     #[arg(long, value_name = "NAME", requires = "patchwork")]
     pub project: Option<String>,
     /// Where a patchwork source starts when the state has no cursor yet
-    /// (ISO 8601 UTC) [default: a day ago].
+    /// (ISO 8601: `2026-11-30T00:00:00Z`, an offset, or UTC without a zone;
+    /// sent to patchwork as naive UTC) [default: a day ago].
     #[arg(long, value_name = "DATE", requires = "patchwork")]
     pub pw_since: Option<String>,
     /// Longest wait on patchwork's rate limit (429) for one request, in seconds.

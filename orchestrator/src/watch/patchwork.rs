@@ -87,7 +87,11 @@ pub fn events_url(base: &str, project: &str, since: &str) -> String {
     u.query_pairs_mut()
         .append_pair("category", "series-completed")
         .append_pair("project", project)
-        .append_pair("since", since)
+        // A cursor written by an older mmci may carry a zone.
+        .append_pair(
+            "since",
+            &pw::naive_utc(since).unwrap_or_else(|| since.to_string()),
+        )
         .append_pair("order", "date");
     u.to_string()
 }
@@ -99,6 +103,27 @@ pub fn pending(mut events: Vec<Event>, cursor: &Cursor) -> Vec<Event> {
     events.sort_by_key(|e| (pw::date_key(&e.date), e.id));
     events.dedup_by_key(|e| e.id);
     events
+}
+
+/// The series among `events` that a newer revision in the same events
+/// replaces: same name (patchwork names a series after its cover letter,
+/// or its first patch, without the prefix), a higher version. Each maps
+/// to the newest such revision. A v1 is not tested once its v2 completed.
+pub fn stale(events: &[Event]) -> std::collections::BTreeMap<u64, u64> {
+    let key = |s: &pw::Embedded| s.name.trim().to_lowercase();
+    let mut out = std::collections::BTreeMap::new();
+    for s in events.iter().filter_map(|e| e.payload.series.as_ref()) {
+        let newer = events
+            .iter()
+            .filter_map(|e| e.payload.series.as_ref())
+            .filter(|n| !s.name.trim().is_empty() && key(n) == key(s))
+            .filter(|n| n.version.unwrap_or(1) > s.version.unwrap_or(1))
+            .max_by_key(|n| (n.version, n.id));
+        if let Some(n) = newer {
+            out.insert(s.id, n.id);
+        }
+    }
+    out
 }
 
 /// The body of the dispatch: the usual one, plus where to fetch the series.
@@ -172,6 +197,7 @@ pub async fn pass(
         .filter_map(|(k, _)| k[failed_prefix.len()..].parse().ok())
         .collect();
     let pending = pending(events, &cursor);
+    let stale = stale(&pending);
     for (n, (id, event)) in retries
         .into_iter()
         .map(|id| (Some(id), None))
@@ -196,6 +222,13 @@ pub async fn pass(
                     event = event.map(|e| e.id),
                     "series-completed event without a series"
                 )
+            }
+            Some(id) if event.is_some() && stale.contains_key(&id) => {
+                tracing::info!(
+                    series = id,
+                    newer = stale[&id],
+                    "skipped: a newer revision of the series completed too (stale)"
+                );
             }
             Some(id) => {
                 let fkey = failure_key(src, &id.to_string());
@@ -239,11 +272,43 @@ fn failure_key(src: &Source, series: &str) -> String {
     format!("patchwork {} {series}", src.key())
 }
 
+/// The patch states that mean a series is settled: a maintainer took it,
+/// turned it down or a newer revision replaced it (kernel-patches-daemon
+/// and NIPA test none of them).
+pub const SETTLED: &[&str] = &["accepted", "rejected", "superseded"];
+
+/// A patch's state, as the patches list gives it.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PatchState {
+    pub id: u64,
+    #[serde(default)]
+    pub state: String,
+}
+
+/// The first settled patch of a series, if any: (patch id, state).
+pub fn settled(patches: &[PatchState]) -> Option<(u64, String)> {
+    patches
+        .iter()
+        .find(|p| SETTLED.contains(&p.state.as_str()))
+        .map(|p| (p.id, p.state.clone()))
+}
+
 /// A series and its mails from patchwork: None when it does not assemble
 /// (a completed series that does not will not get better by asking again:
-/// said once, and skipped).
+/// said once, and skipped), or when one of its patches is settled
+/// ([`SETTLED`]).
 async fn fetch(client: &pw::Client, id: u64) -> Result<Option<Found>, PatchworkError> {
     let s = client.series(id).await?;
+    let states: Vec<PatchState> = client
+        .list(
+            &format!("patches of series {id}"),
+            &pw::api_url(client.base(), &format!("patches/?series={id}")),
+        )
+        .await?;
+    if let Some((patch, state)) = settled(&states) {
+        tracing::info!(series = id, patch, state = %state, "skipped: a patch of the series is settled");
+        return Ok(None);
+    }
     let mbox = client.series_mbox(&s).await?;
     let mails = crate::series::mails_from_mbox(&mbox);
     match crate::series::assemble(&mails, &format!("patchwork series {id}")) {
@@ -352,14 +417,15 @@ pub fn default_since(now_unix: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{hh:02}:{mm:02}:{ss:02}")
 }
 
-/// Checks a `--pw-since` value.
+/// A `--pw-since` value as patchwork's filter takes it: naive UTC
+/// ([`pw::naive_utc`]; an offset or `Z` is converted away, since
+/// patchwork answers a timezone-aware `since` with HTTP 500).
 pub fn check_since(given: &str) -> Result<String, String> {
-    match pw::date_key(given) {
-        Some(_) => Ok(given.trim().to_string()),
-        None => Err(format!(
-            "--pw-since {given}: expected an ISO 8601 UTC time such as 2026-11-30T00:00:00"
-        )),
-    }
+    pw::naive_utc(given).ok_or_else(|| {
+        format!(
+            "--pw-since {given}: expected an ISO 8601 time such as 2026-11-30T00:00:00Z, 2026-11-30T01:00:00+01:00 or 2026-11-30 (UTC without a zone)"
+        )
+    })
 }
 
 #[cfg(test)]
@@ -406,13 +472,105 @@ mod tests {
     }
 
     #[test]
+    fn older_revisions_completed_with_a_newer_one_are_stale() {
+        let ev = |id: u64, name: &str, version: Option<u32>| Event {
+            id: id + 100,
+            category: "series-completed".into(),
+            date: "2026-11-30T10:00:00".into(),
+            payload: Payload {
+                series: Some(pw::Embedded {
+                    id,
+                    msgid: String::new(),
+                    name: name.into(),
+                    mbox: None,
+                    web_url: None,
+                    version,
+                }),
+            },
+        };
+        let events = [
+            ev(1, "mm: fix x", Some(1)),
+            ev(2, "mm: other", Some(1)),
+            ev(3, "mm: fix x", Some(2)),
+            ev(4, "MM: Fix X ", Some(3)),
+            ev(5, "mm: other", None),
+            ev(6, "", Some(1)),
+            ev(7, "", Some(2)),
+        ];
+        let got: Vec<(u64, u64)> = stale(&events).into_iter().collect();
+        // v1 and v2 of "fix x" give way to v3; a missing version is v1;
+        // nameless series are never matched.
+        assert_eq!(got, [(1, 4), (3, 4)]);
+    }
+
+    #[test]
+    fn settled_series_are_found_by_any_patch() {
+        let ps = |states: &[&str]| -> Vec<PatchState> {
+            states
+                .iter()
+                .enumerate()
+                .map(|(i, s)| PatchState {
+                    id: i as u64 + 1,
+                    state: s.to_string(),
+                })
+                .collect()
+        };
+        /// The series' patch states, the settled patch expected.
+        type Case<'a> = (&'a [&'a str], Option<(u64, &'a str)>);
+        let cases: &[Case] = &[
+            (&["new", "new"], None),
+            (
+                &[
+                    "new",
+                    "under-review",
+                    "changes-requested",
+                    "rfc",
+                    "not-applicable",
+                    "deferred",
+                    "awaiting-upstream",
+                ],
+                None,
+            ),
+            (&["new", "superseded"], Some((2, "superseded"))),
+            (&["accepted", "new"], Some((1, "accepted"))),
+            (&["new", "rejected", "accepted"], Some((2, "rejected"))),
+            (&[], None),
+        ];
+        for (states, want) in cases {
+            assert_eq!(
+                settled(&ps(states)),
+                want.map(|(i, s)| (i, s.to_string())),
+                "{states:?}"
+            );
+        }
+    }
+
+    #[test]
     fn urls_and_since() {
         assert_eq!(
             events_url("https://pw.example.org", "linux-mm", "2026-11-30T10:00:00"),
             "https://pw.example.org/api/1.3/events/?category=series-completed&project=linux-mm&since=2026-11-30T10%3A00%3A00&order=date"
         );
         assert_eq!(default_since(86_400 + 61), "1970-01-01T00:01:01");
-        assert!(check_since("2026-11-30T00:00:00").is_ok());
-        assert!(check_since("last week").is_err());
+        assert_eq!(
+            events_url("https://p", "mm", "2020-01-01T00:00:00+01:00"),
+            "https://p/api/1.3/events/?category=series-completed&project=mm&since=2019-12-31T23%3A00%3A00&order=date"
+        );
+        let cases: &[(&str, Result<&str, &str>)] = &[
+            ("2026-11-30T00:00:00", Ok("2026-11-30T00:00:00")),
+            ("2020-01-01T00:00:00Z", Ok("2020-01-01T00:00:00")),
+            ("2026-11-30T01:00:00+01:00", Ok("2026-11-30T00:00:00")),
+            (
+                "last week",
+                Err("--pw-since last week: expected an ISO 8601 time"),
+            ),
+        ];
+        for (given, want) in cases {
+            match (check_since(given), want) {
+                (Ok(got), Ok(w)) => assert_eq!(got, *w, "{given}"),
+                (Err(e), Err(w)) => assert!(e.starts_with(w), "{given}: {e}"),
+                (got, _) => panic!("{given}: {got:?}"),
+            }
+        }
     }
 }

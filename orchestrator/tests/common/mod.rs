@@ -5,6 +5,7 @@
 pub mod guest;
 pub mod http;
 pub mod mbox;
+pub mod patchwork;
 
 use std::path::PathBuf;
 

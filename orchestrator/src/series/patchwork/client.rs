@@ -18,6 +18,8 @@ pub struct Client {
     http: reqwest::Client,
     token: Option<String>,
     pub limits: Limits,
+    /// The API version the instance serves, read once ([`Client::version`]).
+    version: tokio::sync::OnceCell<&'static str>,
 }
 
 impl std::fmt::Debug for Client {
@@ -65,7 +67,49 @@ impl Client {
             http,
             token,
             limits,
+            version: tokio::sync::OnceCell::new(),
         })
+    }
+
+    /// The newest API version of [`version::VERSIONS`] the instance
+    /// serves: its index asked for (without the token) from 1.3 down while
+    /// the answer is a 404. Any other answer that is not such an index (an
+    /// error, a 429, a proxy's page) leaves 1.3, the current one, and the
+    /// request itself says what is wrong.
+    pub async fn version(&self) -> &'static str {
+        self.version
+            .get_or_init(|| async {
+                for v in super::version::VERSIONS {
+                    let url = format!("{}/api/{v}/", self.base);
+                    let resp = match self
+                        .http
+                        .get(&url)
+                        .header("Accept", "application/json")
+                        .send()
+                        .await
+                    {
+                        Ok(r) => r,
+                        Err(_) => break,
+                    };
+                    if resp.status().as_u16() == 404 {
+                        continue;
+                    }
+                    let ok = resp.status().is_success();
+                    let body = self
+                        .read_body("API index", &url, 1, resp)
+                        .await
+                        .unwrap_or_default();
+                    let index: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    if ok && super::version::serves_what_mmci_needs(&index) {
+                        tracing::debug!(version = v, "patchwork REST API version");
+                        return *v;
+                    }
+                    break;
+                }
+                tracing::debug!("patchwork API index not read; speaking 1.3");
+                super::API.trim_start_matches("/api/")
+            })
+            .await
     }
 
     /// `url` if it is on the instance's origin (scheme, host and port).
@@ -105,7 +149,9 @@ impl Client {
         let mut rate_waited = Duration::ZERO;
         let mut backoff = self.limits.backoff;
         // Every request stays on the instance: the token goes nowhere else.
-        let url = self.on_origin(what, &req.url)?;
+        self.on_origin(what, &req.url)?;
+        let v = self.version().await;
+        let url = self.on_origin(what, &super::version::versioned(&req.url, &self.base, v))?;
         loop {
             attempt += 1;
             tracing::debug!(method = req.method, url = %req.url, attempt, "patchwork API");
@@ -184,7 +230,7 @@ impl Client {
                     url: req.url.clone(),
                     status,
                     detail: self.redact(&detail(&body)),
-                    hint: hint(status, req.method, self.token.is_some()),
+                    hint: hint(status, req.method, self.token.is_some(), &detail(&body)),
                 });
             }
             return Ok(Answer { body, next });
@@ -389,13 +435,21 @@ fn detail(body: &[u8]) -> String {
     }
 }
 
-fn hint(status: u16, method: &str, has_token: bool) -> &'static str {
+const TOKEN_REFUSED: &str = " (the token was refused: check $MMCI_PATCHWORK_TOKEN or --token-file)";
+
+/// What to do about a refusal. A real patchwork answers a bad token with
+/// 403 "Invalid token." (its session authentication comes first, so DRF
+/// does not say 401), which is not a permission problem.
+fn hint(status: u16, method: &str, has_token: bool, detail: &str) -> &'static str {
+    let bad_token = detail.contains("Invalid token") || detail.contains("Token inactive");
     match (status, method) {
-        (401, _) => " (the token was refused: check $MMCI_PATCHWORK_TOKEN or --token-file)",
+        (401, _) => TOKEN_REFUSED,
+        (403, _) if bad_token => TOKEN_REFUSED,
         (403, _) => " (the token's user may not add checks here: patchwork needs the add_check permission for the project)",
         (404, "POST") if !has_token => " (patchwork answers 404 to writes without a token)",
         (404, "POST") => " (no such patch on this instance, or the token cannot see it)",
         (404, _) => " (no such series, patch or project on this instance)",
+        (400, "POST") if detail.contains("target_url") => " (patchwork refused the check's link: --target-url)",
         (400, _) => " (patchwork refused the request's content)",
         _ => "",
     }
@@ -671,9 +725,12 @@ mod tests {
             [serde_json::json!({"id": 1}), serde_json::json!({"id": 2})]
         );
         let seen = seen.lock().unwrap().clone();
-        assert_eq!(seen.len(), 3, "{seen:?}");
+        // First the API index, asked without the token; then the lists.
+        assert_eq!(seen.len(), 4, "{seen:?}");
+        assert!(seen[0].starts_with("GET /api/1.3/ ") && !seen[0].contains(TOKEN));
         assert!(
-            seen.iter()
+            seen[1..]
+                .iter()
                 .all(|h| h.contains(&format!("authorization: Token {TOKEN}"))
                     || h.contains(&format!("Authorization: Token {TOKEN}"))),
             "{seen:?}"

@@ -25,9 +25,13 @@ use serde_json::Value;
 use super::fetch::{MAX_HTTP_BODY, MAX_MBOX_BYTES};
 
 mod client;
+mod dates;
+pub mod version;
 pub use client::Client;
+pub use dates::{date_key, naive_utc};
 
-/// The API version spoken, as the path segment.
+/// The API version URLs are built for, as the path segment; the client
+/// speaks the newest the instance serves ([`version`]).
 pub const API: &str = "/api/1.3";
 
 #[derive(Debug, thiserror::Error)]
@@ -232,30 +236,6 @@ pub fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> 
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// An ISO 8601 date as patchwork writes it (`2026-11-30T10:19:14.123456`,
-/// UTC, the fraction optional), as a key that orders like the time.
-pub fn date_key(date: &str) -> Option<(String, u32)> {
-    let d = date.trim().trim_end_matches('Z');
-    let d = d.strip_suffix("+00:00").unwrap_or(d);
-    let (secs, frac) = match d.split_once('.') {
-        Some((s, f)) => (s, f),
-        None => (d, ""),
-    };
-    let b = secs.as_bytes();
-    let shape = b.len() == 19
-        && b.iter().enumerate().all(|(i, c)| match i {
-            4 | 7 => *c == b'-',
-            10 => *c == b'T' || *c == b' ',
-            13 | 16 => *c == b':',
-            _ => c.is_ascii_digit(),
-        });
-    if !shape || !frac.chars().all(|c| c.is_ascii_digit()) || frac.len() > 9 {
-        return None;
-    }
-    let micros = format!("{frac:0<6}")[..6].parse().ok()?;
-    Some((secs.replace(' ', "T"), micros))
-}
-
 /// One request, as sent and as a dry run prints it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {
@@ -290,6 +270,9 @@ pub struct Embedded {
     pub mbox: Option<String>,
     #[serde(default)]
     pub web_url: Option<String>,
+    /// A series' revision (events' payloads carry it; patches do not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<u32>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -442,30 +425,5 @@ mod tests {
         for (v, want) in cases {
             assert_eq!(retry_after(v, now).map(|d| d.as_secs()), *want, "{v}");
         }
-    }
-
-    #[test]
-    fn dates_order_like_times() {
-        let cases: &[(&str, Option<(&str, u32)>)] = &[
-            ("2026-11-30T10:19:14", Some(("2026-11-30T10:19:14", 0))),
-            (
-                "2026-11-30T10:19:14.5",
-                Some(("2026-11-30T10:19:14", 500_000)),
-            ),
-            (
-                "2026-11-30T10:19:14.123456Z",
-                Some(("2026-11-30T10:19:14", 123_456)),
-            ),
-            (
-                "2026-11-30 10:19:14+00:00",
-                Some(("2026-11-30T10:19:14", 0)),
-            ),
-            ("yesterday", None),
-            ("2026-11-30T10:19", None),
-        ];
-        for (d, want) in cases {
-            assert_eq!(date_key(d), want.map(|(s, m)| (s.to_string(), m)), "{d}");
-        }
-        assert!(date_key("2026-11-30T10:19:14Z") < date_key("2026-11-30T10:19:14.000001"));
     }
 }

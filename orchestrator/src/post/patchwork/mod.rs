@@ -8,7 +8,9 @@
 //! `--patchwork URL --pw-series ID` keeps its patch ids); a series read
 //! elsewhere is found on patchwork by each patch's message-id. The requests
 //! are built by pure functions, so that the dry run prints exactly what
-//! `--send` sends. The token is only handed to the client.
+//! `--send` sends. The token is only handed to the client. `--send` first
+//! reads each patch's newest check of the context ([`latest`]) and skips a
+//! check that would say nothing new.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +18,8 @@ use serde_json::{json, Value};
 
 use crate::series::patchwork::{self as pw, PatchRef, PatchworkError, Request};
 use crate::series::Series;
+
+pub mod latest;
 
 /// Environment variable holding the token (named in host/secrets, which
 /// redacts it).
@@ -25,10 +29,8 @@ pub use crate::host::secrets::PATCHWORK_TOKEN_ENV as TOKEN_ENV;
 pub enum PatchworkPostError {
     #[error("--context {0}: patchwork wants letters, digits, `-` and `_` only (1 to 255 of them), and mmci's checks are named `mmci` or `mmci-NAME`")]
     BadContext(String),
-    #[error(
-        "--target-url {0}: must be an http(s) URL of at most 200 characters (patchwork's limit)"
-    )]
-    BadTargetUrl(String),
+    #[error("--target-url {0}: patchwork would refuse it ({1}); give the http(s) URL of the run, e.g. https://github.com/OWNER/REPO/actions/runs/ID")]
+    BadTargetUrl(String, String),
     #[error("no patchwork token: set ${TOKEN_ENV} or give --token-file FILE (or leave out --send for a dry run)")]
     NoToken,
     #[error(transparent)]
@@ -118,14 +120,63 @@ pub fn check_context(context: &str) -> Result<(), PatchworkPostError> {
     }
 }
 
+/// A link patchwork will take: an http(s) URL of at most 200 characters
+/// whose host passes Django's URLValidator (patchwork's `target_url` is a
+/// URLField: a real server answers anything else with 400): `localhost`,
+/// an IP address, or a dotted name whose last label is letters (or an
+/// `xn--` label). `https://ci/runs/1` parses as a URL, yet patchwork
+/// refuses it, so it is refused here before anything is sent.
 pub fn check_target_url(url: &str) -> Result<(), PatchworkPostError> {
-    let ok = url.len() <= 200
-        && reqwest::Url::parse(url)
-            .is_ok_and(|u| (u.scheme() == "http" || u.scheme() == "https") && u.host().is_some());
-    if ok {
-        Ok(())
-    } else {
-        Err(PatchworkPostError::BadTargetUrl(url.to_string()))
+    let bad = |why: &str| {
+        Err(PatchworkPostError::BadTargetUrl(
+            url.to_string(),
+            why.to_string(),
+        ))
+    };
+    if url.len() > 200 {
+        return bad("longer than 200 characters, patchwork's limit");
+    }
+    if url.chars().any(char::is_whitespace) {
+        return bad("it contains white space");
+    }
+    let Ok(u) = reqwest::Url::parse(url) else {
+        return bad("not a URL");
+    };
+    if u.scheme() != "http" && u.scheme() != "https" {
+        return bad("not http(s)");
+    }
+    let ip = |h: &str| {
+        h.trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok()
+    };
+    match u.host_str() {
+        Some(h) if ip(h) => Ok(()),
+        Some(d) => {
+            let d = d.trim_end_matches('.');
+            let labels: Vec<&str> = d.split('.').collect();
+            let label_ok = |l: &&str| {
+                !l.is_empty()
+                    && l.len() <= 63
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+                    && l.chars().all(|c| c.is_alphanumeric() || c == '-')
+            };
+            let tld = labels.last().copied().unwrap_or("");
+            let tld_ok = (tld.len() >= 2 && tld.chars().all(char::is_alphabetic))
+                || (tld.starts_with("xn--") && tld.len() > 4);
+            if d.eq_ignore_ascii_case("localhost") {
+                Ok(())
+            } else if labels.len() < 2 || !tld_ok {
+                bad("its host is not a domain name with a top-level domain (nor localhost or an IP address)")
+            } else if !labels.iter().all(label_ok) {
+                bad("its host has a label patchwork refuses (letters, digits and inner hyphens only)")
+            } else {
+                Ok(())
+            }
+        }
+        None => bad("no host"),
     }
 }
 
@@ -352,6 +403,40 @@ pub async fn post(p: &PatchworkPost) -> Result<String, PatchworkPostError> {
     let mut out = String::new();
     let mut posted: Vec<String> = Vec::new();
     for (t, id) in &ids {
+        let what = format!(
+            "check `{}` on patch {id} ({}/{} {})",
+            p.check.context,
+            t.index,
+            ids.len(),
+            t.title
+        );
+        // The newest check of the context first: nothing new, nothing sent.
+        let prior: Vec<latest::Posted> = match client
+            .list(
+                &format!("reading the `{}` checks of patch {id}", p.check.context),
+                &latest::checks_url(&p.url, *id, &p.check.context),
+            )
+            .await
+        {
+            Ok(l) => l,
+            Err(e) => return Err(partial(e, &posted, ids.len())),
+        };
+        match latest::decide(latest::newest(&prior, &p.check.context).as_ref(), &p.check) {
+            latest::Decision::Unchanged { check } => {
+                out.push_str(&format!(
+                    "{what}: unchanged ({}, check {check}), not posted again\n",
+                    p.check.state.as_str()
+                ));
+                continue;
+            }
+            latest::Decision::KeepFinal { check, state } => {
+                out.push_str(&format!(
+                    "{what}: already final ({state}, check {check}), not set back to pending\n"
+                ));
+                continue;
+            }
+            latest::Decision::Post => {}
+        }
         let req = check_request(&p.url, *id, &p.check);
         match client
             .send_json(&format!("creating a check on patch {id}"), &req)
@@ -370,18 +455,23 @@ pub async fn post(p: &PatchworkPost) -> Result<String, PatchworkPostError> {
                 ));
                 posted.push(format!("patch {id}"));
             }
-            Err(source) if !posted.is_empty() => {
-                return Err(PatchworkPostError::Partial {
-                    done: posted.len(),
-                    total: ids.len(),
-                    posted: posted.join(", "),
-                    source: Box::new(source),
-                })
-            }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(partial(e, &posted, ids.len())),
         }
     }
     Ok(out)
+}
+
+/// An error after `posted` checks went out: says which, if any.
+fn partial(source: PatchworkError, posted: &[String], total: usize) -> PatchworkPostError {
+    if posted.is_empty() {
+        return source.into();
+    }
+    PatchworkPostError::Partial {
+        done: posted.len(),
+        total,
+        posted: posted.join(", "),
+        source: Box::new(source),
+    }
 }
 
 /// The token for `--send`: --token-file, else $MMCI_PATCHWORK_TOKEN.
@@ -411,9 +501,38 @@ mod tests {
             assert!(check_context(bad).is_err(), "{bad}");
         }
         assert!(check_context(&format!("mmci-{}", "a".repeat(251))).is_err());
-        assert!(check_target_url("https://github.com/o/r/actions/runs/1").is_ok());
-        assert!(check_target_url("ftp://x/y").is_err());
-        assert!(check_target_url(&format!("https://x/{}", "a".repeat(200))).is_err());
+        let long = format!("https://x.org/{}", "a".repeat(200));
+        let cases: &[(&str, Option<&str>)] = &[
+            ("https://github.com/o/r/actions/runs/1", None),
+            ("http://localhost:8080/run/1", None),
+            ("http://127.0.0.1:18000/x", None),
+            ("https://[::1]/x", None),
+            ("https://ci.xn--p1ai/r", None),
+            (
+                "https://ci/runs/1",
+                Some("not a domain name with a top-level domain"),
+            ),
+            ("https://ci.example.c1/r", Some("not a domain name")),
+            (
+                "https://bad_host.example.org/r",
+                Some("a label patchwork refuses"),
+            ),
+            (
+                "https://-x.example.org/r",
+                Some("a label patchwork refuses"),
+            ),
+            ("ftp://x.org/y", Some("not http(s)")),
+            ("not a url", Some("white space")),
+            ("/runs/1", Some("not a URL")),
+            (&long, Some("longer than 200")),
+        ];
+        for (url, want) in cases {
+            match (check_target_url(url), want) {
+                (Ok(()), None) => {}
+                (Err(e), Some(w)) => assert!(e.to_string().contains(w), "{url}: {e}"),
+                (got, _) => panic!("{url}: {got:?}"),
+            }
+        }
     }
 
     #[test]
