@@ -16,7 +16,9 @@
 //! - `term`: colour, -q/-v and timestamps of the log on stderr.
 //! - `config`: the config files and `config show`.
 //! - `shell`: `completions` and `man`.
+//! - `b4`: `b4-check`, mmci's verdict for `b4 review`.
 
+pub mod b4;
 pub mod bench;
 pub mod config;
 pub mod help;
@@ -138,6 +140,10 @@ pub enum Command {
         #[command(subcommand)]
         command: post::PostCommand,
     },
+    /// mmci's latest verdict on the series of a message, as the JSON b4
+    /// review's check commands print (b4.review-perpatch-check-cmd,
+    /// b4.review-series-check-cmd): the message on standard input.
+    B4Check(b4::B4CheckArgs),
     /// The config files: what each setting is and where it came from.
     Config {
         #[command(subcommand)]
@@ -187,6 +193,7 @@ pub async fn execute(cli: Cli) -> Result<i32, AppError> {
             Ok(crate::error::exit::OK)
         }
         Command::Completions { shell } => shell::completions(shell),
+        Command::B4Check(a) => b4::b4_check(&a),
         Command::Man { dir } => shell::man(dir.as_deref()),
         Command::Series { command } => kernel::series(command, &work).await,
         Command::Run(a) => run::run(a, work).await,
