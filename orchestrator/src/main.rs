@@ -73,7 +73,7 @@ fn install_signals() -> std::io::Result<Arc<Stop>> {
 
 fn main() -> ExitCode {
     let cli = mmci::cli::Cli::parse();
-    mmci::cli::init_logging(cli.verbose);
+    mmci::cli::init_logging(&cli);
     let stop = match install_signals() {
         Ok(s) => s,
         Err(e) => {

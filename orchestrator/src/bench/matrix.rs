@@ -91,7 +91,7 @@ pub async fn packing(
     accel: AccelRequest,
     duration_s: u64,
 ) -> Result<PackingBench, MatrixRunError> {
-    let smoke = crate::matrix::default_matrix_dir().join("smoke.yaml");
+    let smoke = crate::matrix::source_matrix_dir().join("smoke.yaml");
     let results = work
         .scratch()
         .join(format!("bench-packing-{}", std::process::id()));

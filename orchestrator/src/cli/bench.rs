@@ -23,6 +23,7 @@ pub enum BenchCommand {
         /// orchestrator/tests/fixtures/lore-threads].
         #[arg(long)]
         corpus: Option<PathBuf>,
+        /// Rounds over the corpus; the median is reported.
         #[arg(long, default_value_t = 11)]
         rounds: usize,
         /// Write the hostile shapes to DIR/<name>.mbox (for `mmci series
@@ -33,8 +34,10 @@ pub enum BenchCommand {
     /// Cold kernel build, cache hit and patched rebuild (one patch to
     /// mm/vmscan.c) side by side, against plain make. Takes two cold builds.
     Build {
+        /// Architecture of the kernel built.
         #[arg(long, default_value = "x86_64")]
         arch: Arch,
+        /// Kernel tree tarball built by both sides.
         #[arg(long, default_value = crate::kernel::tree::BUNDLED_TARBALL)]
         tarball: PathBuf,
         /// make -j [default: number of CPUs]
@@ -46,29 +49,36 @@ pub enum BenchCommand {
     },
     /// Parse, expand and validate a synthetic matrix of --cells cells.
     Matrix {
+        /// Cells of the synthetic matrix.
         #[arg(long, default_value_t = 10_000)]
         cells: usize,
+        /// Rounds; the median is reported.
         #[arg(long, default_value_t = 7)]
         rounds: usize,
     },
     /// Analyse --runs synthetic runs (base and patched, 5 repeats a cell)
     /// and render them, against the 1 s target.
     Analysis {
+        /// Synthetic runs analysed.
         #[arg(long, default_value_t = 10_000)]
         runs: usize,
+        /// Rounds; the median is reported.
         #[arg(long, default_value_t = 5)]
         rounds: usize,
     },
     /// Run --guests one-vCPU smoke guests through the scheduler on
     /// --vcpus of capacity and compare the wall time with perfect packing.
     Schedule {
+        /// One-vCPU smoke guests scheduled.
         #[arg(long, default_value_t = 8)]
         guests: usize,
         /// Guest vCPUs at once [default: host cores].
         #[arg(long)]
         vcpus: Option<u32>,
+        /// Each guest's workload duration in seconds.
         #[arg(long, default_value_t = 5)]
         duration_s: u64,
+        /// Guest accelerator: auto, kvm or tcg (as `mmci run --accel`).
         #[arg(long, value_enum, default_value = "auto")]
         accel: AccelRequest,
     },
@@ -77,8 +87,10 @@ pub enum BenchCommand {
     Boot {
         #[command(flatten)]
         kernel: Box<KernelArgs>,
+        /// Guests booted; medians are reported.
         #[arg(long, default_value_t = 7)]
         runs: usize,
+        /// Guest accelerator: auto, kvm or tcg (as `mmci run --accel`).
         #[arg(long, value_enum, default_value = "auto")]
         accel: AccelRequest,
     },

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use clap::Subcommand;
 
+use super::help;
 use super::series_args::SeriesArgs;
 use crate::arch::Arch;
 use crate::error::{exit, AppError};
@@ -16,50 +17,50 @@ use crate::series::{fetch, SeriesSpec};
 
 #[derive(clap::Args, Clone)]
 pub struct KernelArgs {
-    /// Guest architecture [default: x86_64; for `run`, the matrix's].
-    #[arg(long)]
-    pub arch: Option<Arch>,
-    /// Boot this kernel image instead of building the bundled tree.
-    #[arg(long)]
-    pub kernel: Option<PathBuf>,
-    /// Kernel tree tarball to import and build (the offline default).
-    #[arg(long, default_value = crate::kernel::tree::BUNDLED_TARBALL)]
-    pub tarball: PathBuf,
-    /// Build a tree from a git URL instead (`mm-stable` = akpm's mm.git), mirrored in the work dir.
-    #[arg(long, value_name = "URL|mm-stable")]
-    pub tree: Option<String>,
-    /// Branch, tag or commit of --tree [default: mm-stable for mm-stable, else the remote HEAD].
-    #[arg(long = "ref", value_name = "REF", requires = "tree")]
-    pub git_ref: Option<String>,
-    /// Config fragments to merge over tinyconfig, replacing kernels/mm.config + kernels/<arch>.config.
-    #[arg(long = "config-fragment")]
-    pub config_fragments: Vec<PathBuf>,
-    /// make -j [default: number of CPUs]
-    #[arg(long)]
-    pub jobs: Option<usize>,
     /// Patch series to apply with `git am -3` before building: an mbox file
     /// (cover letter and revisions allowed) or a directory of format-patch files.
-    #[arg(long, conflicts_with_all = ["lore", "github_pr", "pw_series"])]
+    #[arg(long, conflicts_with_all = ["lore", "github_pr", "pw_series"], help_heading = help::SERIES)]
     pub series: Option<PathBuf>,
     /// The series from elsewhere (`--lore`, `--github-pr`, `--pw-series`)
     /// and `--revision`.
     #[command(flatten)]
     pub series_from: SeriesArgs,
+    /// Boot this kernel image instead of building the bundled tree.
+    #[arg(long, help_heading = help::KERNEL)]
+    pub kernel: Option<PathBuf>,
+    /// Kernel tree tarball to import and build (the offline default).
+    #[arg(long, default_value = crate::kernel::tree::BUNDLED_TARBALL, help_heading = help::KERNEL)]
+    pub tarball: PathBuf,
+    /// Build a tree from a git URL instead (`mm-stable` = akpm's mm.git), mirrored in the work dir.
+    #[arg(long, value_name = "URL|mm-stable", help_heading = help::KERNEL)]
+    pub tree: Option<String>,
+    /// Branch, tag or commit of --tree [default: mm-stable for mm-stable, else the remote HEAD].
+    #[arg(long = "ref", value_name = "REF", requires = "tree", help_heading = help::KERNEL)]
+    pub git_ref: Option<String>,
+    /// Config fragments to merge over tinyconfig, replacing kernels/mm.config + kernels/<arch>.config.
+    #[arg(long = "config-fragment", help_heading = help::KERNEL)]
+    pub config_fragments: Vec<PathBuf>,
+    /// make -j [default: number of CPUs]
+    #[arg(long, help_heading = help::KERNEL)]
+    pub jobs: Option<usize>,
     /// Further bases to try, in order, when the series has no base-commit:
     /// in the tree and does not apply on --ref (repeatable): a ref of the
     /// tree, or another tree as URL#REF (e.g. a mainline mirror).
-    #[arg(long = "base-cascade", value_name = "REF|URL#REF")]
+    #[arg(long = "base-cascade", value_name = "REF|URL#REF", help_heading = help::SERIES)]
     pub base_cascade: Vec<String>,
     /// An mbox that may hold the patches the series' prerequisite-patch-id:
     /// trailers name, when its thread does not (repeatable); found ones are
     /// applied before the series.
-    #[arg(long = "prerequisites", value_name = "MBOX")]
+    #[arg(long = "prerequisites", value_name = "MBOX", help_heading = help::SERIES)]
     pub prerequisites: Vec<PathBuf>,
     /// Build series and fetched trees even where the build sandbox cannot
     /// run (no bwrap, no user namespaces): their Makefiles then run with
     /// this user's full access to the machine and the network.
-    #[arg(long)]
+    #[arg(long, help_heading = help::KERNEL)]
     pub unsandboxed_builds: bool,
+    /// Guest architecture [default: x86_64; for `run`, the matrix's].
+    #[arg(long, help_heading = help::MACHINE)]
+    pub arch: Option<Arch>,
 }
 
 /// `MMCI_CCACHE=1`: compile through ccache (off by default, see
@@ -119,6 +120,9 @@ impl KernelArgs {
 #[derive(Subcommand)]
 pub enum KernelCommand {
     /// Build the kernel (or find it in the cache) and print its image path.
+    #[command(mut_arg("kernel", |a| a.help(
+        "Print this kernel image's path instead of building (checks that it exists)"
+    )))]
     Build {
         #[command(flatten)]
         kernel: KernelArgs,
@@ -135,6 +139,7 @@ pub enum SeriesCommand {
     /// The revision that would be applied, how it was chosen, its base, each
     /// patch (subject, author, message-id, revision it comes from) and every
     /// mail left out with the reason.
+    #[command(after_help = help::SERIES_SHOW_EXAMPLES)]
     Show(SeriesShowArgs),
 }
 
@@ -162,8 +167,8 @@ pub struct SeriesShowArgs {
     /// An mbox that may hold the series' prerequisites (repeatable).
     #[arg(long = "prerequisites", value_name = "MBOX")]
     pub prerequisites: Vec<PathBuf>,
-    /// JSON for tools.
-    #[arg(long)]
+    /// Print JSON for tools instead of text (on standard output).
+    #[arg(long, help_heading = help::OUTPUT)]
     pub json: bool,
 }
 

@@ -12,14 +12,24 @@
 //! - `bench`: `bench`.
 //! - `watch`: `watch`.
 //! - `post`: `post github`, `post email`, `post patchwork`.
+//! - `help`: the option headings and the EXAMPLES sections of `--help`.
+//! - `term`: colour, -q/-v and timestamps of the log on stderr.
+//! - `config`: the config files and `config show`.
+//! - `shell`: `completions` and `man`.
+//! - `b4`: `b4-check`, mmci's verdict for `b4 review`.
 
+pub mod b4;
 pub mod bench;
+pub mod config;
+pub mod help;
 pub mod kernel;
 pub mod machine;
 pub mod post;
 pub mod results;
 pub mod run;
 pub mod series_args;
+pub mod shell;
+pub mod term;
 pub mod watch;
 
 use std::path::PathBuf;
@@ -34,15 +44,30 @@ use crate::host::paths::WorkDir;
 #[command(
     name = "mmci",
     version,
-    about = "Kernel CI for Linux memory-management patches"
+    about = "Kernel CI for Linux memory-management patches",
+    after_help = "Defaults set once go in ./mmci.toml or ~/.config/mmci/config.toml \
+                  (see `mmci config show`). Docs: docs/commands.md."
 )]
 pub struct Cli {
-    /// Cache directory for kernel trees and builds [default: $MMCI_WORK_DIR or ~/.cache/mmci]
+    /// Cache directory for kernel trees and builds [default: $MMCI_WORK_DIR, the config's
+    /// work_dir, else ~/.cache/mmci]
     #[arg(long, global = true)]
     pub work_dir: Option<PathBuf>,
-    /// More log output (-v: debug).
+    /// More log output (-v: debug, -vv: trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Only warnings and errors on stderr.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Colour the log: auto (on a terminal, unless $NO_COLOR is set), always, never.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    pub color: term::ColorChoice,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -57,6 +82,7 @@ pub enum Command {
     /// Run a matrix: build the kernels (cached), boot every cell under QEMU
     /// for every kernel and repeat, and print the runs. Without --matrix:
     /// the embedded matrix/default.yaml (scenario A, bundled series vs base).
+    #[command(after_help = help::RUN_EXAMPLES)]
     Run(run::RunArgs),
     /// Matrix files.
     Matrix {
@@ -68,12 +94,14 @@ pub enum Command {
         /// The merged results dir.
         #[arg(long)]
         into: PathBuf,
+        /// The shards' results dirs (of `mmci run --shard I/N`), two or more.
         #[arg(required = true)]
         dirs: Vec<PathBuf>,
     },
     /// Compare each candidate kernel with the baseline in a results dir:
     /// per cell and metric the statistics, the matrix's expectations, the
     /// verdict. Exit 0: pass, 1: fail, 8: inconclusive.
+    #[command(visible_alias = "analyze")]
     Analyse(results::AnalyseArgs),
     /// Render the comparison of a results dir as GitHub markdown, a
     /// plain-text email for the patch thread, a self-contained HTML page or
@@ -96,13 +124,15 @@ pub enum Command {
         #[arg(long)]
         probe: bool,
     },
-    /// Benchmarks.
+    /// Benchmarks of mmci itself (developer speed targets; hidden from --help).
+    #[command(hide = true)]
     Bench {
         #[command(subcommand)]
         command: bench::BenchCommand,
     },
     /// Follow a mailing list for new patch series touching mm/ and run each
     /// once, here (--run) or by a repository_dispatch to GitHub (--dispatch).
+    #[command(after_help = help::WATCH_EXAMPLES)]
     Watch(Box<watch::WatchArgs>),
     /// Post a rendered report: GitHub check run and sticky comment, or an
     /// email reply on the patch thread.
@@ -110,12 +140,61 @@ pub enum Command {
         #[command(subcommand)]
         command: post::PostCommand,
     },
+    /// mmci's latest verdict on the series of a message, as the JSON b4
+    /// review's check commands print (b4.review-perpatch-check-cmd,
+    /// b4.review-series-check-cmd): the message on standard input.
+    B4Check(b4::B4CheckArgs),
+    /// The config files: what each setting is and where it came from.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "EXAMPLES:\n  mmci completions bash > ~/.local/share/bash-completion/completions/mmci\n  \
+                            mmci completions zsh > ~/.local/share/zsh/site-functions/_mmci"
+    )]
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page mmci(1), or write one page per command into --dir.
+    Man {
+        /// Write mmci.1, mmci-run.1, ... into this directory (e.g. ~/.local/share/man/man1).
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ConfigCommand {
+    /// Every setting: its value and where it came from (flag, environment,
+    /// ./mmci.toml, ~/.config/mmci/config.toml, default).
+    Show,
 }
 
 /// Runs one parsed command; its exit code, or the error whose code it is.
 pub async fn execute(cli: Cli) -> Result<i32, AppError> {
-    let work = WorkDir::resolve(cli.work_dir.as_deref());
+    let config = config::init()?;
+    let work_dir = cli
+        .work_dir
+        .clone()
+        .or_else(|| env_var(WORK_DIR_ENV).map(PathBuf::from));
+    let work = WorkDir::resolve(work_dir.as_deref());
     match cli.command {
+        Command::Config {
+            command: ConfigCommand::Show,
+        } => {
+            print!(
+                "{}",
+                config.show(cli.work_dir.as_deref(), &|k| std::env::var(k).ok())
+            );
+            Ok(crate::error::exit::OK)
+        }
+        Command::Completions { shell } => shell::completions(shell),
+        Command::B4Check(a) => b4::b4_check(&a),
+        Command::Man { dir } => shell::man(dir.as_deref()),
         Command::Series { command } => kernel::series(command, &work).await,
         Command::Run(a) => run::run(a, work).await,
         Command::Matrix { command } => run::matrix(command),
@@ -131,26 +210,18 @@ pub async fn execute(cli: Cli) -> Result<i32, AppError> {
     }
 }
 
-/// Log output on stderr: `info` (-v: `debug`, -vv: `trace`), or $MMCI_LOG.
-pub fn init_logging(verbose: u8) {
-    let level = match verbose {
-        0 => "info",
-        1 => "debug",
-        _ => "trace",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("MMCI_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(format!("mmci={level}")));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .init();
+/// Log output on stderr (see [`term`]).
+pub fn init_logging(cli: &Cli) {
+    term::init_logging(cli.verbose, cli.quiet, cli.color);
 }
 
-/// The environment as the commands read it: a variable's value, if set.
+/// The variable the work dir's config key stands in for.
+const WORK_DIR_ENV: &str = "MMCI_WORK_DIR";
+
+/// The environment as the commands read it: a variable's value, if set,
+/// else the config files' value for it ([`config`]).
 pub(crate) fn env_var(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+    config::env_or_file(name)
 }
 
 /// A variable's value when it is set and not blank.
@@ -275,6 +346,102 @@ mod tests {
         );
         let l = rate_limits(u64::MAX / 4);
         assert_eq!(l.max_retry_after, d.max_retry_after);
+    }
+
+    /// Every argument of `cmd` and its subcommands without help text, as
+    /// `mmci SUB --opt`.
+    fn without_help(cmd: &clap::Command, path: &str, out: &mut Vec<String>) {
+        let path = format!("{path} {}", cmd.get_name());
+        for a in cmd.get_arguments() {
+            let builtin = matches!(a.get_id().as_str(), "help" | "version");
+            if !builtin && a.get_help().is_none() && a.get_long_help().is_none() {
+                out.push(format!("{path} {}", a.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            if sub.get_name() != "help" {
+                without_help(sub, &path, out);
+            }
+        }
+    }
+
+    #[test]
+    fn every_argument_of_every_subcommand_has_help_text() {
+        use clap::CommandFactory;
+        let mut missing = Vec::new();
+        without_help(&Cli::command(), "", &mut missing);
+        assert!(
+            missing.is_empty(),
+            "arguments without help text:\n{}",
+            missing.join("\n")
+        );
+        // The walk sees subcommands' own arguments.
+        let mut probe = Vec::new();
+        let cmd =
+            clap::Command::new("x").subcommand(clap::Command::new("y").arg(clap::Arg::new("z")));
+        without_help(&cmd, "", &mut probe);
+        assert_eq!(probe, [" x y z"]);
+    }
+
+    #[test]
+    fn run_groups_its_options_under_headings_and_shows_examples() {
+        use clap::CommandFactory;
+        let mut cmd = Cli::command();
+        let run = cmd.find_subcommand_mut("run").unwrap();
+        let help = run.render_long_help().to_string();
+        for heading in [
+            help::SERIES,
+            help::KERNEL,
+            help::MATRIX,
+            help::MACHINE,
+            help::SCHEDULING,
+            help::OUTPUT,
+        ] {
+            assert!(
+                help.contains(&format!("{heading}:")),
+                "run --help lacks {heading}:\n{help}"
+            );
+        }
+        assert!(help.contains("EXAMPLES:"), "{help}");
+        let options = run.get_arguments().filter(|a| a.get_long().is_some());
+        let flat: Vec<_> = options
+            .filter(|a| {
+                a.get_help_heading().is_none()
+                    && !matches!(
+                        a.get_id().as_str(),
+                        "help" | "work_dir" | "verbose" | "quiet" | "color"
+                    )
+            })
+            .map(|a| a.get_id().to_string())
+            .collect();
+        assert!(flat.is_empty(), "run options under no heading: {flat:?}");
+    }
+
+    #[test]
+    fn bench_is_hidden_but_runs_and_analyze_is_analyse() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_help().to_string();
+        assert!(!help.contains("bench"), "{help}");
+        assert!(Cli::try_parse_from(["mmci", "bench", "--help"])
+            .is_err_and(|e| e.kind() == clap::error::ErrorKind::DisplayHelp));
+        assert!(matches!(
+            Cli::try_parse_from(["mmci", "analyze", "dir"]).map(|c| c.command),
+            Ok(Command::Analyse(_))
+        ));
+    }
+
+    #[test]
+    fn kernel_build_says_what_its_kernel_option_does() {
+        use clap::CommandFactory;
+        let mut cmd = Cli::command();
+        let build = cmd
+            .find_subcommand_mut("kernel")
+            .unwrap()
+            .find_subcommand_mut("build")
+            .unwrap();
+        let help = build.render_help().to_string();
+        assert!(!help.contains("Boot this kernel image"), "{help}");
+        assert!(help.contains("instead of building"), "{help}");
     }
 
     #[test]

@@ -20,15 +20,18 @@ pub enum PostCommand {
     /// A check run on the tested commit (--start: in progress; else
     /// completed with --conclusion and --body) and, with --pr, one sticky
     /// comment per series on the pull request, updated in place.
+    #[command(after_help = super::help::POST_GITHUB_EXAMPLES)]
     Github(Box<GithubArgs>),
     /// The plain-text report as a reply on the series' thread: a FAIL to
     /// the author and the thread's lists and people; any other verdict to
     /// nobody of the thread (--to-author: the author alone). A dry run (the
     /// message printed) unless --send or --write.
+    #[command(after_help = super::help::POST_EMAIL_EXAMPLES)]
     Email(Box<EmailArgs>),
     /// One check per patch of the series on patchwork (state, context,
     /// link, description), as NIPA and the BPF CI post theirs. A dry run
     /// (the requests printed) unless --send.
+    #[command(after_help = super::help::POST_PATCHWORK_EXAMPLES)]
     Patchwork(Box<PatchworkArgs>),
 }
 
@@ -210,16 +213,20 @@ pub struct EmailArgs {
     /// SMTP server HOST[:PORT] [default: $MMCI_SMTP].
     #[arg(long)]
     pub smtp: Option<String>,
+    /// How the SMTP connection is encrypted: starttls (port 587), tls
+    /// (implicit TLS, port 465) or none (a local relay only).
     #[arg(long, value_enum, default_value = "starttls")]
     pub smtp_tls: crate::post::email::SmtpTls,
     /// Extra CA certificate (PEM) to trust for the SMTP server.
     #[arg(long)]
     pub smtp_ca: Option<PathBuf>,
+    /// SMTP user name to log in as [default: no login].
     #[arg(long)]
     pub smtp_user: Option<String>,
     /// Environment variable with the SMTP password.
     #[arg(long, default_value = "MMCI_SMTP_PASSWORD")]
     pub smtp_password_env: String,
+    /// File holding the SMTP password (instead of --smtp-password-env).
     #[arg(long)]
     pub smtp_password_file: Option<PathBuf>,
     /// Seconds before an SMTP exchange gives up.
@@ -339,7 +346,9 @@ pub async fn patchwork_post(
     let url = match (&a.patchwork, instance, &a.results) {
         (Some(u), _, _) => u.clone(),
         (None, Some(u), _) => u,
-        (None, None, Some(dir)) => return Err(bad(PatchworkPostError::NoInstance(dir.clone()))),
+        // The config's patchwork_url ($MMCI_PATCHWORK_URL) last.
+        (None, None, Some(dir)) => nonempty(env("MMCI_PATCHWORK_URL"))
+            .ok_or_else(|| bad(PatchworkPostError::NoInstance(dir.clone())))?,
         (None, None, None) => unreachable!("clap requires --patchwork with --pw-series"),
     };
     let url = crate::series::patchwork::check_url("--patchwork", &url)
@@ -373,7 +382,10 @@ pub async fn patchwork_post(
     };
     Ok(pw::PatchworkPost {
         url,
-        project: a.project.clone(),
+        project: a
+            .project
+            .clone()
+            .or_else(|| nonempty(env("MMCI_PATCHWORK_PROJECT"))),
         targets,
         check: pw::Check {
             state,

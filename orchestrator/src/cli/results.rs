@@ -26,6 +26,8 @@ pub struct AnalyseArgs {
 pub struct ReportArgs {
     /// A results dir of `mmci run` (or `mmci merge`).
     pub dir: PathBuf,
+    /// markdown (GitHub check run and comment), email (plain text for the
+    /// patch thread), html (one self-contained page) or json (format 2).
     #[arg(long, value_enum, default_value = "markdown")]
     pub format: crate::report::Format,
     /// Write the report here instead of standard output.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::Subcommand;
 
+use super::help;
 use super::kernel::KernelArgs;
 use crate::analysis;
 use crate::error::{self, exit, AppError};
@@ -22,49 +23,50 @@ pub struct RunArgs {
     #[command(flatten)]
     pub kernel: KernelArgs,
     /// Matrix file (YAML) [default: the embedded matrix/default.yaml].
-    #[arg(long)]
+    #[arg(long, help_heading = help::MATRIX)]
     pub matrix: Option<PathBuf>,
     /// Run only this deterministic slice of the cells: I/N (1-based).
-    #[arg(long, value_name = "I/N")]
+    #[arg(long, value_name = "I/N", help_heading = help::MATRIX)]
     pub shard: Option<Shard>,
     /// Runs per cell and kernel, instead of the matrix's.
-    #[arg(long)]
+    #[arg(long, help_heading = help::MATRIX)]
     pub repeats: Option<u32>,
     /// Where results go; rerunning with the same dir resumes [default: ./mmci-results/<UTC time>]
-    #[arg(long)]
+    #[arg(long, help_heading = help::OUTPUT)]
     pub results: Option<PathBuf>,
     /// vCPUs of every guest, instead of the matrix's.
-    #[arg(long)]
+    #[arg(long, help_heading = help::MACHINE)]
     pub vcpus: Option<u32>,
     /// Guest RAM in MiB, instead of the matrix's.
-    #[arg(long)]
+    #[arg(long, help_heading = help::MACHINE)]
     pub memory_mb: Option<u64>,
     /// Swap disk size in MiB, instead of the matrix's.
-    #[arg(long)]
+    #[arg(long, help_heading = help::MACHINE)]
     pub swap_mb: Option<u64>,
     /// Guest job parameter KEY=VALUE for every cell (threads, working_set_mb,
     /// duration_s, memcg_max_mb, swap, swap_delay_ms, mglru, ...); repeatable.
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    #[arg(long = "set", value_name = "KEY=VALUE", help_heading = help::MATRIX)]
     pub sets: Vec<String>,
-    #[arg(long, value_enum, default_value = "auto")]
+    /// Guest accelerator: auto (KVM if a probe guest really runs under it, else TCG), kvm or tcg.
+    #[arg(long, value_enum, default_value = "auto", help_heading = help::MACHINE)]
     pub accel: AccelRequest,
     /// Kill a guest after this many seconds [default: 90 + 4 x duration_s]
-    #[arg(long)]
+    #[arg(long, help_heading = help::MACHINE)]
     pub timeout: Option<u64>,
     /// Extra attempts after an infra failure.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = help::SCHEDULING)]
     pub retries: u32,
     /// Kernel builds at a time.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, help_heading = help::SCHEDULING)]
     pub parallel_builds: usize,
     /// Guest vCPUs per host core that may run at once.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, help_heading = help::SCHEDULING)]
     pub oversubscribe: f64,
     /// Guest vCPUs that may run at once [default: host cores x --oversubscribe].
-    #[arg(long)]
+    #[arg(long, help_heading = help::SCHEDULING)]
     pub guest_vcpus: Option<u32>,
     /// Guest RAM (MiB) that may be in use at once [default: host RAM - 1 GiB].
-    #[arg(long)]
+    #[arg(long, help_heading = help::SCHEDULING)]
     pub guest_memory_mb: Option<u64>,
 }
 
@@ -74,10 +76,15 @@ pub enum MatrixCommand {
     Show {
         /// Matrix file [default: the embedded matrix/default.yaml].
         file: Option<PathBuf>,
+        /// Show only this deterministic slice of the cells: I/N (1-based),
+        /// as `mmci run --shard` would run it.
         #[arg(long, value_name = "I/N")]
         shard: Option<Shard>,
+        /// Guest job parameter KEY=VALUE for every cell, as `mmci run --set`; repeatable.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Guest vCPUs per host core that may run at once, for the cost
+        /// estimate (as `mmci run --oversubscribe`).
         #[arg(long, default_value_t = 1.0)]
         oversubscribe: f64,
     },

@@ -13,6 +13,7 @@ use crate::series::{fetch, SeriesSpec};
 /// command's own (`--series PATH`, or `series show`'s positional
 /// argument): it conflicts with these.
 #[derive(clap::Args, Clone, Debug)]
+#[command(next_help_heading = super::help::SERIES)]
 pub struct SeriesArgs {
     /// Patch series from a lore thread: a message-id (or lore URL) of any mail in it.
     #[arg(long, value_name = "MESSAGE-ID", conflicts_with_all = ["github_pr", "pw_series"])]
@@ -29,7 +30,8 @@ pub struct SeriesArgs {
     /// Patch series from patchwork: the series id (its REST API 1.3 series and mbox).
     #[arg(long, value_name = "ID", requires = "patchwork")]
     pub pw_series: Option<u64>,
-    /// GitHub API base URL for --github-pr (GitHub Enterprise: https://HOST/api/v3).
+    /// GitHub API base URL for --github-pr (GitHub Enterprise: https://HOST/api/v3);
+    /// its token is $GITHUB_TOKEN.
     #[arg(long, default_value = fetch::GITHUB_API)]
     pub github_api: String,
     /// Revision N of the series instead of the newest complete one.

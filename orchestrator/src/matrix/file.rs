@@ -172,6 +172,19 @@ pub enum ExpectKind {
     Nonzero,
 }
 
+/// The kind as a matrix file spells it (`no_regression`), for people.
+impl std::fmt::Display for ExpectKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ExpectKind::Increase => "increase",
+            ExpectKind::Decrease => "decrease",
+            ExpectKind::NoRegression => "no_regression",
+            ExpectKind::Zero => "zero",
+            ExpectKind::Nonzero => "nonzero",
+        })
+    }
+}
+
 /// `metric: increase` or `metric: {kind: increase, threshold: 0.2}`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
@@ -251,6 +264,16 @@ pub fn parse(text: &str) -> Result<MatrixFile, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn expect_kinds_print_as_the_yaml_spells_them() {
+        use ExpectKind::*;
+        for kind in [Increase, Decrease, NoRegression, Zero, Nonzero] {
+            let yaml: ExpectKind = serde_saphyr::from_str(&kind.to_string()).unwrap();
+            assert_eq!(yaml, kind, "{kind}");
+        }
+        assert_eq!(NoRegression.to_string(), "no_regression");
+    }
 
     #[test]
     fn values_keep_their_positions() {

@@ -92,7 +92,7 @@ pub fn render(plan: &Plan, shard: Option<Shard>, cap: Capacity) -> String {
     ));
     for (metric, e) in &plan.expect {
         out.push_str(&format!(
-            "expect {metric}: {:?}{}\n",
+            "expect {metric}: {}{}\n",
             e.kind(),
             e.threshold()
                 .map(|t| format!(" (threshold {t})"))

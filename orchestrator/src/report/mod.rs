@@ -8,6 +8,7 @@
 //! out. Numbers are formatted in Rust (`analysis::text`, [`view`]) so
 //! that every format reads the same; templates only lay them out.
 
+pub mod b4;
 pub mod checks;
 pub mod comparison;
 pub mod comparison_text;

@@ -4,6 +4,7 @@
 //! carries, and the detector that finds them on a console (`splat`).
 
 pub mod dir;
+pub mod find;
 pub mod kernels;
 pub mod outcome;
 pub mod run;

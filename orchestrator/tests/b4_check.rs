@@ -1,0 +1,220 @@
+//! `mmci b4-check` as b4 review runs it: b4's own check runner
+//! (`b4.review.checks.run_perpatch_checks` / `run_series_checks`, PyPI b4)
+//! is called as `b4 review` calls it, with `mmci b4-check` configured as
+//! the external command, on a patch and the cover letter of a series that
+//! has a results dir. b4 comes from the venv ./mmci-setup --test makes in
+//! tools/b4/venv; without it the test fails saying so.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_mmci");
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// The venv's python with b4 importable, or a failure naming the fix.
+fn b4_python() -> PathBuf {
+    let py = repo_root().join("tools/b4/venv/bin/python");
+    let ok = Command::new(&py)
+        .args(["-c", "import b4.review.checks"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok,
+        "b4 is not installed in {}: run ./mmci-setup --test (it makes that venv and pip-installs b4)",
+        py.display()
+    );
+    py
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn bundled_series() -> mmci::series::Series {
+    let path = repo_root().join("kernels/series/mglru-isolation-v1.mbox");
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(path).unwrap());
+    mmci::series::assemble(&mails, "bundled").unwrap()
+}
+
+/// A results dir of one run of the bundled series (no runs recorded, so
+/// the verdict is INCONCLUSIVE: b4 shows it as a warning).
+fn results_dir(root: &Path, created_unix: u64) -> PathBuf {
+    use mmci::results::dir::{Host, Manifest, VariantKernel};
+    use mmci::results::KernelInfo;
+    let dir = root.join(format!("run-{created_unix}"));
+    std::fs::create_dir_all(dir.join("runs")).unwrap();
+    let plan = mmci::matrix::default_plan(&Default::default()).unwrap();
+    let series = bundled_series();
+    let m = Manifest {
+        format: mmci::results::dir::MANIFEST_FORMAT,
+        mmci_version: "test".into(),
+        mmci_commit: None,
+        plan_id: plan.fingerprint(),
+        plan,
+        shards: None,
+        host: Host {
+            hostname: "h".into(),
+            cpus: 2,
+            memory_mb: 1024,
+            ..Default::default()
+        },
+        accel: Default::default(),
+        kernels: vec![VariantKernel {
+            variant: "patched".into(),
+            arch: mmci::arch::Arch::X86_64,
+            flavour: Default::default(),
+            description: "patched".into(),
+            kernel: KernelInfo {
+                image: PathBuf::from("/cache/vmlinux"),
+                release: "6.12.95".into(),
+                tree: None,
+                tree_commit: None,
+                build_key: None,
+                series_hash: Some(series.hash.clone()),
+                head_commit: None,
+                build_sandboxed: None,
+                build_warnings: vec![],
+                series: Some(series),
+                patchwork: None,
+                flavour: mmci::kernel::Flavour::Default,
+                upstream: None,
+                compiler: None,
+                thp: None,
+                config: None,
+            },
+            new_warnings: vec![],
+            config: None,
+        }],
+        failed_kernels: vec![],
+        created_unix,
+    };
+    mmci::results::dir::write_manifest(&dir, &m).unwrap();
+    dir
+}
+
+/// b4's runner, as `b4 review` calls it, on the message in `mail` with
+/// `cmd` as the check command: the results it would show, as JSON.
+fn b4_runs(mail: &Path, cmd: &str, series_check: bool) -> serde_json::Value {
+    let script = r#"
+import email.parser, json, sys
+import b4
+from b4.review import checks
+raw = open(sys.argv[1], 'rb').read()
+msg = email.parser.BytesParser(policy=b4.emlpolicy).parsebytes(raw)
+msgid = msg.get('message-id', '').strip('<> ')
+if sys.argv[3] == 'series':
+    out = checks.run_series_checks((msgid, msg), [sys.argv[2]], '.')
+else:
+    out = checks.run_perpatch_checks([(msgid, msg)], [sys.argv[2]], '.')[msgid]
+print(json.dumps(out))
+"#;
+    let o = Command::new(b4_python())
+        .args(["-c", script, mail.to_str().unwrap(), cmd])
+        .arg(if series_check { "series" } else { "patch" })
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&o)))
+}
+
+#[test]
+fn b4s_check_runner_shows_the_newest_mmci_verdict_of_the_series() {
+    let t = tempfile::tempdir().unwrap();
+    let results = t.path().join("mmci-results");
+    results_dir(&results, 100);
+    let newest = results_dir(&results, 200);
+    let series = bundled_series();
+    let patch = &series.patches[0];
+    let mail = t.path().join("patch.eml");
+    std::fs::write(&mail, &patch.raw).unwrap();
+    let cmd = format!(
+        "{BIN} b4-check --results {} --url https://ci.example/r/1",
+        results.display()
+    );
+    let got = b4_runs(&mail, &cmd, false);
+    let list = got.as_array().unwrap_or_else(|| panic!("{got}"));
+    assert_eq!(list.len(), 1, "{got}");
+    let c = &list[0];
+    assert_eq!(c["tool"], "mmci", "{got}");
+    assert_eq!(c["status"], "warn", "INCONCLUSIVE is a warning: {got}");
+    assert!(
+        c["summary"].as_str().unwrap().starts_with("INCONCLUSIVE"),
+        "{got}"
+    );
+    assert_eq!(c["url"], "https://ci.example/r/1", "{got}");
+    assert!(
+        c["details"]
+            .as_str()
+            .unwrap()
+            .contains(&newest.display().to_string()),
+        "the newest results dir: {got}"
+    );
+
+    // The cover letter, as the series check.
+    let cover = series
+        .cover
+        .as_ref()
+        .expect("the bundled series has a cover");
+    let mbox = std::fs::read(repo_root().join("kernels/series/mglru-isolation-v1.mbox")).unwrap();
+    let cover_raw = mmci::series::mails_from_mbox(&mbox)
+        .into_iter()
+        .find(|m| m.message_id == cover.message_id)
+        .expect("the cover is in the mbox")
+        .raw;
+    let cover_mail = t.path().join("cover.eml");
+    std::fs::write(&cover_mail, cover_raw).unwrap();
+    let got = b4_runs(&cover_mail, &cmd, true);
+    assert_eq!(got.as_array().map(Vec::len), Some(1), "{got}");
+
+    // A message of no tested series: nothing shown.
+    let other = t.path().join("other.eml");
+    std::fs::write(
+        &other,
+        "Message-ID: <nobody@example.org>\nSubject: [PATCH] x\nFrom: a@b\n\nbody\n",
+    )
+    .unwrap();
+    assert_eq!(b4_runs(&other, &cmd, false), serde_json::json!([]));
+
+    // A missing results dir: b4 shows mmci's error as a failed check.
+    let bad = format!(
+        "{BIN} b4-check --results {}",
+        t.path().join("nope").display()
+    );
+    let got = b4_runs(&mail, &bad, false);
+    assert_eq!(got[0]["status"], "fail", "{got}");
+    assert!(
+        got[0]["details"]
+            .as_str()
+            .unwrap()
+            .contains("no such directory"),
+        "{got}"
+    );
+}
+
+#[test]
+fn a_message_id_can_be_given_instead_of_the_message() {
+    let t = tempfile::tempdir().unwrap();
+    let results = t.path().join("r");
+    results_dir(&results, 1);
+    let id = format!("<{}>", bundled_series().patches[0].message_id);
+    let o = Command::new(BIN)
+        .args([
+            "b4-check",
+            "--results",
+            results.to_str().unwrap(),
+            "--message-id",
+            &id,
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["tool"], "mmci", "{v}");
+}
