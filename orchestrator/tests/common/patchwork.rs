@@ -44,14 +44,35 @@ pub fn venv() -> PathBuf {
         .expect("a cache dir (set HOME, or MMCI_PATCHWORK_VENV)")
 }
 
+/// Where the shared vendor tree is looked for, relative to a repository.
+const VENDORED: &str = "../shared/vendor/patchwork-3.2.1";
+
 /// `$MMCI_PATCHWORK_SRC`, else ../shared/vendor/patchwork-3.2.1 beside the
-/// repository.
+/// repository, else beside the repository this checkout was cloned from
+/// (its `origin` when that is a local path): a clean clone made in a temp
+/// dir, as CI makes one, has no ../shared of its own.
 pub fn source() -> PathBuf {
-    std::env::var_os(SRC_ENV)
+    if let Some(src) = std::env::var_os(SRC_ENV) {
+        return PathBuf::from(src);
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let beside = repo.join(VENDORED);
+    if beside.join("manage.py").is_file() {
+        return beside;
+    }
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(&repo)
+        .args(["config", "--get", "remote.origin.url"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vendor/patchwork-3.2.1")
-        })
+        .filter(|origin| origin.is_absolute() && origin.is_dir())
+        .map(|origin| origin.join(VENDORED))
+        .filter(|src| src.join("manage.py").is_file())
+        .unwrap_or(beside)
 }
 
 /// What is missing to run patchwork, said with what to do; None when both
@@ -61,7 +82,7 @@ pub fn missing() -> Option<String> {
     let src = source();
     if !src.join("manage.py").is_file() {
         return Some(format!(
-            "the patchwork source is not at {} (../shared/vendor/patchwork-3.2.1 beside the repository, \
+            "the patchwork source is not at {} (../shared/vendor/patchwork-3.2.1 beside the repository or its origin, \
              or set ${SRC_ENV}); ../shared/vendor/README.md says where it comes from",
             src.display()
         ));
