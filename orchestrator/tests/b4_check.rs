@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+
 const BIN: &str = env!("CARGO_BIN_EXE_mmci");
 
 fn repo_root() -> PathBuf {
@@ -37,66 +39,10 @@ fn text(o: &Output) -> String {
     )
 }
 
-fn bundled_series() -> mmci::series::Series {
-    let path = repo_root().join("kernels/series/mglru-isolation-v1.mbox");
-    let mails = mmci::series::mails_from_mbox(&std::fs::read(path).unwrap());
-    mmci::series::assemble(&mails, "bundled").unwrap()
-}
-
 /// A results dir of one run of the bundled series (no runs recorded, so
 /// the verdict is INCONCLUSIVE: b4 shows it as a warning).
 fn results_dir(root: &Path, created_unix: u64) -> PathBuf {
-    use mmci::results::dir::{Host, Manifest, VariantKernel};
-    use mmci::results::KernelInfo;
-    let dir = root.join(format!("run-{created_unix}"));
-    std::fs::create_dir_all(dir.join("runs")).unwrap();
-    let plan = mmci::matrix::default_plan(&Default::default()).unwrap();
-    let series = bundled_series();
-    let m = Manifest {
-        format: mmci::results::dir::MANIFEST_FORMAT,
-        mmci_version: "test".into(),
-        mmci_commit: None,
-        plan_id: plan.fingerprint(),
-        plan,
-        shards: None,
-        host: Host {
-            hostname: "h".into(),
-            cpus: 2,
-            memory_mb: 1024,
-            ..Default::default()
-        },
-        accel: Default::default(),
-        kernels: vec![VariantKernel {
-            variant: "patched".into(),
-            arch: mmci::arch::Arch::X86_64,
-            flavour: Default::default(),
-            description: "patched".into(),
-            kernel: KernelInfo {
-                image: PathBuf::from("/cache/vmlinux"),
-                release: "6.12.95".into(),
-                tree: None,
-                tree_commit: None,
-                build_key: None,
-                series_hash: Some(series.hash.clone()),
-                head_commit: None,
-                build_sandboxed: None,
-                build_warnings: vec![],
-                series: Some(series),
-                patchwork: None,
-                flavour: mmci::kernel::Flavour::Default,
-                upstream: None,
-                compiler: None,
-                thp: None,
-                config: None,
-            },
-            new_warnings: vec![],
-            config: None,
-        }],
-        failed_kernels: vec![],
-        created_unix,
-    };
-    mmci::results::dir::write_manifest(&dir, &m).unwrap();
-    dir
+    common::results::write_bundled(&root.join(format!("run-{created_unix}")), created_unix)
 }
 
 /// b4's runner, as `b4 review` calls it, on the message in `mail` with
@@ -130,7 +76,7 @@ fn b4s_check_runner_shows_the_newest_mmci_verdict_of_the_series() {
     let results = t.path().join("mmci-results");
     results_dir(&results, 100);
     let newest = results_dir(&results, 200);
-    let series = bundled_series();
+    let series = common::results::bundled_series();
     let patch = &series.patches[0];
     let mail = t.path().join("patch.eml");
     std::fs::write(&mail, &patch.raw).unwrap();
@@ -203,7 +149,10 @@ fn a_message_id_can_be_given_instead_of_the_message() {
     let t = tempfile::tempdir().unwrap();
     let results = t.path().join("r");
     results_dir(&results, 1);
-    let id = format!("<{}>", bundled_series().patches[0].message_id);
+    let id = format!(
+        "<{}>",
+        common::results::bundled_series().patches[0].message_id
+    );
     let o = Command::new(BIN)
         .args([
             "b4-check",

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+mod common;
+
 const FROM: &str = "mmci bot <mmci@ci.example.org>";
 const BODY: &str = "mmci report for mm/vmscan: account and throttle MGLRU isolation\n\n\
                     OOM kills                       0 -> 0\n\
@@ -151,66 +153,9 @@ fn certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     )
 }
 
-fn bundled_series() -> mmci::series::Series {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
-    let mails = mmci::series::mails_from_mbox(&std::fs::read(path).unwrap());
-    mmci::series::assemble(&mails, "bundled").unwrap()
-}
-
 /// A results dir whose patched kernel carries the bundled series.
 fn results_dir(root: &Path) -> PathBuf {
-    use mmci::results::dir::{Host, Manifest, VariantKernel};
-    use mmci::results::KernelInfo;
-    let dir = root.join("results");
-    std::fs::create_dir_all(dir.join("runs")).unwrap();
-    let plan = mmci::matrix::default_plan(&Default::default()).unwrap();
-    let series = bundled_series();
-    let m = Manifest {
-        format: mmci::results::dir::MANIFEST_FORMAT,
-        mmci_version: "test".into(),
-        mmci_commit: None,
-        plan_id: plan.fingerprint(),
-        plan,
-        shards: None,
-        host: Host {
-            hostname: "h".into(),
-            cpus: 2,
-            memory_mb: 1024,
-            ..Default::default()
-        },
-        accel: Default::default(),
-        kernels: vec![VariantKernel {
-            variant: "patched".into(),
-            arch: mmci::arch::Arch::X86_64,
-            flavour: Default::default(),
-            description: "patched".into(),
-            kernel: KernelInfo {
-                image: PathBuf::from("/cache/vmlinux"),
-                release: "6.12.95".into(),
-                tree: None,
-                tree_commit: None,
-                build_key: None,
-                series_hash: Some(series.hash.clone()),
-                head_commit: None,
-                build_sandboxed: None,
-                build_warnings: vec![],
-                series: Some(series),
-                patchwork: None,
-                flavour: mmci::kernel::Flavour::Default,
-                upstream: None,
-                compiler: None,
-                thp: None,
-                config: None,
-            },
-            new_warnings: vec![],
-            config: None,
-        }],
-        failed_kernels: vec![],
-        created_unix: 0,
-    };
-    mmci::results::dir::write_manifest(&dir, &m).unwrap();
-    dir
+    common::results::write_bundled(&root.join("results"), 0)
 }
 
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {

@@ -1,0 +1,69 @@
+//! Results dirs written for tests that read one (posting, b4-check): the
+//! manifest of one run of the default plan whose patched kernel carries
+//! the bundled series, and no runs.
+
+use std::path::{Path, PathBuf};
+
+/// The bundled series (v1), assembled as mmci reads it.
+pub fn bundled_series() -> mmci::series::Series {
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
+    let mails = mmci::series::mails_from_mbox(&std::fs::read(path).unwrap());
+    mmci::series::assemble(&mails, "bundled").unwrap()
+}
+
+/// Writes `dir` as a results dir created at `created_unix`: the default
+/// plan, a 2-CPU host and a patched kernel carrying the bundled series.
+/// No runs are recorded, so its verdict is INCONCLUSIVE.
+pub fn write_bundled(dir: &Path, created_unix: u64) -> PathBuf {
+    use mmci::results::dir::{Host, Manifest, VariantKernel};
+    use mmci::results::KernelInfo;
+    std::fs::create_dir_all(dir.join("runs")).unwrap();
+    let plan = mmci::matrix::default_plan(&Default::default()).unwrap();
+    let series = bundled_series();
+    let m = Manifest {
+        format: mmci::results::dir::MANIFEST_FORMAT,
+        mmci_version: "test".into(),
+        mmci_commit: None,
+        plan_id: plan.fingerprint(),
+        plan,
+        shards: None,
+        host: Host {
+            hostname: "h".into(),
+            cpus: 2,
+            memory_mb: 1024,
+            ..Default::default()
+        },
+        accel: Default::default(),
+        kernels: vec![VariantKernel {
+            variant: "patched".into(),
+            arch: mmci::arch::Arch::X86_64,
+            flavour: Default::default(),
+            description: "patched".into(),
+            kernel: KernelInfo {
+                image: PathBuf::from("/cache/vmlinux"),
+                release: "6.12.95".into(),
+                tree: None,
+                tree_commit: None,
+                build_key: None,
+                series_hash: Some(series.hash.clone()),
+                head_commit: None,
+                build_sandboxed: None,
+                build_warnings: vec![],
+                series: Some(series),
+                patchwork: None,
+                flavour: mmci::kernel::Flavour::Default,
+                upstream: None,
+                compiler: None,
+                thp: None,
+                config: None,
+            },
+            new_warnings: vec![],
+            config: None,
+        }],
+        failed_kernels: vec![],
+        created_unix,
+    };
+    mmci::results::dir::write_manifest(dir, &m).unwrap();
+    dir.to_path_buf()
+}
