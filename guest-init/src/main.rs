@@ -5,6 +5,7 @@
 //!
 //! The same binary is the workload: `guest-init workload ...` (see workload.rs).
 
+mod app;
 mod balance;
 mod blockdev;
 mod cgroup;
@@ -40,11 +41,15 @@ static PORT: OnceLock<Arc<RecordPort>> = OnceLock::new();
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("workload") {
-        std::process::exit(workload::main(&args[2..]));
+    match args.get(1).map(String::as_str) {
+        Some("workload") => std::process::exit(workload::main(&args[2..])),
+        Some("app") => std::process::exit(app::main(&args[2..])),
+        _ => {}
     }
     if std::process::id() != 1 {
-        eprintln!("guest-init: runs as PID 1 in an mmci guest (or as `guest-init workload ...`)");
+        eprintln!(
+            "guest-init: runs as PID 1 in an mmci guest (or as `guest-init workload ...` or `guest-init app ...`)"
+        );
         std::process::exit(2);
     }
     std::panic::set_hook(Box::new(|info| {

@@ -216,6 +216,17 @@ pub struct GuestJob {
     /// Scenario B: dm_bufio's max_cache_size_bytes, small so that hash
     /// blocks are re-read and their buffers re-allocated. Default: 65536.
     pub bufio_cache_bytes: u64,
+    /// Scenario B: application memory cgroups beside the hog, as on the
+    /// seed's machine (~78 memcgs): each reads `app_cache_mb` of a disk
+    /// of its own range once (clean page cache on the file LRU) and every
+    /// other one also holds `app_anon_mb` of anon; they are created before
+    /// the hog's, so a reclaim walk meets them first and the hog last.
+    /// 0: none (the hog alone, no page cache). Default: 0.
+    pub apps: u32,
+    /// Scenario B: clean page cache per application memcg, in MiB. Default: 2.
+    pub app_cache_mb: u64,
+    /// Scenario B: anon of every other application memcg, in MiB. Default: 1.
+    pub app_anon_mb: u64,
     /// Scenario script: what to run (set from the matrix's `scripts:`).
     pub script: Option<ScriptJob>,
 }
@@ -319,6 +330,9 @@ impl Default for GuestJob {
             reads: 0,
             swappiness: 60,
             bufio_cache_bytes: 65536,
+            apps: 0,
+            app_cache_mb: 2,
+            app_anon_mb: 1,
             script: None,
         }
     }
@@ -376,7 +390,7 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, ParamError> {
 
 impl GuestJob {
     /// Every key accepted by [`GuestJob::set`], in the order of the struct.
-    pub const PARAM_KEYS: [&'static str; 23] = [
+    pub const PARAM_KEYS: [&'static str; 26] = [
         "scenario",
         "threads",
         "working_set_mb",
@@ -400,13 +414,16 @@ impl GuestJob {
         "reads",
         "swappiness",
         "bufio_cache_bytes",
+        "apps",
+        "app_cache_mb",
+        "app_anon_mb",
     ];
 
     /// Every parameter and its value as text, in [`Self::PARAM_KEYS`] order
     /// (a script sees them as `MMCI_<KEY>` environment variables).
     pub fn params(&self) -> Vec<(&'static str, String)> {
         let b = |v: bool| if v { "y" } else { "n" }.to_string();
-        let v: [String; 23] = [
+        let v: [String; 26] = [
             self.scenario.name().to_string(),
             self.threads.to_string(),
             self.working_set_mb.to_string(),
@@ -430,6 +447,9 @@ impl GuestJob {
             self.reads.to_string(),
             self.swappiness.to_string(),
             self.bufio_cache_bytes.to_string(),
+            self.apps.to_string(),
+            self.app_cache_mb.to_string(),
+            self.app_anon_mb.to_string(),
         ];
         Self::PARAM_KEYS.into_iter().zip(v).collect()
     }
@@ -482,6 +502,9 @@ impl GuestJob {
             "reads" => self.reads = parse_num(key, value)?,
             "swappiness" => self.swappiness = parse_num(key, value)?,
             "bufio_cache_bytes" => self.bufio_cache_bytes = parse_num(key, value)?,
+            "apps" => self.apps = parse_num(key, value)?,
+            "app_cache_mb" => self.app_cache_mb = parse_positive(key, value)?,
+            "app_anon_mb" => self.app_anon_mb = parse_num(key, value)?,
             _ => {
                 return Err(ParamError::UnknownKey {
                     key: key.to_string(),

@@ -23,6 +23,11 @@ pub const VERITY_DATA_DISK_SERIAL: &str = "mmci-vdata";
 /// Serial of scenario B's dm-verity hash disk (see [`verity_hash_disk_mb`]).
 pub const VERITY_HASH_DISK_SERIAL: &str = "mmci-vhash";
 
+/// Serial of scenario B's page-cache disk: its application memcgs read
+/// their clean page cache from it, each its own range. Sparse on the host
+/// (its contents do not matter, only that reads of it are cached).
+pub const APP_CACHE_DISK_SERIAL: &str = "mmci-appcache";
+
 /// Size of the hash disk for `data_mb` MiB of data: a sha256 tree of 4 KiB
 /// blocks needs data/128 for its leaves plus a little for the levels above,
 /// so data/32 plus 1 MiB leaves ample room.

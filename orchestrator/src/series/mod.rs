@@ -608,56 +608,6 @@ mod tests {
         assert_eq!(back.cover.unwrap().cc.len(), 2);
     }
 
-    /// The bundled thread: v1, then v2 in reply to v1's cover. The default
-    /// is v2; `revision 1` is v1, the very patches of the v1-only mbox.
-    #[test]
-    fn bundled_thread_holds_two_revisions() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series");
-        let thread = mails_from_mbox(&std::fs::read(dir.join("mglru-isolation.mbox")).unwrap());
-        let v1_alone = assemble(
-            &mails_from_mbox(&std::fs::read(dir.join("mglru-isolation-v1.mbox")).unwrap()),
-            "v1",
-        )
-        .unwrap();
-        let newest = assemble(&thread, "thread").unwrap();
-        let pick = |n| {
-            assemble_with(
-                &thread,
-                "thread",
-                &Selection {
-                    requested: None,
-                    revision: Some(n),
-                },
-            )
-        };
-        let v1 = pick(1).unwrap();
-        assert_eq!((newest.version, newest.total), (2, 2));
-        assert_eq!(
-            newest.cover.as_ref().unwrap().subject,
-            "[PATCH v2 0/2] mm/vmscan: account and throttle MGLRU isolation"
-        );
-        assert_eq!(
-            newest.base_commit.as_deref(),
-            Some("2a7be210a22a8655e73e347054808314e73be671")
-        );
-        assert_eq!(v1.version, 1);
-        assert_eq!(
-            v1.hash, v1_alone.hash,
-            "v1 out of the thread is v1 as posted"
-        );
-        assert_ne!(newest.hash, v1.hash);
-        // Patch 1 is unchanged in v2, patch 2 is not.
-        let diff = |p: &Patch| {
-            let text = String::from_utf8_lossy(&p.raw).to_string();
-            text[text.find("\ndiff --git").expect("a diff")..]
-                .trim_end()
-                .to_string()
-        };
-        assert_eq!(diff(&newest.patches[0]), diff(&v1.patches[0]));
-        assert_ne!(diff(&newest.patches[1]), diff(&v1.patches[1]));
-        assert!(pick(3).is_err());
-    }
-
     /// `n` `[PATCH]` mails of `from`, each In-Reply-To the one before.
     fn chain(n: usize, from: &str, id: &str) -> Vec<Mail> {
         (0..n)

@@ -25,6 +25,7 @@ use crate::scenario;
 use crate::step::{setup_step, Stage, StepError};
 use crate::{cgroup, direct_io, procfs, reclaim_trace, sampler, trace, workload};
 
+mod apps;
 mod verity_dev;
 
 const HOG_CGROUP: &str = "mmci-hog";
@@ -65,7 +66,10 @@ fn start_hog(job: &GuestJob, cg: &Path) -> Result<(Hog, String), StepError> {
     let hog_mb = if job.hog_mb > 0 {
         job.hog_mb
     } else {
-        mem_total_mb.saturating_sub(HOG_HEADROOM_MB).max(1)
+        // The applications' memory is theirs: the hog takes the rest.
+        mem_total_mb
+            .saturating_sub(HOG_HEADROOM_MB + apps::total_mb(job))
+            .max(1)
     };
     let args = workload::WorkloadArgs {
         cgroup: cg.to_string_lossy().into_owned(),
@@ -323,6 +327,15 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
             ),
         })
     })?;
+    // The applications before the hog: their memcgs come first in a
+    // reclaim walk and the hog's last, and the caches dropped now are the
+    // last dropped, so that what the applications read stays.
+    let apps = if job.apps > 0 {
+        drop_caches(port, "before the applications read their page cache")?;
+        Some(setup_step(port, "apps", || apps::start(job))?)
+    } else {
+        None
+    };
     let cg = setup_step(port, "cgroup", || {
         let dir = cgroup::create(HOG_CGROUP, 0).stage("cgroup")?;
         let detail = format!("{} memory.max=max", dir.display());
@@ -340,17 +353,32 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         None => "ran to the end".to_string(),
         Some(status) => format!("{} before the end ({status})", mmci_record::HOG_GONE),
     };
+    let meminfo = read_trimmed("/proc/meminfo");
+    let file_mib = |k| procfs::meminfo_kb(&meminfo, k).unwrap_or(0) >> 10;
     let _ = setup_step(port, "hog-end", || {
         Ok((
             (),
             format!(
-                "{} random writes a second over the reads; {ending}",
-                touches / secs
+                "{} random writes a second over the reads; {ending}; node Inactive(file) {} MiB, Active(file) {} MiB at the end",
+                touches / secs,
+                file_mib("Inactive(file)"),
+                file_mib("Active(file)"),
             ),
         ))
     });
     hog.stop();
+    if let Some(apps) = apps {
+        apps.stop();
+    }
     result
+}
+
+/// Drops the page cache and slab caches (`why` says what for).
+fn drop_caches(port: &Arc<RecordPort>, why: &str) -> Result<(), StepError> {
+    setup_step(port, "drop-caches", || {
+        write_file("/proc/sys/vm/drop_caches", "3").stage("drop-caches")?;
+        Ok(((), format!("3: {why}")))
+    })
 }
 
 fn read_under_pressure(
@@ -367,10 +395,9 @@ fn read_under_pressure(
             format!("max_cache_size_bytes={}", read_trimmed(BUFIO_CACHE)),
         ))
     })?;
-    setup_step(port, "drop-caches", || {
-        write_file("/proc/sys/vm/drop_caches", "3").stage("drop-caches")?;
-        Ok(((), "3".to_string()))
-    })?;
+    if job.apps == 0 {
+        drop_caches(port, "no page cache anywhere")?;
+    }
     let reader = setup_step(port, "trace", || {
         let mut events = reclaim_trace::EVENTS.to_vec();
         if memcg_probe {

@@ -149,7 +149,15 @@ pub(super) fn cell_of(
 
 /// Job keys added after cell ids were first recorded: left out of the hash
 /// at their default value, so that cells without them keep their ids.
-const KEYS_ADDED_LATER: [&str; 4] = ["thp", "memcgs", "neighbour_mb", "kill_after_s"];
+const KEYS_ADDED_LATER: [&str; 7] = [
+    "thp",
+    "memcgs",
+    "neighbour_mb",
+    "kill_after_s",
+    "apps",
+    "app_cache_mb",
+    "app_anon_mb",
+];
 
 /// `<arch>-<scenario>-<10 hex>` (`<arch>-<scenario>-<flavour>-<10 hex>`
 /// for a flavour other than the default): readable, and a hash of
@@ -312,6 +320,12 @@ mod tests {
             ("neighbour_mb", "[16]", false),
             ("kill_after_s", "[0]", true),
             ("kill_after_s", "[10]", false),
+            ("apps", "[0]", true),
+            ("apps", "[40]", false),
+            ("app_cache_mb", "[2]", true),
+            ("app_cache_mb", "[4]", false),
+            ("app_anon_mb", "[1]", true),
+            ("app_anon_mb", "[0]", false),
         ];
         for (key, values, same) in later {
             assert_eq!(

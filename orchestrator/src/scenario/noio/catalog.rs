@@ -131,6 +131,94 @@ pub static METRICS: &[Metric] = &[
         per_work_of: None,
         extract: Extract::Run(|r| b(r).and_then(|m| m.noio.zero_reclaimed_share())),
     },
+    Metric {
+        name: Cow::Borrowed("noio_prio0_ms_p50"),
+        description: Cow::Borrowed(
+            "time a dm-bufio GFP_NOIO direct-reclaim call spent at priority 0, median over the calls",
+        ),
+        unit: Cow::Borrowed("ms"),
+        better: Better::Lower,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: Extract::Run(|r| {
+            b(r).and_then(|m| m.noio.prio0.as_ref())
+                .map(|p| p.p50_us as f64 / 1000.0)
+        }),
+    },
+    Metric {
+        name: Cow::Borrowed("noio_prio0_ms_p90"),
+        description: Cow::Borrowed(
+            "time a dm-bufio GFP_NOIO direct-reclaim call spent at priority 0, 90th percentile",
+        ),
+        unit: Cow::Borrowed("ms"),
+        better: Better::Lower,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: Extract::Run(|r| {
+            b(r).and_then(|m| m.noio.prio0.as_ref())
+                .map(|p| p.p90_us as f64 / 1000.0)
+        }),
+    },
+    Metric {
+        name: Cow::Borrowed("noio_prio0_ms_max"),
+        description: Cow::Borrowed(
+            "time a dm-bufio GFP_NOIO direct-reclaim call spent at priority 0, longest",
+        ),
+        unit: Cow::Borrowed("ms"),
+        better: Better::Lower,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: Extract::Run(|r| {
+            b(r).and_then(|m| m.noio.prio0.as_ref())
+                .map(|p| p.max_us as f64 / 1000.0)
+        }),
+    },
+    Metric {
+        name: Cow::Borrowed("noio_prio0_ms_per_kread"),
+        description: Cow::Borrowed(
+            "time dm-bufio GFP_NOIO direct reclaim spent at priority 0 per 1,000 reads (per read: a kernel that makes more, shorter calls is not flattered)",
+        ),
+        unit: Cow::Borrowed("ms/1k reads"),
+        better: Better::Lower,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: Extract::Run(|r| {
+            let m = b(r)?;
+            per_k(m.noio.prio0.as_ref()?.total_us, m.reads).map(|us| us / 1000.0)
+        }),
+    },
+    Metric {
+        name: Cow::Borrowed("noio_reads_per_s"),
+        description: Cow::Borrowed("dm-verity block reads a second (the reader's throughput)"),
+        unit: Cow::Borrowed("reads/s"),
+        better: Better::Higher,
+        timing: true,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: Extract::Run(|r| b(r).and_then(|m| m.reads_per_s())),
+    },
+    Metric {
+        name: Cow::Borrowed("io_reclaim_efficiency"),
+        description: Cow::Borrowed(
+            "reclaimed per scanned by kswapd and direct reclaim with __GFP_IO (the aging guard)",
+        ),
+        unit: Cow::Borrowed(""),
+        better: Better::Higher,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: Extract::Run(|r| b(r).and_then(|m| m.io_reclaim_efficiency())),
+    },
 ];
 
 /// The counters above divided by the work done, per 1,000 reads (the
@@ -199,5 +287,45 @@ pub static PER_WORK: &[Metric] = &[
         Better::Lower,
         Scenario::NoioVerity,
         |r| b(r).and_then(|m| per_k(m.pswpout, m.reads))
+    ),
+    per_work!(
+        "workingset_refault_per_kread",
+        None,
+        "anon and file refaults per 1,000 reads (the aging guard)",
+        "refaults/1k reads",
+        Better::Lower,
+        Scenario::NoioVerity,
+        |r| {
+            let m = b(r)?;
+            let a = m.aging.as_ref()?;
+            per_k(
+                a.workingset_refault_anon + a.workingset_refault_file,
+                m.reads,
+            )
+        }
+    ),
+    per_work!(
+        "pgactivate_per_kread",
+        None,
+        "folios activated per 1,000 reads",
+        "folios/1k reads",
+        Better::Neither,
+        Scenario::NoioVerity,
+        |r| {
+            let m = b(r)?;
+            per_k(m.aging.as_ref()?.pgactivate, m.reads)
+        }
+    ),
+    per_work!(
+        "pgdeactivate_per_kread",
+        None,
+        "folios deactivated per 1,000 reads",
+        "folios/1k reads",
+        Better::Neither,
+        Scenario::NoioVerity,
+        |r| {
+            let m = b(r)?;
+            per_k(m.aging.as_ref()?.pgdeactivate, m.reads)
+        }
     ),
 ];

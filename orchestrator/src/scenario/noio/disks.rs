@@ -2,18 +2,28 @@
 //! and hash disks, found in the guest by their serials.
 
 use mmci_record::{
-    verity_hash_disk_mb, GuestJob, VERITY_DATA_DISK_SERIAL, VERITY_HASH_DISK_SERIAL,
+    verity_hash_disk_mb, GuestJob, APP_CACHE_DISK_SERIAL, VERITY_DATA_DISK_SERIAL,
+    VERITY_HASH_DISK_SERIAL,
 };
 
-/// (serial, size in MiB) of each disk, in the order they are attached.
+/// (serial, size in MiB) of each disk, in the order they are attached: the
+/// verity data and hash disks, and with `apps` the application memcgs'
+/// page-cache disk (one range of `app_cache_mb` each).
 pub fn verity_disks(job: &GuestJob) -> Vec<(String, u64)> {
-    vec![
+    let mut disks = vec![
         (VERITY_DATA_DISK_SERIAL.to_string(), job.verity_mb),
         (
             VERITY_HASH_DISK_SERIAL.to_string(),
             verity_hash_disk_mb(job.verity_mb),
         ),
-    ]
+    ];
+    if job.apps > 0 {
+        disks.push((
+            APP_CACHE_DISK_SERIAL.to_string(),
+            u64::from(job.apps) * job.app_cache_mb,
+        ));
+    }
+    disks
 }
 
 #[cfg(test)]
@@ -37,6 +47,15 @@ mod tests {
                 ("mmci-vdata".to_string(), 64),
                 ("mmci-vhash".to_string(), 3)
             ]
+        );
+        let apps = GuestJob {
+            apps: 40,
+            app_cache_mb: 2,
+            ..b
+        };
+        assert_eq!(
+            (registry::of(apps.scenario).disks)(&apps).last(),
+            Some(&("mmci-appcache".to_string(), 80))
         );
     }
 }

@@ -8,6 +8,8 @@
 use mmci_record::{MemState, Phase, ReclaimCall, Record, WatermarkStat};
 use serde::{Deserialize, Serialize};
 
+use super::rounds::priority_0_us;
+
 /// dm-bufio's allocation (drivers/md/dm-bufio.c, after its GFP_NOWAIT
 /// try), as mm_vmscan_direct_reclaim_begin prints it: the RFC's case,
 /// matched whole.
@@ -58,58 +60,6 @@ pub fn in_corner(call: &ReclaimCall) -> Option<bool> {
     Some(lowest_priority(call) == Some(0) && swapcache < (anon >> 6).min(SWAP_CLUSTER_MAX_BYTES))
 }
 
-/// One reclaim round of a call, as the RFC's anatomy table shows it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RoundAnatomy {
-    pub round: u32,
-    /// The first (highest) and last (lowest) priority of the round.
-    pub priority_from: u32,
-    pub priority_to: u32,
-    /// memcg lruvec passes (shrink_slab kprobe hits); None without the probe.
-    pub memcg_visits: Option<u32>,
-    pub anon_scanned: u64,
-    pub file_scanned: u64,
-    pub reclaimed: u64,
-    /// First to last event of the round.
-    pub ms: f64,
-}
-
-/// The call's steps grouped by round.
-pub fn rounds(call: &ReclaimCall) -> Vec<RoundAnatomy> {
-    let mut out: Vec<(RoundAnatomy, u64, u64)> = vec![];
-    for s in &call.steps {
-        if out.last().is_none_or(|(r, _, _)| r.round != s.round) {
-            out.push((
-                RoundAnatomy {
-                    round: s.round,
-                    priority_from: s.priority,
-                    priority_to: s.priority,
-                    memcg_visits: call.memcgs_visited.map(|_| 0),
-                    ..RoundAnatomy::default()
-                },
-                s.first_us,
-                s.last_us,
-            ));
-        }
-        let (r, _, last) = out.last_mut().expect("pushed");
-        r.priority_from = r.priority_from.max(s.priority);
-        r.priority_to = r.priority_to.min(s.priority);
-        if let Some(v) = &mut r.memcg_visits {
-            *v += s.memcg_visits;
-        }
-        r.anon_scanned += s.anon_scanned;
-        r.file_scanned += s.file_scanned;
-        r.reclaimed += s.reclaimed;
-        *last = (*last).max(s.last_us);
-    }
-    out.into_iter()
-        .map(|(mut r, first, last)| {
-            r.ms = last.saturating_sub(first) as f64 / 1000.0;
-            r
-        })
-        .collect()
-}
-
 /// "inactive_anon >> inactive_file": at least this many times more.
 pub const ANON_TO_FILE_MIN: u64 = 8;
 
@@ -131,6 +81,23 @@ pub struct ClassStats {
     pub anon_scanned_prio0: u64,
     /// The most anon folios one call scanned.
     pub max_anon_scanned_one_call: u64,
+    /// Folios reclaimed by the calls' shrink_inactive events, anon and file.
+    #[serde(default)]
+    pub reclaimed: u64,
+    /// Each call's time at priority 0; None in runs recorded before it was
+    /// measured.
+    #[serde(default)]
+    pub prio0: Option<Prio0Time>,
+}
+
+/// The calls' times at priority 0 ([`priority_0_us`]): median, 90th
+/// percentile (nearest rank), longest and their sum, in µs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Prio0Time {
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub max_us: u64,
+    pub total_us: u64,
 }
 
 impl ClassStats {
@@ -154,9 +121,12 @@ pub fn percentile(sorted: &[u64], p: f64) -> u64 {
 pub fn class_stats<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> ClassStats {
     let mut s = ClassStats::default();
     let mut latencies = Vec::new();
+    let mut prio0 = Vec::new();
     for c in calls {
         s.calls += 1;
         latencies.push(c.latency_us);
+        prio0.push(priority_0_us(c));
+        s.reclaimed += c.anon_reclaimed + c.file_reclaimed;
         s.zero_reclaimed += u64::from(c.nr_reclaimed == 0);
         if let Some(p) = lowest_priority(c) {
             s.min_priority = Some(s.min_priority.map_or(p, |m| m.min(p)));
@@ -170,6 +140,13 @@ pub fn class_stats<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Clas
     s.latency_p50_us = percentile(&latencies, 50.0);
     s.latency_p99_us = percentile(&latencies, 99.0);
     s.latency_max_us = latencies.last().copied().unwrap_or(0);
+    prio0.sort_unstable();
+    s.prio0 = Some(Prio0Time {
+        p50_us: percentile(&prio0, 50.0),
+        p90_us: percentile(&prio0, 90.0),
+        max_us: prio0.last().copied().unwrap_or(0),
+        total_us: prio0.iter().sum(),
+    });
     s
 }
 
@@ -312,11 +289,43 @@ pub struct NoioMetrics {
     pub pgsteal_anon: u64,
     pub pswpin: u64,
     pub pswpout: u64,
+    /// The aging guard's counters; None in runs recorded before them.
+    #[serde(default)]
+    pub aging: Option<Aging>,
+}
+
+/// What skipping anon at priority 0 may cost the next reclaimer with
+/// __GFP_IO (the aging objection in the seed thread): refaults, LRU
+/// rotations and kswapd's scanning, /proc/vmstat over the reads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Aging {
+    pub workingset_refault_anon: u64,
+    pub workingset_refault_file: u64,
+    pub pgactivate: u64,
+    pub pgdeactivate: u64,
+    pub pgscan_kswapd: u64,
+    pub pgsteal_kswapd: u64,
 }
 
 impl NoioMetrics {
     pub fn reproduced(&self) -> bool {
         self.not_reproduced.is_empty()
+    }
+
+    /// Reclaimed per scanned of the reclaimers that may swap: kswapd (from
+    /// /proc/vmstat) and the direct-reclaim calls with __GFP_IO (from the
+    /// trace). A staler anon list left by NOIO calls that skip anon shows
+    /// as more scanned for the same reclaimed. None when they scanned nothing.
+    pub fn io_reclaim_efficiency(&self) -> Option<f64> {
+        let aging = self.aging.as_ref()?;
+        let scanned = aging.pgscan_kswapd + self.other.anon_scanned + self.other.file_scanned;
+        let reclaimed = aging.pgsteal_kswapd + self.other.reclaimed;
+        (scanned > 0).then(|| reclaimed as f64 / scanned as f64)
+    }
+
+    /// Reads a second over the reader's time.
+    pub fn reads_per_s(&self) -> Option<f64> {
+        (self.reader_ms > 0).then(|| self.reads as f64 * 1000.0 / self.reader_ms as f64)
     }
 }
 
@@ -413,6 +422,14 @@ pub fn noio_metrics(records: &[Record]) -> Option<NoioMetrics> {
         m.pgsteal_anon = delta(b, a, "pgsteal_anon");
         m.pswpin = delta(b, a, "pswpin");
         m.pswpout = delta(b, a, "pswpout");
+        m.aging = Some(Aging {
+            workingset_refault_anon: delta(b, a, "workingset_refault_anon"),
+            workingset_refault_file: delta(b, a, "workingset_refault_file"),
+            pgactivate: delta(b, a, "pgactivate"),
+            pgdeactivate: delta(b, a, "pgdeactivate"),
+            pgscan_kswapd: delta(b, a, "pgscan_kswapd"),
+            pgsteal_kswapd: delta(b, a, "pgsteal_kswapd"),
+        });
     }
     m.not_reproduced =
         failed_preconditions(&m.preconditions, m.noio.calls, m.allocstall, &m.corner);
@@ -492,6 +509,48 @@ mod tests {
         );
         assert_eq!(s.max_anon_scanned_one_call, 1000);
         assert_eq!(class_stats(&[]).zero_reclaimed_share(), None);
+    }
+
+    #[test]
+    fn priority_0_time_per_call() {
+        // A call whose events are all at priority 0, for `us` of its time.
+        let at_prio0 = |us: u64, reclaimed: u64| ReclaimCall {
+            begin_us: 1,
+            latency_us: us,
+            file_reclaimed: reclaimed,
+            steps: vec![mmci_record::ReclaimStep {
+                round: 1,
+                priority: 0,
+                first_us: 1,
+                last_us: 1 + us,
+                ..mmci_record::ReclaimStep::default()
+            }],
+            ..ReclaimCall::default()
+        };
+        let calls = [
+            at_prio0(1000, 0),
+            at_prio0(3000, 4),
+            at_prio0(2000, 0),
+            call("GFP_NOIO", 50, 1, Some(12), 0, 0),
+        ];
+        let s = class_stats(&calls);
+        assert_eq!(
+            s.prio0,
+            Some(Prio0Time {
+                p50_us: 1000,
+                p90_us: 3000,
+                max_us: 3000,
+                total_us: 6000
+            })
+        );
+        assert_eq!(s.reclaimed, 4);
+        // No calls: no time at priority 0 (measured, and zero).
+        assert_eq!(class_stats(&[]).prio0, Some(Prio0Time::default()));
+        // A run recorded before the field existed: not measured.
+        let mut old = serde_json::to_value(&s).unwrap();
+        old.as_object_mut().unwrap().remove("prio0");
+        let old: ClassStats = serde_json::from_value(old).unwrap();
+        assert_eq!(old.prio0, None);
     }
 
     fn held() -> Preconditions {
@@ -599,61 +658,6 @@ mod tests {
         let k = corner(cases.iter().map(|(c, _)| c));
         assert_eq!((k.prio0_calls, k.condition_true, k.unread), (7, 4, 1));
         assert_eq!(k.swapcache_max_bytes, Some(128 << 10));
-    }
-
-    #[test]
-    fn rounds_of_a_call() {
-        let step = |round, priority, anon, file, reclaimed, visits, first_us, last_us| {
-            mmci_record::ReclaimStep {
-                round,
-                priority,
-                anon_scanned: anon,
-                file_scanned: file,
-                reclaimed,
-                memcg_visits: visits,
-                first_us,
-                last_us,
-                ..mmci_record::ReclaimStep::default()
-            }
-        };
-        let call = ReclaimCall {
-            memcgs_visited: Some(2),
-            steps: vec![
-                step(1, 12, 32, 0, 0, 1, 1000, 1100),
-                step(1, 1, 64, 0, 0, 2, 1200, 1300),
-                step(1, 0, 93000, 0, 0, 2, 1400, 169_400),
-                step(2, 12, 0, 68, 68, 2, 170_000, 172_400),
-            ],
-            ..ReclaimCall::default()
-        };
-        let got: Vec<_> = rounds(&call)
-            .into_iter()
-            .map(|r| {
-                (
-                    r.round,
-                    r.priority_from,
-                    r.priority_to,
-                    r.memcg_visits,
-                    r.anon_scanned,
-                    r.file_scanned,
-                    r.reclaimed,
-                    r.ms,
-                )
-            })
-            .collect();
-        assert_eq!(
-            got,
-            [
-                (1, 12, 0, Some(5), 93096, 0, 0, 168.4),
-                (2, 12, 12, Some(2), 0, 68, 68, 2.4),
-            ]
-        );
-        let no_probe = ReclaimCall {
-            steps: call.steps.clone(),
-            ..ReclaimCall::default()
-        };
-        assert!(rounds(&no_probe).iter().all(|r| r.memcg_visits.is_none()));
-        assert!(rounds(&ReclaimCall::default()).is_empty());
     }
 
     #[test]

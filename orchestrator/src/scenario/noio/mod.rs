@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod disks;
 pub mod metrics;
 pub mod report;
+pub mod rounds;
 
 use std::time::Duration;
 
@@ -16,6 +17,7 @@ use crate::scenario::def::Guard;
 use crate::scenario::ScenarioMetrics;
 
 pub use metrics::*;
+pub use rounds::{priority_0_us, rounds, RoundAnatomy};
 
 pub static DEF: Def = Def {
     id: Scenario::NoioVerity,
@@ -44,6 +46,8 @@ pub static DEF: Def = Def {
         "noio_latency_p99_ms",
         "noio_latency_max_ms",
         "other_latency_p99_ms",
+        "noio_prio0_ms_p50",
+        "noio_prio0_ms_max",
     ],
     report_guest: report::guest,
     runs_figure: crate::scenario::def::no_figure,
@@ -57,6 +61,14 @@ pub static DEF: Def = Def {
         Guard {
             metric: "noio_zero_reclaim_share",
             why: "share of GFP_NOIO reclaim calls that reclaimed nothing",
+        },
+        Guard {
+            metric: "io_reclaim_efficiency",
+            why: "reclaim with __GFP_IO after the NOIO calls: a staler anon list left by skipping it at priority 0",
+        },
+        Guard {
+            metric: "workingset_refault_per_kread",
+            why: "refaults per 1,000 reads (the aging objection in the seed thread)",
         },
         Guard {
             metric: "other_latency_p99_ms",

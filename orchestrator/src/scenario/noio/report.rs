@@ -14,7 +14,9 @@ use crate::scenario::ScenarioMetrics;
 /// Scenario B's guest and job lines: it always runs MGLRU off and an
 /// unlimited hog cgroup.
 pub fn guest(r: &GuestShape, job: &GuestJob) -> String {
-    let hog = if job.hog_mb == 0 {
+    let hog = if job.hog_mb == 0 && job.apps > 0 {
+        "MemTotal - 16 MiB - the apps'".to_string()
+    } else if job.hog_mb == 0 {
         "MemTotal - 16 MiB".to_string()
     } else {
         format!("{} MiB", job.hog_mb)
@@ -23,6 +25,14 @@ pub fn guest(r: &GuestShape, job: &GuestJob) -> String {
         0 => "random writes unpaced".to_string(),
         n => format!("{n} random writes/s"),
     };
+    let apps = if job.apps == 0 {
+        String::new()
+    } else {
+        format!(
+            ", {} app memcgs ({} MiB page cache each, every other {} MiB anon)",
+            job.apps, job.app_cache_mb, job.app_anon_mb
+        )
+    };
     let reads = if job.reads == 0 {
         format!("for {} s", job.duration_s)
     } else {
@@ -30,7 +40,7 @@ pub fn guest(r: &GuestShape, job: &GuestJob) -> String {
     };
     format!(
         "guest:   {}, {} vCPUs, {} MiB, {}, swappiness {}, MGLRU off\n\
-         job:     {}: hog {hog} ({} threads, {pace}), dm-verity {} MiB, {} O_DIRECT readers {reads}, dm-bufio cache {} B\n",
+         job:     {}: hog {hog} ({} threads, {pace}){apps}, dm-verity {} MiB, {} O_DIRECT readers {reads}, dm-bufio cache {} B\n",
         r.arch,
         r.vcpus,
         r.memory_mb,
@@ -177,6 +187,17 @@ pub fn noio_class_rows(m: &NoioMetrics) -> Vec<[String; 4]> {
                     ms_f(c.latency_max_us)
                 )
             }
+        }),
+        row("at priority 0 p50 / p90 / max (ms)", &|c| match &c.prio0 {
+            Some(p) if c.calls > 0 => {
+                format!(
+                    "{} / {} / {}",
+                    ms_f(p.p50_us),
+                    ms_f(p.p90_us),
+                    ms_f(p.max_us)
+                )
+            }
+            _ => "-".into(),
         }),
         row("nr_reclaimed == 0", &|c| match c.zero_reclaimed_share() {
             Some(share) => format!("{} ({:.0}%)", c.zero_reclaimed, share * 100.0),
