@@ -2,7 +2,8 @@
 //! of scenario B's application memcgs. It joins its cgroup, writes
 //! `anon_mb` of anonymous memory once, reads `cache_mb` of the device from
 //! `offset_mb` through the page cache (clean file folios charged to its
-//! memcg, read once so they stay on the inactive list), says [`READY`] and
+//! memcg, read once so they stay on the inactive list; the device stays
+//! open, since its last close drops its cache), says [`READY`] and
 //! sleeps until it is killed: an idle application whose cache reclaim may
 //! take, as on the seed's machine.
 
@@ -94,9 +95,16 @@ pub fn main(args: &[String]) -> i32 {
     for i in (0..anon.len()).step_by(page) {
         anon[i] = 1;
     }
-    let cached = File::open(&args.device)
-        .and_then(|mut f| read_range(&mut f, args.offset_mb << 20, args.cache_mb << 20));
-    let cached = match cached {
+    // Kept open while the application lives: the kernel drops a block
+    // device's page cache when its last opener closes it.
+    let mut device = match File::open(&args.device) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("app: open {}: {e}", args.device);
+            return 4;
+        }
+    };
+    let cached = match read_range(&mut device, args.offset_mb << 20, args.cache_mb << 20) {
         Ok(n) => n,
         Err(e) => {
             eprintln!("app: read {}: {e}", args.device);
@@ -106,7 +114,7 @@ pub fn main(args: &[String]) -> i32 {
     let _ = writeln!(std::io::stdout().lock(), "{READY} {cached}");
     loop {
         std::thread::sleep(std::time::Duration::from_secs(3600));
-        std::hint::black_box(&anon);
+        std::hint::black_box((&anon, &device));
     }
 }
 

@@ -252,8 +252,15 @@ pub fn main(args: &[String]) -> i32 {
                 let mut rng = Rng::new(t as u64 + 1);
                 let mut local = 0u64;
                 let began = Instant::now();
-                while !stop_flag.load(Ordering::Relaxed) {
+                // The stop flag is read before every write, so that a run
+                // ends after the write under way, not at the end of a batch
+                // (batches of 64 made every completed run's total a multiple
+                // of 64). The batch is only the pacing's granularity.
+                'run: loop {
                     for _ in 0..64 {
+                        if stop_flag.load(Ordering::Relaxed) {
+                            break 'run;
+                        }
                         let p = rng.below(pages) as usize;
                         mapping.touch(p * page + (local as usize & 63) * 8, local as u8);
                         local += 1;

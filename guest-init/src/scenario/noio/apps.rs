@@ -52,8 +52,9 @@ pub fn total_mb(job: &GuestJob) -> u64 {
         .sum()
 }
 
-/// Starts one application and waits until its memory is in place.
-fn start_one(args: &AppArgs) -> Result<Child, String> {
+/// Starts one application and waits until its memory is in place; the
+/// bytes it read.
+fn start_one(args: &AppArgs) -> Result<(Child, u64), String> {
     let mut child = Command::new("/proc/self/exe")
         .args(args.to_args())
         .stdout(Stdio::piped())
@@ -67,7 +68,10 @@ fn start_one(args: &AppArgs) -> Result<Child, String> {
         let _ = tx.send(line);
     });
     match rx.recv_timeout(READY_TIMEOUT) {
-        Ok(line) if line.starts_with(READY) => Ok(child),
+        Ok(line) if line.starts_with(READY) => {
+            let read = line[READY.len()..].trim().parse().unwrap_or(0);
+            Ok((child, read))
+        }
         Ok(line) => {
             let _ = child.kill();
             let status = child.wait().map(|s| s.to_string()).unwrap_or_default();
@@ -96,6 +100,7 @@ pub fn start(job: &GuestJob) -> Result<(Apps, String), StepError> {
         });
     }
     let mut apps = Apps { children: vec![] };
+    let mut read = 0;
     for i in 0..job.apps {
         let dir = cgroup::create(&format!("mmci-app-{i:02}"), 0).stage("apps")?;
         let args = AppArgs {
@@ -106,7 +111,10 @@ pub fn start(job: &GuestJob) -> Result<(Apps, String), StepError> {
             anon_mb: anon_mb(job, i),
         };
         match start_one(&args) {
-            Ok(child) => apps.children.push(child),
+            Ok((child, n)) => {
+                apps.children.push(child);
+                read += n;
+            }
             Err(message) => {
                 apps.stop();
                 return Err(StepError {
@@ -120,11 +128,13 @@ pub fn start(job: &GuestJob) -> Result<(Apps, String), StepError> {
     let mib = |k| procfs::meminfo_kb(&meminfo, k).unwrap_or(0) >> 10;
     let with_anon = (0..job.apps).filter(|&i| anon_mb(job, i) > 0).count();
     let detail = format!(
-        "{} memcgs mmci-app-00..{:02}, {} MiB of page cache each read once from {device}, {with_anon} of them with {} MiB anon; node Inactive(file) {} MiB, Active(file) {} MiB",
+        "{} memcgs mmci-app-00..{:02}, {} MiB of page cache each read once from {device} ({} MiB read), {with_anon} of them with {} MiB anon; node Cached {} MiB, Inactive(file) {} MiB, Active(file) {} MiB",
         job.apps,
         job.apps.saturating_sub(1),
         job.app_cache_mb,
+        read >> 20,
         job.app_anon_mb,
+        mib("Cached"),
         mib("Inactive(file)"),
         mib("Active(file)"),
     );
