@@ -103,10 +103,21 @@ impl std::fmt::Display for Mismatch {
     }
 }
 
-/// Every request that the final config does not satisfy.
+/// Every request that the final config does not satisfy. Of several
+/// requests for one option only the last counts: the fragments are merged
+/// in order and a later one overrides an earlier one (a fragment that
+/// turns CONFIG_SWAP off over kernels/mm.config's `=y`).
 pub fn check(config: &BTreeMap<String, String>, requests: &[Request]) -> Vec<Mismatch> {
+    let last: BTreeMap<&str, usize> = requests
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.name.as_str(), i))
+        .collect();
     requests
         .iter()
+        .enumerate()
+        .filter(|(i, r)| last.get(r.name.as_str()) == Some(i))
+        .map(|(_, r)| r)
         .filter_map(|r| {
             let found = config.get(&r.name);
             let ok = match (r.value.as_str(), found) {
@@ -147,6 +158,33 @@ mod tests {
         assert_eq!(mism[0].found.as_deref(), Some("2"));
         assert!(mism[1].to_string().contains("not set in the final .config"));
         assert!(mism[0].to_string().contains("f:4"));
+    }
+
+    #[test]
+    fn a_later_fragment_overrides_an_earlier_one() {
+        let mut requests = parse_fragment("CONFIG_SWAP=y\nCONFIG_ZRAM=y\n", "kernels/mm.config");
+        requests.extend(parse_fragment(
+            "# CONFIG_SWAP is not set\n",
+            "noswap.config",
+        ));
+        // (final .config, options reported)
+        let cases: [(&str, &[&str]); 3] = [
+            // The override took: nothing to report.
+            ("CONFIG_ZRAM=y\n", &[]),
+            // The override did not: reported against the last request.
+            ("CONFIG_SWAP=y\nCONFIG_ZRAM=y\n", &["CONFIG_SWAP"]),
+            // ZRAM depends on SWAP: missing, its own request named.
+            ("", &["CONFIG_ZRAM"]),
+        ];
+        for (config, want) in cases {
+            let mism = check(&parse_config(config), &requests);
+            let names: Vec<_> = mism.iter().map(|m| m.request.name.as_str()).collect();
+            assert_eq!(names, want, "{config:?}");
+        }
+        let config = parse_config("CONFIG_SWAP=y\nCONFIG_ZRAM=y\n");
+        assert!(check(&config, &requests)[0]
+            .to_string()
+            .contains("noswap.config:1"));
     }
 
     #[test]
