@@ -104,6 +104,16 @@ const CASES: &[Case] = &[
         )],
     ),
     (
+        fixture!("mmci_ubsan_noio_rfc_v1.txt"),
+        &[(
+            Ubsan,
+            "UBSAN: array-index-out-of-bounds in lruvec_lru_size",
+            1,
+            "------------[ cut here ]------------",
+            "---[ end trace ]---",
+        )],
+    ),
+    (
         fixture!("kfence.txt"),
         &[(
             Kfence,
