@@ -217,8 +217,8 @@ pub struct GuestJob {
     /// blocks are re-read and their buffers re-allocated. Default: 65536.
     pub bufio_cache_bytes: u64,
     /// Scenario B: application memory cgroups beside the hog, as on the
-    /// seed's machine (~78 memcgs): each reads `app_cache_mb` of a disk
-    /// of its own range once (clean page cache on the file LRU) and every
+    /// seed's machine (~78 memcgs): each reads its own `app_cache_mb`
+    /// range of a disk once (clean page cache on the file LRU) and every
     /// other one also holds `app_anon_mb` of anon; they are created before
     /// the hog's, so a reclaim walk meets them first and the hog last.
     /// 0: none (the hog alone, no page cache). Default: 0.

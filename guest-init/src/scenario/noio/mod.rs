@@ -359,7 +359,7 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
         Ok((
             (),
             format!(
-                "{} random writes a second over the reads; {ending}; node Inactive(file) {} MiB, Active(file) {} MiB at the end",
+                "{} random writes a second over the reads; node Inactive(file) {} MiB, Active(file) {} MiB at the end; {ending}",
                 touches / secs,
                 file_mib("Inactive(file)"),
                 file_mib("Active(file)"),
