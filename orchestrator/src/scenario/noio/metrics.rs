@@ -8,7 +8,7 @@
 use mmci_record::{MemState, Phase, ReclaimCall, Record, WatermarkStat};
 use serde::{Deserialize, Serialize};
 
-use super::rounds::priority_0_us;
+use super::rounds::{priority_0_us, Prio0Time};
 
 /// dm-bufio's allocation (drivers/md/dm-bufio.c, after its GFP_NOWAIT
 /// try), as mm_vmscan_direct_reclaim_begin prints it: the RFC's case,
@@ -88,16 +88,6 @@ pub struct ClassStats {
     /// measured.
     #[serde(default)]
     pub prio0: Option<Prio0Time>,
-}
-
-/// The calls' times at priority 0 ([`priority_0_us`]): median, 90th
-/// percentile (nearest rank), longest and their sum, in µs.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Prio0Time {
-    pub p50_us: u64,
-    pub p90_us: u64,
-    pub max_us: u64,
-    pub total_us: u64,
 }
 
 impl ClassStats {

@@ -86,6 +86,16 @@ pub fn rounds(call: &ReclaimCall) -> Vec<RoundAnatomy> {
         .collect()
 }
 
+/// The calls' times at priority 0 ([`priority_0_us`]): median, 90th
+/// percentile (nearest rank), longest and their sum, in µs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Prio0Time {
+    pub p50_us: u64,
+    pub p90_us: u64,
+    pub max_us: u64,
+    pub total_us: u64,
+}
+
 /// The call's time at priority 0, in µs (every round's priority-0 part).
 pub fn priority_0_us(call: &ReclaimCall) -> u64 {
     rounds(call)
