@@ -25,6 +25,7 @@ fn results_dir(root: &Path) {
 fn analyse(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_mmci"))
         .arg("analyse")
+        .arg("--results")
         .args(args)
         .output()
         .unwrap()
@@ -46,18 +47,39 @@ fn verdicts_are_exit_codes_and_json() {
     let d = dir.to_str().unwrap();
     let json = tmp.path().join("comparison.json");
 
-    let o = analyse(&[d, "--json", json.to_str().unwrap()]);
+    let verdict = "verdict: PASS: no regression found in 20 runs on 2 cells (guards: oom_kills, \
+                   touches, pswpout_per_ktouch, pswpin_per_ktouch, pgmajfault_per_ktouch); 8 \
+                   expectation(s) met";
+    let o = analyse(&[d]);
     assert_eq!(o.status.code(), Some(exit::OK), "{}", text(&o));
-    let out = text(&o);
-    assert!(
-        out.contains(
-            "verdict: PASS: no regression found in 20 runs on 2 cells (guards: oom_kills, touches, \
-             pswpout_per_ktouch, pswpin_per_ktouch, pgmajfault_per_ktouch); 8 expectation(s) met"
-        ),
-        "{out}"
-    );
-    let c: Comparison = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(text(&o).contains(verdict), "{}", text(&o));
+    // --json: the comparison on standard output, the same verdict and exit code.
+    let o = analyse(&[d, "--json"]);
+    assert_eq!(o.status.code(), Some(exit::OK), "{}", text(&o));
+    let c: Comparison = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!((c.format, c.verdict.status), (3, Status::Pass));
+    // --output: into a file instead.
+    let o = analyse(&[d, "--json", "--output", json.to_str().unwrap()]);
+    assert_eq!((o.status.code(), o.stdout.len()), (Some(exit::OK), 0));
+    let c: Comparison = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(c.verdict.status, Status::Pass);
+    // The old spellings (`analyse DIR --json FILE`) as before, warned about.
+    std::fs::remove_file(&json).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+        .args(["analyse", d, "--json", json.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(exit::OK), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    for warned in [
+        "mmci: warning: `analyse DIR` is deprecated and goes in the next release: use `analyse --results DIR`",
+        "mmci: warning: --json FILE is deprecated",
+    ] {
+        assert!(err.contains(warned), "{err}");
+    }
+    assert!(String::from_utf8_lossy(&o.stdout).contains(verdict));
+    let c: Comparison = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(c.verdict.status, Status::Pass);
 
     let o = analyse(&[d, "--expect", "throttle_isolated=zero"]);
     assert_eq!(o.status.code(), Some(exit::RUN_FAILED), "{}", text(&o));
@@ -114,6 +136,7 @@ fn the_table_fits_columns_unless_wide() {
     let run = |args: &[&str], columns: &str| {
         let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
             .arg("analyse")
+            .arg("--results")
             .args(args)
             .env("COLUMNS", columns)
             .output()
@@ -139,8 +162,8 @@ fn the_table_fits_columns_unless_wide() {
 }
 
 /// Results dirs that cannot be read or written are named with the option
-/// of the command at hand: `merge` writes its --into (not --results), and
-/// reading a dir has nothing to choose.
+/// of the command at hand: `merge` writes its --results, and reading a dir
+/// has nothing to choose.
 #[test]
 fn unreadable_and_unwritable_dirs_name_the_option_of_the_command() {
     let tmp = tempfile::tempdir().unwrap();
@@ -153,7 +176,7 @@ fn unreadable_and_unwritable_dirs_name_the_option_of_the_command() {
     let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
         .args([
             "merge",
-            "--into",
+            "--results",
             into.to_str().unwrap(),
             shard.to_str().unwrap(),
         ])
@@ -162,7 +185,7 @@ fn unreadable_and_unwritable_dirs_name_the_option_of_the_command() {
     assert_eq!(o.status.code(), Some(exit::USAGE), "{}", text(&o));
     assert!(
         text(&o).contains(&format!(
-            "results dir {} is not writable: choose another with --into",
+            "results dir {} is not writable: choose another with --results",
             into.join(results_dir::RUNS).display()
         )),
         "{}",
@@ -240,7 +263,7 @@ fn hostile_results_files_are_named_and_never_followed() {
     let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
         .args([
             "merge",
-            "--into",
+            "--results",
             merged.to_str().unwrap(),
             dir.to_str().unwrap(),
         ])

@@ -223,7 +223,7 @@ fn merge_refuses_a_dir_that_is_not_a_results_dir() {
     let o = mmci(
         &[
             "merge",
-            "--into",
+            "--results",
             dir.path().join("all").to_str().unwrap(),
             dir.path().to_str().unwrap(),
         ],

@@ -261,6 +261,7 @@ fn the_report_names_the_message_id_post_sends_under() {
     // Every run has 0 OOM kills: `nonzero` fails.
     let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
         .arg("report")
+        .arg("--results")
         .arg(&dir)
         .args(["--format", "email", "--expect", "oom_kills=nonzero"])
         .args(["--from", FROM, "--tested-by", "--output"])

@@ -660,8 +660,9 @@ async fn watch_follows_real_series_completed_events() {
         &st,
         "--dispatch",
         "mmci/linux",
-        "--api",
+        "--github-api",
         &gh_uri,
+        "--send",
     ];
     let env = [("GITHUB_TOKEN", GH_TOKEN)];
     let o = mmci(&args, &env, root.path()).await;

@@ -695,8 +695,9 @@ async fn watch_records_a_series_it_cannot_fetch_and_tries_again() {
         &st,
         "--dispatch",
         "mmci/linux",
-        "--api",
+        "--github-api",
         &gh_uri,
+        "--send",
     ];
     let env = [("GITHUB_TOKEN", GH_TOKEN)];
     let failed = || -> Value {

@@ -410,7 +410,7 @@ fn dry_run_by_default_and_eml_or_mbox_for_git_send_email() {
     assert_eq!(
         head,
         [
-            "# dry run: nothing is sent (--send sends, --write FILE stores it)",
+            "# dry run: nothing is sent (--send sends, --output FILE stores it)",
             "# MAIL FROM:<mmci@ci.example.org>",
             "# RCPT TO:<mmci-dev@example.org>",
             "# RCPT TO:<linux-mm@kvack.org>",
@@ -429,7 +429,7 @@ fn dry_run_by_default_and_eml_or_mbox_for_git_send_email() {
     assert!(data.contains("\r\nDate: Mon, 30 Nov 2026 12:00:00 +0000\r\n"));
     assert!(data.ends_with(&BODY.replace('\n', "\r\n")));
 
-    // --write: an .eml, or an mbox that git am / mail clients read.
+    // --output: an .eml, or an mbox that git am / mail clients read.
     let eml = tmp.path().join("reply.eml");
     let mbox = tmp.path().join("replies.mbox");
     for target in [&eml, &mbox] {
@@ -442,7 +442,7 @@ fn dry_run_by_default_and_eml_or_mbox_for_git_send_email() {
             FROM,
             "--verdict",
             "fail",
-            "--write",
+            "--output",
             target.to_str().unwrap(),
         ]);
         assert!(o.status.success(), "{}", stderr(&o));
@@ -479,7 +479,7 @@ fn only_a_fail_goes_to_the_thread() {
         String::from_utf8(o.stdout).unwrap()
     };
     // The results dir's own verdict: no run, nothing judged. Not sent,
-    // said so; with --write and --send too, nothing written or sent (no
+    // said so; with --output and --send too, nothing written or sent (no
     // SMTP server is even needed).
     for extra in [
         &[][..],
@@ -487,7 +487,7 @@ fn only_a_fail_goes_to_the_thread() {
         &[
             "--verdict",
             "inconclusive",
-            "--write",
+            "--output",
             eml.to_str().unwrap(),
         ],
         &["--verdict", "pass", "--send", "--smtp", "127.0.0.1:1"],

@@ -335,10 +335,20 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
+/// A test's arguments as the command takes them: `--dry-run` (this
+/// file's word for a dry run) left out, since a dry run is what happens
+/// without `--send`; `--send` added to every other call.
+fn sending<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    match args.iter().position(|a| *a == "--dry-run") {
+        Some(i) => [&args[..i], &args[i + 1..]].concat(),
+        None => [args, &["--send"]].concat(),
+    }
+}
+
 /// Runs `mmci post github ARGS` with a clean environment plus `env`.
 async fn mmci(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
-    cmd.arg("post").arg("github").args(args);
+    cmd.arg("post").arg("github").args(sending(args));
     for k in [
         "GITHUB_TOKEN",
         "GITHUB_REPOSITORY",
@@ -562,7 +572,7 @@ async fn github_app_trades_a_jwt_for_an_installation_token() {
     let o = mmci(
         &[
             "--start",
-            "--api",
+            "--github-api",
             &api,
             "--repo",
             "mm/series",
@@ -615,7 +625,7 @@ async fn github_app_trades_a_jwt_for_an_installation_token() {
     let o = mmci(
         &[
             "--start",
-            "--api",
+            "--github-api",
             &api,
             "--repo",
             "mm/series",
@@ -657,7 +667,7 @@ async fn missing_credentials_fail_before_any_request() {
     std::fs::write(&body, "report").unwrap();
     let o = mmci(
         &[
-            "--api",
+            "--github-api",
             &api,
             "--repo",
             "mm/series",
@@ -674,11 +684,19 @@ async fn missing_credentials_fail_before_any_request() {
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
     assert_eq!(
         error_line(&o),
-        "mmci: error: no GitHub credentials: set $GITHUB_TOKEN (or --token-file FILE), or --app-id with --app-key for a GitHub App"
+        "mmci: error: no GitHub credentials: set $GITHUB_TOKEN (or --github-token-file FILE), or --app-id with --app-key for a GitHub App"
     );
     // Other bad input, also before any request.
     let o = mmci(
-        &["--api", &api, "--repo", "noslash", "--sha", "f", "--start"],
+        &[
+            "--github-api",
+            &api,
+            "--repo",
+            "noslash",
+            "--sha",
+            "f",
+            "--start",
+        ],
         &[("GITHUB_TOKEN", TOKEN)],
     )
     .await;
@@ -686,7 +704,7 @@ async fn missing_credentials_fail_before_any_request() {
     assert!(text(&o).1.contains("--repo noslash: expected OWNER/REPO"));
     let o = mmci(
         &[
-            "--api",
+            "--github-api",
             &api,
             "--repo",
             "mm/series",
@@ -807,7 +825,7 @@ async fn dry_run_prints_exactly_the_requests_and_sends_nothing() {
     let body = tmp.path().join("r.md");
     std::fs::write(&body, "## mmci\n\nreport\n").unwrap();
     let args = [
-        "--api",
+        "--github-api",
         &api,
         "--repo",
         "mm/series",
@@ -884,7 +902,7 @@ async fn github_enterprise_api_base_keeps_its_path() {
     let o = mmci(
         &[
             "--start",
-            "--api",
+            "--github-api",
             &api,
             "--repo",
             "mm/series",
@@ -1084,7 +1102,7 @@ async fn a_github_app_edits_only_its_own_bot_comment() {
     std::fs::write(&body, "app report\n").unwrap();
     let o = mmci(
         &[
-            "--api",
+            "--github-api",
             &api,
             "--repo",
             "mm/series",

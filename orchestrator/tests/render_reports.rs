@@ -326,6 +326,7 @@ fn report_command_writes_files_and_the_job_summary() {
     std::fs::write(&cover, COVER).unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
         .arg("report")
+        .arg("--results")
         .arg(fixture("smoke-matrix"))
         .args([
             "--format",
@@ -365,6 +366,7 @@ fn report_command_writes_files_and_the_job_summary() {
     // JSON to standard output: the comparison, format 2.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
         .arg("report")
+        .arg("--results")
         .arg(fixture("smoke-matrix"))
         .args(["--format", "json"])
         .output()
@@ -375,6 +377,7 @@ fn report_command_writes_files_and_the_job_summary() {
     // A bad cover letter path is a bad option (exit 2), named.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
         .arg("report")
+        .arg("--results")
         .arg(fixture("smoke-matrix"))
         .args(["--format", "email", "--cover-letter", "/nonexistent/cover"])
         .output()
@@ -719,6 +722,7 @@ fn report_command_never_writes_an_empty_report_and_redacts_secrets() {
     let run = |dir: &Path, format: &str, output: &Path| {
         std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
             .arg("report")
+            .arg("--results")
             .arg(dir)
             .args(["--format", format, "--output"])
             .arg(output)

@@ -76,9 +76,19 @@ fn noise() -> String {
         .to_string()
 }
 
+/// A test's arguments as the command takes them: `--dry-run` (this
+/// file's word for a dry run) left out, since a dry run is what happens
+/// without `--send`; `--send` added to every other call.
+fn sending<'a>(args: &[&'a str]) -> Vec<&'a str> {
+    match args.iter().position(|a| *a == "--dry-run") {
+        Some(i) => [&args[..i], &args[i + 1..]].concat(),
+        None => [args, &["--send"]].concat(),
+    }
+}
+
 fn mmci(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = common::mmci_blocking();
-    cmd.arg("watch").args(args);
+    cmd.arg("watch").args(sending(args));
     cmd.env_remove("GITHUB_TOKEN").env_remove("GITHUB_API_URL");
     for (k, v) in env {
         cmd.env(k, v);
@@ -89,7 +99,7 @@ fn mmci(args: &[&str], env: &[(&str, &str)]) -> Output {
 /// `mmci watch` from an async test, without blocking its runtime.
 async fn mmci_async(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = common::mmci();
-    cmd.arg("watch").args(args);
+    cmd.arg("watch").args(sending(args));
     cmd.env_remove("GITHUB_TOKEN").env_remove("GITHUB_API_URL");
     for (k, v) in env {
         cmd.env(k, v);
@@ -119,7 +129,7 @@ async fn mbox_series_on_mm_dispatched_once_across_restarts() {
         mbox.to_str().unwrap(),
         "--dispatch",
         "mm/ci",
-        "--api",
+        "--github-api",
         &api,
         "--state",
         state.to_str().unwrap(),
@@ -206,7 +216,7 @@ async fn lore_atom_feed_threads_fetched_and_dispatched() {
         &url,
         "--dispatch",
         "mm/ci",
-        "--api",
+        "--github-api",
         &url,
         "--state",
         state.to_str().unwrap(),
@@ -395,7 +405,7 @@ async fn a_failing_entry_is_recorded_retried_and_never_stops_the_pass() {
         &url,
         "--dispatch",
         "mm/ci",
-        "--api",
+        "--github-api",
         &url,
         "--state",
         state.to_str().unwrap(),

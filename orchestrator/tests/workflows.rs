@@ -174,6 +174,39 @@ fn untrusted_code_runs_without_secrets_or_write_permissions() {
     assert!(post_text.contains("--pr"));
 }
 
+/// Posting is a dry run unless --send (docs/commands.md, "One
+/// vocabulary"): every `mmci post github|patchwork` and `mmci watch` the
+/// workflows and their step script run says --send, and `post email`
+/// adds it when the SMTP secret is there, so that no check, comment or
+/// reply silently becomes a dry run.
+#[test]
+fn every_post_in_the_workflows_sends() {
+    let mut files = workflows();
+    files.push(root().join(".github/mmci-matrix-step"));
+    let mut posts = 0;
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        // A command continued over `\`-ended lines is one command.
+        let joined = text.replace("\\\n", " ");
+        for line in joined.lines().filter(|l| !l.trim_start().starts_with('#')) {
+            for cmd in ["mmci post github", "mmci post patchwork", "mmci watch"] {
+                if line.contains(cmd) {
+                    posts += 1;
+                    assert!(
+                        line.contains(" --send"),
+                        "{}: no --send: {line}",
+                        f.display()
+                    );
+                }
+            }
+        }
+        if text.contains("mmci post email") {
+            assert!(text.contains("args+=(--send)"), "{}", f.display());
+        }
+    }
+    assert!(posts >= 6, "{posts} posting commands found");
+}
+
 #[test]
 fn maintainer_matrix_builds_once_shards_and_merges() {
     let m = load("matrix.yml");
@@ -217,7 +250,7 @@ fn maintainer_matrix_builds_once_shards_and_merges() {
     assert!(text("merge").contains("actions/upload-artifact@"));
     let step = std::fs::read_to_string(root().join(".github/mmci-matrix-step")).unwrap();
     assert!(step.contains("mmci run --matrix \"$MATRIX\" --shard \"$SHARD\""));
-    assert!(step.contains("mmci merge --into merged/results \"${results[@]}\""));
+    assert!(step.contains("mmci merge --results merged/results \"${results[@]}\""));
     assert!(step.contains("mmci post github"));
     assert!(step.contains("mmci matrix show \"$MATRIX\" > plan/show.txt"));
 }
@@ -1687,7 +1720,7 @@ fn a_failed_build_still_gets_a_failing_report_and_check() {
     let (code, err, log) = matrix_step(dir.path(), &failed, &["post-github"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        log.starts_with("post github --title mmci: the matrix did not run to the end --conclusion failure --body merged/report.md"),
+        log.starts_with("post github --title mmci: the matrix did not run to the end --conclusion failure --send --body merged/report.md"),
         "{log}"
     );
 
@@ -1708,7 +1741,7 @@ fn a_failed_build_still_gets_a_failing_report_and_check() {
     );
     assert_eq!(code, 0, "{err}");
     assert!(
-        log.starts_with("merge --into merged/results shards/shard-1/results\n"),
+        log.starts_with("merge --results merged/results shards/shard-1/results\n"),
         "{log}"
     );
     let conclusion = std::fs::read_to_string(co.join("merged/conclusion")).unwrap();
@@ -1912,7 +1945,15 @@ fn in_debian_gives_a_series_a_read_only_checkout_and_no_toolchain() {
     // job summary when asked for.
     let (code, err, docker) = in_debian(
         &dir,
-        &["--mmci", m, "--summary", "mmci", "analyse", "out/results"],
+        &[
+            "--mmci",
+            m,
+            "--summary",
+            "mmci",
+            "analyse",
+            "--results",
+            "out/results",
+        ],
         |_| {},
     );
     assert_eq!(code, 0, "{err}");

@@ -1,7 +1,7 @@
 //! What `--help` teaches beyond each option's own line: the headings the
 //! options of `run` (and the commands sharing its argument structs) are
 //! grouped under, and the EXAMPLES sections of `run`, `series show`,
-//! `post *` and `watch`. Text only; the options themselves live with
+//! `merge`, `post *` and `watch`. Text only; the options themselves live with
 //! their commands.
 
 /// The series to apply (`--series`, `--lore`, `--github-pr`, ...).
@@ -32,8 +32,15 @@ EXAMPLES:
 
   # One of four shards of a matrix, then merge and report
   mmci run --matrix matrix/mglru-v2.yaml --shard 1/4 --results shard1/
-  mmci merge --into all/ shard1/ shard2/ shard3/ shard4/
-  mmci report all/ --format email --output report.txt";
+  mmci merge --results all/ shard1/ shard2/ shard3/ shard4/
+  mmci report --results all/ --format email --output report.txt";
+
+/// `mmci merge --help`.
+pub const MERGE_EXAMPLES: &str = "\
+EXAMPLES:
+  # The four shards of one matrix (`mmci run --shard I/4`), then their verdict
+  mmci merge --results all/ shard1/ shard2/ shard3/ shard4/
+  mmci analyse --results all/";
 
 /// `mmci series show --help`.
 pub const SERIES_SHOW_EXAMPLES: &str = "\
@@ -51,24 +58,24 @@ EXAMPLES:
 pub const POST_GITHUB_EXAMPLES: &str = "\
 EXAMPLES:
   # In a workflow: the check run starts, then completes with the report
-  mmci post github --start
-  mmci report out/ --format markdown --output report.md
-  mmci post github --conclusion failure --body report.md --results out/ --pr 42
+  mmci post github --start --send
+  mmci report --results out/ --format markdown --output report.md
+  mmci post github --conclusion failure --body report.md --results out/ --pr 42 --send
 
-  # Print the requests instead of sending them
-  mmci post github --conclusion success --body report.md --repo me/linux --sha $(git rev-parse HEAD) --dry-run";
+  # Without --send: the requests printed, nothing sent (no token needed)
+  mmci post github --conclusion success --body report.md --repo me/linux --sha $(git rev-parse HEAD)";
 
 /// `mmci post email --help`.
 pub const POST_EMAIL_EXAMPLES: &str = "\
 EXAMPLES:
   # Render the reply, look at it (a dry run), then send it
-  mmci report out/ --format email --output reply.txt
+  mmci report --results out/ --format email --output reply.txt
   mmci post email --body reply.txt --results out/
   mmci post email --body reply.txt --results out/ --send --smtp smtp.example.org:587 \\
       --smtp-user me --smtp-password-file ~/.smtp-pass
 
   # Keep it for git send-email instead
-  mmci post email --body reply.txt --results out/ --write replies.mbox";
+  mmci post email --body reply.txt --results out/ --output replies.mbox";
 
 /// `mmci post patchwork --help`.
 pub const POST_PATCHWORK_EXAMPLES: &str = "\
@@ -78,18 +85,18 @@ EXAMPLES:
 
   # The verdict of a results dir, one check per patch, sent
   mmci post patchwork --results out/ --target-url https://ci.example/run/7 \\
-      --token-file ~/.pw-token --send";
+      --patchwork-token-file ~/.pw-token --send";
 
 /// `mmci watch --help`.
 pub const WATCH_EXAMPLES: &str = "\
 EXAMPLES:
-  # One pass over linux-mm's feed, saying what would be run
-  mmci watch --atom https://lore.kernel.org/linux-mm/new.atom --run --dry-run
+  # One pass over linux-mm's feed, saying what would be run (no --send: a dry run)
+  mmci watch --atom https://lore.kernel.org/linux-mm/new.atom --run
 
   # Every 10 minutes, run each new series here on the smoke matrix
-  mmci watch --atom https://lore.kernel.org/linux-mm/new.atom --run --interval 600 \\
+  mmci watch --atom https://lore.kernel.org/linux-mm/new.atom --run --send --interval 600 \\
       --run-arg=--matrix=matrix/smoke.yaml
 
   # Patchwork's events, each new series dispatched to a GitHub workflow
   mmci watch --patchwork https://patchwork.kernel.org --project linux-mm \\
-      --dispatch me/mmci-ci --token-env GITHUB_TOKEN";
+      --dispatch me/mmci-ci --github-token-env GITHUB_TOKEN --send";

@@ -152,17 +152,18 @@ pub struct SeriesShowArgs {
     /// and `--revision`.
     #[command(flatten)]
     pub series_from: SeriesArgs,
-    /// Choose the base in this tree (a git URL, mirrored in the work dir):
-    /// base-commit when it has it, else --ref, then each --base-cascade
-    /// entry (a ref of the tree, or another tree as URL#REF).
-    #[arg(long, value_name = "URL")]
+    /// Choose the base in this tree (a git URL or `mm-stable`, mirrored in
+    /// the work dir), as `run --tree` builds on it: base-commit when it has
+    /// it, else --ref, then each --base-cascade entry. Without it, with
+    /// --base-cascade: the bundled tree, as `run`.
+    #[arg(long, value_name = "URL|mm-stable")]
     pub tree: Option<String>,
     /// The ref of --tree to try first [default: its HEAD].
     #[arg(long = "ref", value_name = "REF", requires = "tree")]
     pub git_ref: Option<String>,
-    /// A further base to try, in order (repeatable): a ref of --tree, or
+    /// A further base to try, in order (repeatable): a ref of the tree, or
     /// another tree as URL#REF, fetched only when needed.
-    #[arg(long = "base-cascade", value_name = "REF|URL#REF", requires = "tree")]
+    #[arg(long = "base-cascade", value_name = "REF|URL#REF")]
     pub base_cascade: Vec<String>,
     /// An mbox that may hold the series' prerequisites (repeatable).
     #[arg(long = "prerequisites", value_name = "MBOX")]
@@ -200,10 +201,13 @@ async fn series_show(a: &SeriesShowArgs, work: &WorkDir) -> Result<i32, AppError
         ));
     };
     // --tree, --ref and --base-cascade are checked before the series is
-    // read: a bad one is a usage error, whatever the series.
-    let tree_source = match a.tree {
-        Some(_) => Some(k.source()?),
-        None => None,
+    // read: a bad one is a usage error, whatever the series. A base is
+    // chosen with either, as `run` chooses it (the bundled tree without
+    // --tree).
+    let tree_source = if a.tree.is_some() || !a.base_cascade.is_empty() {
+        Some(k.source()?)
+    } else {
+        None
     };
     let mut series = crate::series::load_with(
         &source,

@@ -21,6 +21,7 @@
 pub mod b4;
 pub mod bench;
 pub mod config;
+pub mod deprecated;
 pub mod help;
 pub mod kernel;
 pub mod machine;
@@ -90,14 +91,8 @@ pub enum Command {
         command: run::MatrixCommand,
     },
     /// Join the results dirs of shards of one matrix into one.
-    Merge {
-        /// The merged results dir.
-        #[arg(long)]
-        into: PathBuf,
-        /// The shards' results dirs (of `mmci run --shard I/N`), two or more.
-        #[arg(required = true)]
-        dirs: Vec<PathBuf>,
-    },
+    #[command(after_help = help::MERGE_EXAMPLES)]
+    Merge(results::MergeArgs),
     /// Compare each candidate kernel with the baseline in a results dir:
     /// per cell and metric the statistics, the matrix's expectations, the
     /// verdict. Exit 0: pass, 1: fail, 8: inconclusive.
@@ -175,7 +170,10 @@ pub enum ConfigCommand {
 }
 
 /// Runs one parsed command; its exit code, or the error whose code it is.
-pub async fn execute(cli: Cli) -> Result<i32, AppError> {
+pub async fn execute(mut cli: Cli) -> Result<i32, AppError> {
+    for w in deprecated::fold(&mut cli.command) {
+        eprintln!("mmci: warning: {w}");
+    }
     let config = config::init()?;
     let work_dir = cli
         .work_dir
@@ -198,7 +196,7 @@ pub async fn execute(cli: Cli) -> Result<i32, AppError> {
         Command::Series { command } => kernel::series(command, &work).await,
         Command::Run(a) => run::run(a, work).await,
         Command::Matrix { command } => run::matrix(command),
-        Command::Merge { into, dirs } => results::merge(&into, &dirs),
+        Command::Merge(a) => results::merge(&a),
         Command::Analyse(a) => results::analyse(&a),
         Command::Report(a) => results::report(a),
         Command::Image { command } => machine::image(command, &work).await,
@@ -229,20 +227,50 @@ pub(crate) fn nonempty(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.trim().is_empty())
 }
 
-/// How a command reaches GitHub (`post github`, `watch --dispatch`): the
-/// API and where the token is.
+/// How a command reaches GitHub (`post github`, `watch --dispatch`, a
+/// series from `--github-pr`): the API and where the token is. One
+/// spelling everywhere: `--github-api` (else $GITHUB_API_URL), the token
+/// from `--github-token-file`, else the variable `--github-token-env`
+/// names (GITHUB_TOKEN).
 #[derive(clap::Args, Clone, Debug)]
 pub struct GitHubAccess {
-    /// GitHub API base URL [default: $GITHUB_API_URL, else https://api.github.com].
-    #[arg(long)]
+    /// GitHub API base URL (GitHub Enterprise: https://HOST/api/v3)
+    /// [default: $GITHUB_API_URL, else https://api.github.com].
+    #[arg(long, value_name = "URL")]
+    pub github_api: Option<String>,
+    /// Environment variable holding the GitHub token.
+    #[arg(long, value_name = "VAR", default_value = GITHUB_TOKEN_ENV)]
+    pub github_token_env: String,
+    /// File holding the GitHub token (instead of --github-token-env).
+    #[arg(long, value_name = "FILE")]
+    pub github_token_file: Option<PathBuf>,
+}
+
+/// The old GitHub options of `post github` and `watch` (`--api`,
+/// `--token-env`, `--token-file`), now `--github-api`,
+/// `--github-token-env`, `--github-token-file` as everywhere else; folded
+/// into [`GitHubAccess`] by [`deprecated::fold`].
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct OldGitHubOptions {
+    /// Old spelling of --github-api (deprecated).
+    #[arg(long, hide = true, value_name = "URL", conflicts_with = "github_api")]
     pub api: Option<String>,
-    /// Environment variable holding the token.
-    #[arg(long, default_value = "GITHUB_TOKEN")]
-    pub token_env: String,
-    /// File holding the token (instead of the environment).
-    #[arg(long)]
+    /// Old spelling of --github-token-env (deprecated).
+    #[arg(long, hide = true, value_name = "VAR")]
+    pub token_env: Option<String>,
+    /// Old spelling of --github-token-file (deprecated).
+    #[arg(
+        long,
+        hide = true,
+        value_name = "FILE",
+        conflicts_with = "github_token_file"
+    )]
     pub token_file: Option<PathBuf>,
 }
+
+/// The variable a GitHub token is read from unless `--github-token-env`
+/// names another.
+pub const GITHUB_TOKEN_ENV: &str = "GITHUB_TOKEN";
 
 impl GitHubAccess {
     /// The checked API base URL (see [`github_api`]).
@@ -250,20 +278,35 @@ impl GitHubAccess {
         &self,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<String, crate::post::github::GitHubError> {
-        github_api(self.api.as_deref(), env)
+        github_api(self.github_api.as_deref(), env)
     }
 
     /// Token authentication (a GitHub App's options are `post github`'s).
     pub(crate) fn auth(&self) -> crate::post::github::AuthOptions {
         crate::post::github::AuthOptions {
-            token_env: self.token_env.clone(),
-            token_file: self.token_file.clone(),
+            token_env: self.github_token_env.clone(),
+            token_file: self.github_token_file.clone(),
             ..Default::default()
+        }
+    }
+
+    /// The token when there is one, for reads that work without it (a
+    /// public pull request): the file's, else the variable's; a file
+    /// given and unreadable is an error.
+    pub(crate) fn optional_token(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Option<String>, AppError> {
+        match &self.github_token_file {
+            Some(path) => crate::post::read_token_file("--github-token-file", path)
+                .map(Some)
+                .map_err(|e| AppError::BadOption(e.to_string())),
+            None => Ok(nonempty(env(&self.github_token_env)).map(|t| t.trim().to_string())),
         }
     }
 }
 
-/// The GitHub API base URL: `--api`, else $GITHUB_API_URL (set in Actions),
+/// The GitHub API base URL: `--github-api`, else $GITHUB_API_URL (set in Actions),
 /// else api.github.com; checked before any request.
 pub(crate) fn github_api(
     given: Option<&str>,

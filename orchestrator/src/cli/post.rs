@@ -46,7 +46,7 @@ pub struct PatchworkArgs {
     pub results: Option<PathBuf>,
     /// Or the series on --patchwork by id (read with a GET, in a dry run
     /// too): for --start or --state before there are results.
-    #[arg(long, value_name = "ID", requires = "patchwork")]
+    #[arg(long, value_name = "ID")]
     pub pw_series: Option<u64>,
     /// The check's state [default: from the verdict: pass -> success,
     /// fail -> fail, inconclusive -> warning].
@@ -64,14 +64,28 @@ pub struct PatchworkArgs {
     /// One line shown with the check [default: the verdict and its counts].
     #[arg(long, value_name = "TEXT")]
     pub description: Option<String>,
-    /// Patchwork instance [default: the one the series was read from].
+    /// Patchwork instance [default: the one the series was read from, else
+    /// $MMCI_PATCHWORK_URL, the config's patchwork_url].
     #[arg(long, value_name = "URL")]
     pub patchwork: Option<String>,
-    /// Patchwork project, to find patches by message-id (series not read from patchwork).
+    /// Patchwork project, to find patches by message-id (series not read
+    /// from patchwork) [default: $MMCI_PATCHWORK_PROJECT, the config's
+    /// patchwork_project].
     #[arg(long, value_name = "NAME")]
     pub project: Option<String>,
-    /// File holding the token [default: $MMCI_PATCHWORK_TOKEN].
-    #[arg(long)]
+    /// Environment variable holding the patchwork token.
+    #[arg(long, value_name = "VAR", default_value = crate::post::patchwork::TOKEN_ENV)]
+    pub patchwork_token_env: String,
+    /// File holding the patchwork token (instead of --patchwork-token-env).
+    #[arg(long, value_name = "FILE")]
+    pub patchwork_token_file: Option<PathBuf>,
+    /// Old spelling of --patchwork-token-file (deprecated).
+    #[arg(
+        long,
+        hide = true,
+        value_name = "FILE",
+        conflicts_with = "patchwork_token_file"
+    )]
     pub token_file: Option<PathBuf>,
     /// Send the checks (else: print the requests; no token needed).
     #[arg(long)]
@@ -128,6 +142,8 @@ pub struct GithubArgs {
     pub details_url: Option<String>,
     #[command(flatten)]
     pub github: super::GitHubAccess,
+    #[command(flatten)]
+    pub old_github: super::OldGitHubOptions,
     /// Authenticate as this GitHub App (with --app-key).
     #[arg(long)]
     pub app_id: Option<u64>,
@@ -137,8 +153,12 @@ pub struct GithubArgs {
     /// The App's installation [default: the one on --repo].
     #[arg(long, requires = "app_id")]
     pub installation_id: Option<u64>,
-    /// Print the requests instead of sending them (no credentials needed).
+    /// Send the check run and the comment (else: print the requests; no
+    /// credentials needed).
     #[arg(long)]
+    pub send: bool,
+    /// Old: a dry run is what happens without --send (deprecated).
+    #[arg(long, hide = true, conflicts_with = "send")]
     pub dry_run: bool,
 }
 
@@ -204,11 +224,14 @@ pub struct EmailArgs {
     /// Date as Unix seconds instead of now.
     #[arg(long)]
     pub date: Option<u64>,
-    /// Send it over SMTP.
+    /// Send it over SMTP (else: print it, or store it with --output).
     #[arg(long)]
     pub send: bool,
     /// Store it: FILE.eml, or appended to FILE.mbox (for git send-email).
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Old spelling of --output (deprecated).
+    #[arg(long, hide = true, value_name = "FILE", conflicts_with = "output")]
     pub write: Option<PathBuf>,
     /// SMTP server HOST[:PORT] [default: $MMCI_SMTP].
     #[arg(long)]
@@ -290,7 +313,7 @@ pub fn github_post(
             check_run_id: a.check_run_id,
         }
     };
-    let auth = if a.dry_run {
+    let auth = if !a.send {
         None
     } else {
         Some(
@@ -316,7 +339,7 @@ pub fn github_post(
         phase,
         auth,
         step_summary: nonempty(env("GITHUB_STEP_SUMMARY"))
-            .filter(|_| !a.dry_run)
+            .filter(|_| a.send)
             .map(PathBuf::from),
     })
 }
@@ -349,7 +372,11 @@ pub async fn patchwork_post(
         // The config's patchwork_url ($MMCI_PATCHWORK_URL) last.
         (None, None, Some(dir)) => nonempty(env("MMCI_PATCHWORK_URL"))
             .ok_or_else(|| bad(PatchworkPostError::NoInstance(dir.clone())))?,
-        (None, None, None) => unreachable!("clap requires --patchwork with --pw-series"),
+        (None, None, None) => nonempty(env("MMCI_PATCHWORK_URL")).ok_or_else(|| {
+            AppError::BadOption(
+                "--pw-series: give --patchwork URL (or patchwork_url in mmci.toml)".into(),
+            )
+        })?,
     };
     let url = crate::series::patchwork::check_url("--patchwork", &url)
         .map_err(|e| bad(PatchworkPostError::Api(e)))?;
@@ -376,7 +403,14 @@ pub async fn patchwork_post(
         .clone()
         .unwrap_or_else(|| pw::default_description(state, verdict.as_ref()));
     let token = if a.send {
-        Some(pw::resolve_token(a.token_file.as_deref(), |k| nonempty(env(k))).map_err(bad)?)
+        Some(
+            pw::resolve_token(
+                a.patchwork_token_file.as_deref(),
+                &a.patchwork_token_env,
+                |k| nonempty(env(k)),
+            )
+            .map_err(bad)?,
+        )
     } else {
         None
     };
@@ -493,7 +527,7 @@ pub async fn email_post(
         body,
         options,
         verdict,
-        write: a.write.clone(),
+        write: a.output.clone(),
         smtp,
     })
 }
@@ -583,13 +617,13 @@ mod tests {
         let ghe = "https://ghe.example/api/v3";
         let cases: Vec<Case> = vec![
             (
-                &["--start"],
+                &["--start", "--send"],
                 actions,
                 Ok(read_as(ghe, "o/r", "abc", Some("t0ken"), true)),
             ),
-            // A dry run needs no token and appends no summary.
+            // A dry run (no --send) needs no token and appends no summary.
             (
-                &["--start", "--dry-run"],
+                &["--start"],
                 actions,
                 Ok(read_as(ghe, "o/r", "abc", None, false)),
             ),
@@ -600,10 +634,11 @@ mod tests {
                     "x/y",
                     "--sha",
                     "def",
-                    "--api",
+                    "--github-api",
                     "http://127.0.0.1:9",
-                    "--token-env",
+                    "--github-token-env",
                     "OTHER_TOKEN",
+                    "--send",
                 ],
                 actions,
                 Ok(read_as(
@@ -615,22 +650,14 @@ mod tests {
                 )),
             ),
             (
-                &["--start", "--dry-run", "--repo", "x/y", "--sha", "def"],
+                &["--start", "--repo", "x/y", "--sha", "def"],
                 &[("GITHUB_SHA", " ")],
                 Ok(read_as("https://api.github.com", "x/y", "def", None, false)),
             ),
+            (&["--start", "--repo", "x/y"], &[], Err("--sha")),
+            (&["--start", "--sha", "def"], &[], Err("--repo")),
             (
-                &["--start", "--dry-run", "--repo", "x/y"],
-                &[],
-                Err("--sha"),
-            ),
-            (
-                &["--start", "--dry-run", "--sha", "def"],
-                &[],
-                Err("--repo"),
-            ),
-            (
-                &["--start", "--repo", "x/y", "--sha", "def"],
+                &["--start", "--repo", "x/y", "--sha", "def", "--send"],
                 &[],
                 Err("no GitHub credentials"),
             ),
@@ -655,7 +682,7 @@ mod tests {
     #[test]
     fn a_bad_api_url_is_bad_input() {
         let e = github_post(
-            &github_args(&["--start", "--dry-run", "--repo", "o/r", "--sha", "a"]),
+            &github_args(&["--start", "--repo", "o/r", "--sha", "a"]),
             &env_of(&[("GITHUB_API_URL", "api.github.com")]),
         )
         .unwrap_err();

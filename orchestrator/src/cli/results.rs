@@ -8,28 +8,61 @@ use crate::analysis;
 use crate::error::{self, exit, AppError};
 
 #[derive(clap::Args)]
+pub struct MergeArgs {
+    /// The merged results dir (written).
+    #[arg(long, value_name = "DIR", required_unless_present = "into")]
+    pub results: Option<PathBuf>,
+    /// The shards' results dirs (of `mmci run --shard I/N`), two or more.
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Old spelling of --results (deprecated).
+    #[arg(long, hide = true, value_name = "DIR", conflicts_with = "results")]
+    pub into: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
 pub struct AnalyseArgs {
-    /// A results dir of `mmci run` (or `mmci merge`).
-    pub dir: PathBuf,
+    /// The results dir of `mmci run` (or `mmci merge`).
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
+    /// Old spelling of --results DIR: the dir as an argument (deprecated).
+    #[arg(hide = true, conflicts_with = "results")]
+    pub dir: Option<PathBuf>,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
-    /// Also write the whole comparison as JSON (format 2) to this file.
-    #[arg(long)]
-    pub json: Option<PathBuf>,
+    /// Print the whole comparison as JSON (format 2) instead of the table.
+    /// (`--json FILE`, deprecated: write FILE and print the table.)
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub json: Option<Option<PathBuf>>,
+    /// Write the output (the table, or the JSON with --json) to this file
+    /// instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// Every column of the comparison table, however wide (by default
     /// it is fitted to the terminal, or to 100 columns in a log).
     #[arg(long)]
     pub wide: bool,
+    /// The old `--json FILE`, folded (see [`super::deprecated`]): write
+    /// FILE, print the table.
+    #[arg(skip)]
+    pub json_and_table: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
-    /// A results dir of `mmci run` (or `mmci merge`).
-    pub dir: PathBuf,
+    /// The results dir of `mmci run` (or `mmci merge`).
+    #[arg(long, value_name = "DIR")]
+    pub results: Option<PathBuf>,
+    /// Old spelling of --results DIR: the dir as an argument (deprecated).
+    #[arg(hide = true, conflicts_with = "results")]
+    pub dir: Option<PathBuf>,
     /// markdown (GitHub check run and comment), email (plain text for the
     /// patch thread), html (one self-contained page) or json (format 2).
     #[arg(long, value_enum, default_value = "markdown")]
     pub format: crate::report::Format,
+    /// The report as JSON (format 2): `--format json`.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
     /// Write the report here instead of standard output.
     #[arg(long)]
     pub output: Option<PathBuf>,
@@ -106,8 +139,21 @@ impl AnalysisArgs {
     }
 }
 
+/// The results dir a command reads, as `--results` gave it (old
+/// spellings already folded in), or the error that asks for it.
+fn results_dir(command: &str, given: Option<&Path>) -> Result<PathBuf, AppError> {
+    given.map(Path::to_path_buf).ok_or_else(|| {
+        AppError::BadOption(format!(
+            "{command}: give the results dir with --results DIR (the --results of `mmci run` or `mmci merge`)"
+        ))
+    })
+}
+
 /// `mmci merge`.
-pub fn merge(into: &Path, dirs: &[PathBuf]) -> Result<i32, AppError> {
+pub fn merge(a: &MergeArgs) -> Result<i32, AppError> {
+    let into = results_dir("merge", a.results.as_deref())?;
+    let into = into.as_path();
+    let dirs = &a.dirs;
     let m = crate::results::dir::merge(dirs, into)?;
     let runs = crate::results::dir::all_runs(into).len();
     println!(
@@ -123,16 +169,30 @@ pub fn merge(into: &Path, dirs: &[PathBuf]) -> Result<i32, AppError> {
 
 /// `mmci analyse`: the verdict is the exit code.
 pub fn analyse(a: &AnalyseArgs) -> Result<i32, AppError> {
-    let c = a.analysis.analyse(&a.dir)?;
-    if let Some(path) = &a.json {
+    let dir = results_dir("analyse", a.results.as_deref())?;
+    let c = a.analysis.analyse(&dir)?;
+    if let Some(path) = &a.json_and_table {
         analysis::write_json(path, &c)?;
     }
-    let width = (!a.wide).then(|| {
-        crate::report::comparison::terminal_width(std::env::var("COLUMNS").ok().as_deref())
-    });
-    print!("{}", crate::report::comparison::render_fitted(&c, width));
-    if let Some(path) = &a.json {
-        println!("json: {}", path.display());
+    let text = if a.json.is_some() {
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&c).expect("serializable")
+        )
+    } else {
+        let width = (!a.wide && a.output.is_none()).then(|| {
+            crate::report::comparison::terminal_width(std::env::var("COLUMNS").ok().as_deref())
+        });
+        let mut t = crate::report::comparison::render_fitted(&c, width);
+        if let Some(path) = &a.json_and_table {
+            t.push_str(&format!("json: {}\n", path.display()));
+        }
+        t
+    };
+    match &a.output {
+        Some(path) => crate::host::fs::write_atomic(path, text.as_bytes())
+            .map_err(|e| AppError::BadOption(format!("--output {}: {e}", path.display())))?,
+        None => print!("{text}"),
     }
     Ok(error::verdict_exit_code(c.verdict.status))
 }
@@ -179,8 +239,12 @@ fn report_mail(
 }
 
 /// `mmci report`: 0 once written, whatever the verdict.
-pub fn report(a: ReportArgs) -> Result<i32, AppError> {
-    let c = a.analysis.analyse(&a.dir)?;
+pub fn report(mut a: ReportArgs) -> Result<i32, AppError> {
+    let dir = results_dir("report", a.results.as_deref())?;
+    if a.json {
+        a.format = crate::report::Format::Json;
+    }
+    let c = a.analysis.analyse(&dir)?;
     let cover = match &a.cover_letter {
         Some(p) => Some(
             std::fs::read_to_string(p)
@@ -190,7 +254,7 @@ pub fn report(a: ReportArgs) -> Result<i32, AppError> {
     };
     let mail = report_mail(&a, &c, &|k| std::env::var(k).ok())?;
     let written = crate::report::write_report(
-        &a.dir,
+        &dir,
         &c,
         a.format,
         a.output.as_deref(),

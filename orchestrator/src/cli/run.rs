@@ -188,8 +188,17 @@ pub fn run_request(a: RunArgs) -> Result<RunRequest, AppError> {
         },
         endpoints: Endpoints {
             lore_url: a.kernel.series_from.lore_url.clone(),
-            github_api: a.kernel.series_from.github_api.clone(),
-            github_token: super::env_var("GITHUB_TOKEN"),
+            github_api: a
+                .kernel
+                .series_from
+                .github
+                .api(&super::env_var)
+                .map_err(|e| AppError::BadOption(e.to_string()))?,
+            github_token: a
+                .kernel
+                .series_from
+                .github
+                .optional_token(&super::env_var)?,
         },
         base,
         results: a.results.unwrap_or_else(default_results),

@@ -21,19 +21,20 @@ pub struct SeriesArgs {
     /// public-inbox server for --lore.
     #[arg(long, default_value = fetch::LORE_URL)]
     pub lore_url: String,
-    /// Patch series from a GitHub pull request: OWNER/REPO#NUMBER (token: $GITHUB_TOKEN).
+    /// Patch series from a GitHub pull request: OWNER/REPO#NUMBER (token:
+    /// --github-token-file, else $GITHUB_TOKEN; a public one needs none).
     #[arg(long, value_name = "OWNER/REPO#N", conflicts_with = "pw_series")]
     pub github_pr: Option<String>,
-    /// Patchwork instance of --pw-series (e.g. https://patchwork.kernel.org).
+    /// Patchwork instance of --pw-series (e.g. https://patchwork.kernel.org)
+    /// [default: $MMCI_PATCHWORK_URL, the config's patchwork_url].
     #[arg(long, value_name = "URL", requires = "pw_series")]
     pub patchwork: Option<String>,
     /// Patch series from patchwork: the series id (its REST API 1.3 series and mbox).
-    #[arg(long, value_name = "ID", requires = "patchwork")]
+    #[arg(long, value_name = "ID")]
     pub pw_series: Option<u64>,
-    /// GitHub API base URL for --github-pr (GitHub Enterprise: https://HOST/api/v3);
-    /// its token is $GITHUB_TOKEN.
-    #[arg(long, default_value = fetch::GITHUB_API)]
-    pub github_api: String,
+    /// GitHub, for --github-pr.
+    #[command(flatten)]
+    pub github: super::GitHubAccess,
     /// Revision N of the series instead of the newest complete one.
     #[arg(long, value_name = "N")]
     pub revision: Option<u32>,
@@ -46,7 +47,8 @@ pub struct SeriesArgs {
 impl SeriesArgs {
     /// The series named by `path` (given as `--series`), `--lore`,
     /// `--github-pr` or `--pw-series`, checked, in the environment `env`
-    /// ($GITHUB_TOKEN); `None` without one.
+    /// (the GitHub token, $GITHUB_API_URL, the patchwork URL); `None`
+    /// without one.
     pub fn spec(
         &self,
         path: Option<&Path>,
@@ -76,19 +78,32 @@ impl SeriesArgs {
             }));
         }
         if let Some(given) = &self.github_pr {
-            fetch::check_base_url("--github-api", &self.github_api)
+            let api = self
+                .github
+                .api(env)
+                .map_err(|e| AppError::BadOption(e.to_string()))?;
+            fetch::check_base_url("--github-api", &api)
                 .map_err(|e| AppError::BadOption(e.to_string()))?;
             let (repo, number) = fetch::parse_pull_request(given)
                 .ok_or_else(|| bad("--github-pr", given, "expected OWNER/REPO#NUMBER"))?;
             return Ok(Some(SeriesSpec::GitHub {
-                api: self.github_api.clone(),
+                api,
                 repo,
                 number,
-                token: env("GITHUB_TOKEN"),
+                token: self.github.optional_token(env)?,
             }));
         }
-        if let (Some(url), Some(series)) = (&self.patchwork, self.pw_series) {
-            let url = crate::series::patchwork::check_url("--patchwork", url)
+        if let Some(series) = self.pw_series {
+            let url = self
+                .patchwork
+                .clone()
+                .or_else(|| super::nonempty(env("MMCI_PATCHWORK_URL")))
+                .ok_or_else(|| {
+                    AppError::BadOption(
+                        "--pw-series: give --patchwork URL (or patchwork_url in mmci.toml)".into(),
+                    )
+                })?;
+            let url = crate::series::patchwork::check_url("--patchwork", &url)
                 .map_err(|e| AppError::BadOption(e.to_string()))?;
             return Ok(Some(SeriesSpec::Patchwork { url, series }));
         }

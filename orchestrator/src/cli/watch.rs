@@ -25,9 +25,10 @@ pub struct WatchArgs {
     #[arg(long, conflicts_with = "patchwork")]
     pub maildir: Option<PathBuf>,
     /// A patchwork instance whose series-completed events of --project are followed.
-    #[arg(long, value_name = "URL", requires = "project")]
+    #[arg(long, value_name = "URL")]
     pub patchwork: Option<String>,
-    /// The patchwork project (its link name, e.g. linux-mm).
+    /// The patchwork project (its link name, e.g. linux-mm) [default:
+    /// $MMCI_PATCHWORK_PROJECT, the config's patchwork_project].
     #[arg(long, value_name = "NAME", requires = "patchwork")]
     pub project: Option<String>,
     /// Where a patchwork source starts when the state has no cursor yet
@@ -70,11 +71,17 @@ pub struct WatchArgs {
     /// GitHub, for --dispatch.
     #[command(flatten)]
     pub github: super::GitHubAccess,
+    #[command(flatten)]
+    pub old_github: super::OldGitHubOptions,
     /// Poll every this many seconds [default: one pass, then exit].
     #[arg(long)]
     pub interval: Option<u64>,
-    /// Print what would be done; record nothing.
+    /// Dispatch or run each new series and record it (else: print what
+    /// would be done, record nothing).
     #[arg(long)]
+    pub send: bool,
+    /// Old: a dry run is what happens without --send (deprecated).
+    #[arg(long, hide = true, conflicts_with = "send")]
     pub dry_run: bool,
 }
 
@@ -94,11 +101,20 @@ pub fn watch_job(
     work: &WorkDir,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<WatchJob, AppError> {
-    let patchwork = match (&a.patchwork, &a.project) {
+    let project = a
+        .project
+        .clone()
+        .or_else(|| super::nonempty(env("MMCI_PATCHWORK_PROJECT")));
+    let patchwork = match (&a.patchwork, project) {
+        (Some(_), None) => {
+            return Err(AppError::BadOption(
+                "--patchwork: give --project NAME (or patchwork_project in mmci.toml)".into(),
+            ))
+        }
         (Some(url), Some(project)) => Some(crate::watch::patchwork::Source {
             url: crate::series::patchwork::check_url("--patchwork", url)
                 .map_err(|e| AppError::BadOption(e.to_string()))?,
-            project: project.clone(),
+            project,
             since: match &a.pw_since {
                 Some(s) => crate::watch::patchwork::check_since(s).map_err(AppError::BadOption)?,
                 None => crate::watch::patchwork::default_since(github::now()),
@@ -126,7 +142,7 @@ pub fn watch_job(
     let action = match &a.dispatch {
         Some(repo) => {
             let api = a.github.api(env).map_err(gh)?;
-            let auth = if a.dry_run {
+            let auth = if !a.send {
                 None
             } else {
                 Some(a.github.auth().resolve_with(env).map_err(gh)?)
@@ -168,21 +184,14 @@ pub async fn watch(a: &WatchArgs, work: &WorkDir) -> Result<i32, AppError> {
                     &a.paths,
                     &job.action,
                     &job.state,
-                    a.dry_run,
+                    !a.send,
                     Duration::from_secs(a.run_timeout),
                 )
                 .await?
             }
             (Some(source), _) => {
-                crate::watch::pass(
-                    source,
-                    &a.paths,
-                    &job.action,
-                    &job.state,
-                    a.dry_run,
-                    &fetcher,
-                )
-                .await?
+                crate::watch::pass(source, &a.paths, &job.action, &job.state, !a.send, &fetcher)
+                    .await?
             }
             (None, None) => unreachable!("clap requires a source"),
         };

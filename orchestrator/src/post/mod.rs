@@ -78,28 +78,34 @@ pub fn read_body(path: &Path) -> Result<String, PostError> {
     Ok(text)
 }
 
-/// A `--token-file` that holds no token.
+/// A token file (`--github-token-file`, `--patchwork-token-file`) that
+/// holds no token; `option` names the option that gave it.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenFileError {
-    #[error("--token-file {path}: cannot read")]
+    #[error("{option} {path}: cannot read")]
     Unreadable {
+        option: &'static str,
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("--token-file {0}: the file is empty")]
-    Empty(PathBuf),
+    #[error("{option} {path}: the file is empty")]
+    Empty { option: &'static str, path: PathBuf },
 }
 
-/// The token a `--token-file` holds, without the white space around it.
-/// It is remembered as one of the process's secrets.
-pub fn read_token_file(path: &Path) -> Result<String, TokenFileError> {
+/// The token the file `path` (given as `option`) holds, without the white
+/// space around it. It is remembered as one of the process's secrets.
+pub fn read_token_file(option: &'static str, path: &Path) -> Result<String, TokenFileError> {
     let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Unreadable {
+        option,
         path: path.to_path_buf(),
         source,
     })?;
     match text.trim() {
-        "" => Err(TokenFileError::Empty(path.to_path_buf())),
+        "" => Err(TokenFileError::Empty {
+            option,
+            path: path.to_path_buf(),
+        }),
         token => {
             remember_secret(token);
             Ok(token.to_string())
@@ -359,7 +365,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("tok");
         std::fs::write(&file, "  pw-file-token-9012\n").unwrap();
-        assert_eq!(read_token_file(&file).unwrap(), "pw-file-token-9012");
+        assert_eq!(
+            read_token_file("--patchwork-token-file", &file).unwrap(),
+            "pw-file-token-9012"
+        );
         let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAabcdefghij\nshort\n-----END RSA PRIVATE KEY-----\n";
         let text = "release ghs_envtoken1234, console smtp-pass-5678 and \
                     pw-file-token-9012; key line MIIEowIBAAKCAQEAabcdefghij; \

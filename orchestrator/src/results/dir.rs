@@ -53,8 +53,8 @@ pub struct Manifest {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsDirError {
-    /// Writing: `mmci run` writes its `--results`, `mmci merge` its
-    /// `--into`; `option` names the one to change.
+    /// Writing: `mmci run` and `mmci merge` write their `--results`;
+    /// `option` names the one to change.
     #[error("results dir {path} is not writable: choose another with {option}")]
     Write {
         path: PathBuf,
@@ -88,12 +88,13 @@ fn write_err(path: &Path) -> impl FnOnce(std::io::Error) -> ResultsDirError + '_
     }
 }
 
-/// The error of `mmci merge`: its results dir is `--into`.
+/// The error of `mmci merge`: its results dir is `--results` too, read
+/// from shards whose own dirs are not to be changed.
 fn as_merge(e: ResultsDirError) -> ResultsDirError {
     match e {
         ResultsDirError::Write { path, source, .. } => ResultsDirError::Write {
             path,
-            option: "--into",
+            option: "--results",
             source,
         },
         other => other,

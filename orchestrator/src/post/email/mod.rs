@@ -441,7 +441,7 @@ pub fn build_reply(
 /// What a dry run prints: the envelope, then the message as it would be sent.
 pub fn render_dry_run(o: &Outgoing) -> String {
     format!(
-        "# dry run: nothing is sent (--send sends, --write FILE stores it)\n# MAIL FROM:<{}>\n{}# DATA:\n{}",
+        "# dry run: nothing is sent (--send sends, --output FILE stores it)\n# MAIL FROM:<{}>\n{}# DATA:\n{}",
         o.envelope_from,
         o.envelope_to
             .iter()

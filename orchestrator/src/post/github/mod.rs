@@ -37,7 +37,7 @@ pub const MAX_TEXT: usize = 65_535;
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitHubError {
-    #[error("no GitHub credentials: set ${env} (or --token-file FILE), or --app-id with --app-key for a GitHub App")]
+    #[error("no GitHub credentials: set ${env} (or --github-token-file FILE), or --app-id with --app-key for a GitHub App")]
     NoCredentials { env: String },
     #[error(transparent)]
     TokenFile(#[from] TokenFileError),
@@ -55,7 +55,7 @@ pub enum GitHubError {
     BadRepo(String),
     #[error("--sha: missing (the commit the check run belongs to; default: $GITHUB_SHA)")]
     NoSha,
-    #[error("--api {0}: not an http(s) URL")]
+    #[error("--github-api {0}: not an http(s) URL")]
     BadApi(String),
     #[error(
         "--pr-head {0}: expected OWNER/REPO:BRANCH (the pull request's head repository and branch)"
@@ -135,7 +135,7 @@ impl std::fmt::Debug for Auth {
 
 impl AuthOptions {
     /// The credentials, or a clear error before anything is sent: App first
-    /// (when --app-id is given), then --token-file, then the environment,
+    /// (when --app-id is given), then --github-token-file, then the environment,
     /// read through `env` (the command line's reader: only cli/ reads the
     /// process environment).
     pub fn resolve_with(&self, env: impl Fn(&str) -> Option<String>) -> Result<Auth, GitHubError> {
@@ -157,7 +157,10 @@ impl AuthOptions {
             });
         }
         if let Some(path) = &self.token_file {
-            return Ok(Auth::Token(super::read_token_file(path)?));
+            return Ok(Auth::Token(super::read_token_file(
+                "--github-token-file",
+                path,
+            )?));
         }
         let env_name = if self.token_env.is_empty() {
             "GITHUB_TOKEN"
@@ -486,7 +489,7 @@ mod tests {
         let e = opts.resolve_with(|_| None).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "no GitHub credentials: set $GITHUB_TOKEN (or --token-file FILE), or --app-id with --app-key for a GitHub App"
+            "no GitHub credentials: set $GITHUB_TOKEN (or --github-token-file FILE), or --app-id with --app-key for a GitHub App"
         );
         assert!(!e.is_remote());
         let a = opts
@@ -503,7 +506,7 @@ mod tests {
         };
         assert!(matches!(
             opts.resolve_with(|_| Some("env".into())),
-            Err(GitHubError::TokenFile(TokenFileError::Empty(_)))
+            Err(GitHubError::TokenFile(TokenFileError::Empty { .. }))
         ));
         let opts = AuthOptions {
             app_id: Some(7),

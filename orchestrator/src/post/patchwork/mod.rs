@@ -31,8 +31,8 @@ pub enum PatchworkPostError {
     BadContext(String),
     #[error("--target-url {0}: patchwork would refuse it ({1}); give the http(s) URL of the run, e.g. https://github.com/OWNER/REPO/actions/runs/ID")]
     BadTargetUrl(String, String),
-    #[error("no patchwork token: set ${TOKEN_ENV} or give --token-file FILE (or leave out --send for a dry run)")]
-    NoToken,
+    #[error("no patchwork token: set ${0} or give --patchwork-token-file FILE (or leave out --send for a dry run)")]
+    NoToken(String),
     #[error(transparent)]
     TokenFile(#[from] super::TokenFileError),
     #[error("--results {0}: no kernel in it had a series applied, so there are no patches to put checks on")]
@@ -330,7 +330,7 @@ pub struct PatchworkPost {
 /// look-up of a patch whose id is not known.
 pub fn dry_run(p: &PatchworkPost) -> String {
     let mut out = format!(
-        "# dry run: nothing is sent (--send sends it, with the token of ${TOKEN_ENV} or --token-file)\n"
+        "# dry run: nothing is sent (--send sends it, with the token of ${TOKEN_ENV} or --patchwork-token-file)\n"
     );
     for t in &p.targets {
         match t.id {
@@ -474,17 +474,23 @@ fn partial(source: PatchworkError, posted: &[String], total: usize) -> Patchwork
     }
 }
 
-/// The token for `--send`: --token-file, else $MMCI_PATCHWORK_TOKEN.
+/// The token for `--send`: --patchwork-token-file, else the variable
+/// `var` (--patchwork-token-env, $MMCI_PATCHWORK_TOKEN by default), which
+/// is remembered as a secret whatever its name.
 pub fn resolve_token(
     file: Option<&Path>,
+    var: &str,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<String, PatchworkPostError> {
     if let Some(path) = file {
-        return Ok(super::read_token_file(path)?);
+        return Ok(super::read_token_file("--patchwork-token-file", path)?);
     }
-    match env(TOKEN_ENV).map(|t| t.trim().to_string()) {
-        Some(t) if !t.is_empty() => Ok(t),
-        _ => Err(PatchworkPostError::NoToken),
+    match env(var).map(|t| t.trim().to_string()) {
+        Some(t) if !t.is_empty() => {
+            super::remember_secret(&t);
+            Ok(t)
+        }
+        _ => Err(PatchworkPostError::NoToken(var.to_string())),
     }
 }
 
@@ -564,11 +570,16 @@ mod tests {
             lookup_url("https://pw.example.org", "a+b/c@x.org", Some("linux-mm")),
             "https://pw.example.org/api/1.3/patches/?msgid=a%2Bb%2Fc%40x.org&project=linux-mm"
         );
-        let e = resolve_token(None, |_| Some("  ".into())).unwrap_err();
+        let e = resolve_token(None, TOKEN_ENV, |_| Some("  ".into())).unwrap_err();
         assert!(e.to_string().contains("$MMCI_PATCHWORK_TOKEN"), "{e}");
         assert_eq!(
-            resolve_token(None, |_| Some("t0k\n".into())).unwrap(),
+            resolve_token(None, TOKEN_ENV, |_| Some("t0k\n".into())).unwrap(),
             "t0k"
         );
+        // --patchwork-token-env names another variable: that one is read.
+        let env = |k: &str| (k == "PW_BOT").then(|| "bot-token".to_string());
+        assert_eq!(resolve_token(None, "PW_BOT", env).unwrap(), "bot-token");
+        let e = resolve_token(None, "PW_OTHER", env).unwrap_err();
+        assert!(e.to_string().contains("$PW_OTHER"), "{e}");
     }
 }
