@@ -4,6 +4,10 @@
 //! the external command, on a patch and the cover letter of a series that
 //! has a results dir. b4 comes from the venv ./mmci-setup --test makes in
 //! tools/b4/venv; without it the test fails saying so.
+//!
+//! The verdicts b4 shows are mmci's: INCONCLUSIVE from a results dir with
+//! no runs, PASS and FAIL from the recorded default matrix (real runs of
+//! the bundled series and its base, tests/fixtures/default-matrix).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -142,6 +146,105 @@ fn b4s_check_runner_shows_the_newest_mmci_verdict_of_the_series() {
             .contains("no such directory"),
         "{got}"
     );
+}
+
+/// The bundled series' first patch, as b4 hands it to the check.
+fn patch_mail(dir: &Path) -> PathBuf {
+    let mail = dir.join("patch.eml");
+    std::fs::write(&mail, &common::results::bundled_series().patches[0].raw).unwrap();
+    mail
+}
+
+/// The one check b4's runner shows for the first patch with `cmd`.
+fn the_check(dir: &Path, cmd: &str) -> serde_json::Value {
+    let got = b4_runs(&patch_mail(dir), cmd, false);
+    assert_eq!(got.as_array().map(Vec::len), Some(1), "{got}");
+    let c = got[0].clone();
+    assert_eq!(c["tool"], "mmci", "{got}");
+    c
+}
+
+/// The recorded default matrix (real runs under TCG) as a run of the
+/// bundled series: PASS and FAIL as b4 shows them. The verdicts are mmci's
+/// analysis of those runs with the default matrix's expectations, and an
+/// `--expect` on the check command, as a reviewer's b4 config can give it.
+/// Under TCG `touches no_regression` (a throughput) is a timing, so never
+/// decided: `touches=nonzero` (the workload wrote pages) is what such runs
+/// can check.
+#[test]
+fn b4s_check_runner_shows_a_pass_and_a_fail_of_recorded_runs() {
+    let t = tempfile::tempdir().unwrap();
+    let results = t.path().join("mmci-results");
+    let series = common::results::bundled_series();
+    let m: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(common::results::recorded_default_matrix().join("manifest.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        m["kernels"][1]["kernel"]["series_hash"], series.hash,
+        "the recorded runs are of the bundled series"
+    );
+    let dir = common::results::write_recorded(&results.join("recorded"), &series, None);
+    let dir = dir.display().to_string();
+    let cmd = |expect: &[&str]| {
+        let mut c = format!("{BIN} b4-check --results {}", results.display());
+        for e in expect {
+            c.push_str(&format!(" --expect {e}"));
+        }
+        c
+    };
+
+    // As recorded: the throughput cannot be judged under TCG.
+    let c = the_check(t.path(), &cmd(&[]));
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(
+        c["summary"].as_str().unwrap().starts_with("INCONCLUSIVE: "),
+        "{c}"
+    );
+    let details = c["details"].as_str().unwrap();
+    assert!(details.contains(&dir), "{c}");
+    assert!(
+        details.contains("- threads=64 patched: touches no_regression: timing metric under TCG: functional only\n"),
+        "{c}"
+    );
+
+    // PASS: every expectation met, the OOM guard passed; no finding.
+    let c = the_check(t.path(), &cmd(&["touches=nonzero"]));
+    assert_eq!(c["status"], "pass", "{c}");
+    let summary = c["summary"].as_str().unwrap();
+    assert_eq!(summary.split(':').next(), Some("PASS"), "{c}");
+    assert!(
+        summary.contains("no regression found in 20 runs on 2 cells (guards: oom_kills)"),
+        "{c}"
+    );
+    assert!(summary.contains("expectation(s) met"), "{c}");
+    assert_eq!(
+        c["details"].as_str().unwrap(),
+        format!("results: {dir}\n"),
+        "a clean pass lists no reason: {c}"
+    );
+
+    // FAIL: a reviewer who expects the series to lower the isolation
+    // peak; the patched kernel raises it in both cells (p=0.0079, 5 runs
+    // a side).
+    let c = the_check(
+        t.path(),
+        &cmd(&["touches=nonzero", "nr_isolated_peak=decrease"]),
+    );
+    assert_eq!(c["status"], "fail", "{c}");
+    let summary = c["summary"].as_str().unwrap();
+    assert_eq!(summary.split(':').next(), Some("FAIL"), "{c}");
+    assert!(summary.contains("2 findings in 20 runs on 2 cells"), "{c}");
+    let details = c["details"].as_str().unwrap();
+    assert!(details.starts_with(&format!("results: {dir}\n")), "{c}");
+    for cell in ["threads=64", "threads=192"] {
+        assert!(
+            details.contains(&format!(
+                "- {cell} patched: nr_isolated_peak decrease: significant change the other way: 0 -> "
+            )),
+            "{cell}: {c}"
+        );
+    }
 }
 
 #[test]

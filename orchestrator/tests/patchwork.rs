@@ -11,14 +11,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use common::patchwork::{gunzip, Patchwork, PROJECT};
+use common::posting::{assert_no_secret, dispatched, github, mmci, out, work, GH_TOKEN};
 use serde_json::Value;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
-
-const GH_TOKEN: &str = "ghp_watchDispatchToken0123456789";
 
 const BUNDLED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -38,46 +34,6 @@ fn thread(file: &str) -> Vec<u8> {
             .join("tests/fixtures/lore-threads")
             .join(file),
     )
-}
-
-fn work() -> tempfile::TempDir {
-    let root = std::env::var_os("MMCI_TEST_WORK_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("mmci-test-work"));
-    std::fs::create_dir_all(&root).unwrap();
-    tempfile::tempdir_in(root).unwrap()
-}
-
-/// Runs `mmci ARGS` with a clean environment plus `env`, logging
-/// everything every crate logs.
-async fn mmci(args: &[&str], env: &[(&str, &str)], work: &Path) -> Output {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
-    cmd.arg("--work-dir").arg(work.join("cache")).args(args);
-    for k in ["MMCI_PATCHWORK_TOKEN", "GITHUB_TOKEN", "GITHUB_API_URL"] {
-        cmd.env_remove(k);
-    }
-    cmd.env("MMCI_LOG", "trace").env("RUST_LOG", "trace");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.kill_on_drop(true).output().await.unwrap()
-}
-
-fn out(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
-fn assert_no_secret(o: &Output, secrets: &[&str]) {
-    let (so, se) = out(o);
-    for secret in secrets {
-        assert!(
-            !so.contains(secret) && !se.contains(secret),
-            "a token leaked:\n{so}\n{se}"
-        );
-    }
 }
 
 /// The project's series on the instance, oldest first: (id, name, version,
@@ -271,66 +227,19 @@ fn matrix_kernel_variants_take_a_patchwork_series() {
     }
 }
 
-/// GitHub's dispatch endpoint (GitHub is not what this binary tests),
-/// recording each dispatch.
-async fn github() -> MockServer {
-    let gh = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/repos/mmci/linux/dispatches"))
-        .respond_with(ResponseTemplate::new(204))
-        .mount(&gh)
-        .await;
-    gh
-}
-
-/// The patchwork series ids dispatched, in order.
-async fn dispatched(gh: &MockServer) -> Vec<u64> {
-    gh.received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let v: Value = r.body_json().unwrap();
-            v["client_payload"]["patchwork"]["series"].as_u64().unwrap()
-        })
-        .collect()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
-}
-
 /// A results dir whose patched kernel carries patchwork series `id` as
 /// `--patchwork --pw-series` leaves it (with its patch ids when `origin`),
 /// copied from the recorded default matrix so that it has a verdict.
 async fn results_dir(root: &Path, pw: &Patchwork, id: u64, origin: bool) -> PathBuf {
-    let dir = root.join(format!("results-{id}-{origin}"));
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/default-matrix"),
-        &dir,
-    );
     let (o, mbox) = mmci::series::patchwork::fetch_series(&pw.base, id, Default::default())
         .await
         .unwrap();
     let series = mmci::series::assemble(&mmci::series::mails_from_mbox(&mbox), "t").unwrap();
-    let mpath = dir.join("manifest.json");
-    let mut m: Value = serde_json::from_slice(&std::fs::read(&mpath).unwrap()).unwrap();
-    let k = &mut m["kernels"][1]["kernel"];
-    k["series"] = serde_json::to_value(series.metadata()).unwrap();
-    if origin {
-        k["patchwork"] = serde_json::to_value(o).unwrap();
-    }
-    std::fs::write(&mpath, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
-    dir
+    common::results::write_recorded(
+        &root.join(format!("results-{id}-{origin}")),
+        &series,
+        origin.then_some(&o),
+    )
 }
 
 /// Every check on each of `patches`, as the API lists them.

@@ -5,18 +5,20 @@
 //! that is missing at first. Everything else is tested against a real
 //! Patchwork in patchwork.rs.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Arc, Mutex};
 
+use common::posting::{dispatched, github, mmci, out, work, GH_TOKEN};
 use serde_json::{json, Value};
-use wiremock::matchers::{any, method, path};
+use wiremock::matchers::any;
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 const TOKEN: &str = "pw0123456789abcdefTokenSecret";
 /// A valid token whose user may not add checks.
 const WEAK_TOKEN: &str = "pwWeakUserTokenNoPermission42";
-const GH_TOKEN: &str = "ghp_watchDispatchToken0123456789";
 
 const BUNDLED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -404,55 +406,15 @@ async fn patchwork() -> (MockServer, Fake) {
     (server, fake)
 }
 
-fn work() -> tempfile::TempDir {
-    let root = std::env::var_os("MMCI_TEST_WORK_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_TARGET_TMPDIR")).join("mmci-test-work"));
-    std::fs::create_dir_all(&root).unwrap();
-    tempfile::tempdir_in(root).unwrap()
-}
-
-/// Runs `mmci ARGS` with a clean environment plus `env`, logging
-/// everything every crate logs.
-async fn mmci(args: &[&str], env: &[(&str, &str)], work: &Path) -> Output {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
-    cmd.arg("--work-dir").arg(work.join("cache")).args(args);
-    for k in ["MMCI_PATCHWORK_TOKEN", "GITHUB_TOKEN", "GITHUB_API_URL"] {
-        cmd.env_remove(k);
-    }
-    cmd.env("MMCI_LOG", "trace").env("RUST_LOG", "trace");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().await.unwrap()
-}
-
-fn out(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
-}
-
+/// No token of these tests in the output.
 fn assert_no_secret(o: &Output) {
-    let (so, se) = out(o);
-    for secret in [TOKEN, WEAK_TOKEN, "BadToken0000", GH_TOKEN] {
-        assert!(
-            !so.contains(secret) && !se.contains(secret),
-            "a token leaked:\n{so}\n{se}"
-        );
-    }
+    common::posting::assert_no_secret(o, &[TOKEN, WEAK_TOKEN, "BadToken0000", GH_TOKEN]);
 }
 
 /// A results dir whose patched kernel carries the bundled-style series
 /// `s` (as `--patchwork --pw-series` leaves it when `origin`), copied from
 /// the recorded default matrix so that it has a verdict.
 async fn results_dir(root: &Path, s: &PwSeries, fake: &Fake, origin: bool) -> PathBuf {
-    let dir = root.join("results");
-    copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/default-matrix"),
-        &dir,
-    );
     let mut mbox = Vec::new();
     for raw in s
         .cover
@@ -479,28 +441,7 @@ async fn results_dir(root: &Path, s: &PwSeries, fake: &Fake, origin: bool) -> Pa
             })
             .collect(),
     };
-    let mpath = dir.join("manifest.json");
-    let mut m: Value = serde_json::from_slice(&std::fs::read(&mpath).unwrap()).unwrap();
-    let k = &mut m["kernels"][1]["kernel"];
-    k["series"] = serde_json::to_value(series.metadata()).unwrap();
-    if origin {
-        k["patchwork"] = serde_json::to_value(o).unwrap();
-    }
-    std::fs::write(&mpath, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
-    dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dest = to.join(e.file_name());
-        if e.path().is_dir() {
-            copy_dir(&e.path(), &dest);
-        } else {
-            std::fs::copy(e.path(), dest).unwrap();
-        }
-    }
+    common::results::write_recorded(&root.join("results"), &series, origin.then_some(&o))
 }
 
 /// A fake patchwork holding series `n` alone (`pw_series(n, "", None)`),
@@ -617,34 +558,6 @@ async fn unavailable_answers_are_retried_then_named() {
     assert!(err.contains("HTTP 503: Service unavailable."), "{err}");
     assert_eq!(fake.0.lock().unwrap().checks.len(), 2);
     assert_no_secret(&o);
-}
-
-/// GitHub's dispatch endpoint, recording each dispatch.
-async fn github() -> MockServer {
-    let gh = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/repos/mmci/linux/dispatches"))
-        .respond_with(ResponseTemplate::new(204))
-        .mount(&gh)
-        .await;
-    gh
-}
-
-async fn dispatched(gh: &MockServer) -> Vec<u64> {
-    gh.received_requests()
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| {
-            assert_eq!(
-                r.headers["authorization"],
-                format!("Bearer {GH_TOKEN}").as_str()
-            );
-            let v: Value = r.body_json().unwrap();
-            assert_eq!(v["event_type"], "mmci-series");
-            v["client_payload"]["patchwork"]["series"].as_u64().unwrap()
-        })
-        .collect()
 }
 
 /// A series-completed event whose series cannot be fetched (here: not on

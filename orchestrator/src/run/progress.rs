@@ -1,9 +1,25 @@
 //! Progress of a matrix: bars on a terminal (builds, guests done/total with
-//! an ETA), one plain log line per event otherwise (CI logs).
+//! an ETA), one plain log line per event otherwise (CI logs) or with `-q`
+//! (info lines, which `-q` hides: only warnings and errors are left).
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// `-q`, as the command line gave it ([`set_quiet`]).
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// Tells every later [`Progress`] of the process that `-q` was given (the
+/// command line calls it once, beside setting up the log).
+pub fn set_quiet(quiet: bool) {
+    QUIET.store(quiet, Ordering::Relaxed);
+}
+
+/// Whether to draw bars: on a terminal (stderr), unless `-q`.
+pub fn draws_bars(terminal: bool, quiet: bool) -> bool {
+    terminal && !quiet
+}
 
 pub enum Progress {
     Bars {
@@ -18,9 +34,10 @@ pub enum Progress {
 }
 
 impl Progress {
-    /// Bars when stderr is a terminal, lines otherwise.
+    /// Bars when stderr is a terminal and not `-q`, lines otherwise.
     pub fn new(builds: u64, runs: u64) -> Progress {
-        if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        if draws_bars(terminal, QUIET.load(Ordering::Relaxed)) {
             let multi = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
             let style = |t: &str| ProgressStyle::with_template(t).expect("valid template");
             let b = multi.add(ProgressBar::new(builds));
@@ -100,5 +117,43 @@ impl Progress {
             builds.finish_and_clear();
             guests.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bars_only_on_a_terminal_and_never_quiet() {
+        for (terminal, quiet, want) in [
+            (true, false, true),
+            (true, true, false),
+            (false, false, false),
+            (false, true, false),
+        ] {
+            assert_eq!(
+                draws_bars(terminal, quiet),
+                want,
+                "terminal {terminal}, quiet {quiet}"
+            );
+        }
+    }
+
+    #[test]
+    fn quiet_gives_lines_even_where_bars_would_be_drawn() {
+        // Lines whether or not this test's stderr is a terminal. (Another
+        // test's Progress made meanwhile gets lines too: none asserts bars,
+        // which need a terminal.)
+        set_quiet(true);
+        let p = Progress::new(1, 2);
+        set_quiet(false);
+        assert!(matches!(
+            p,
+            Progress::Lines {
+                runs_total: 2,
+                runs_done: 0
+            }
+        ));
     }
 }

@@ -6,6 +6,7 @@ pub mod guest;
 pub mod http;
 pub mod mbox;
 pub mod patchwork;
+pub mod posting;
 pub mod results;
 
 use std::path::PathBuf;

@@ -1,6 +1,7 @@
 //! Results dirs written for tests that read one (posting, b4-check): the
 //! manifest of one run of the default plan whose patched kernel carries
-//! the bundled series, and no runs.
+//! the bundled series, and no runs; or the recorded default matrix (real
+//! runs) with a series on its patched kernel.
 
 use std::path::{Path, PathBuf};
 
@@ -65,5 +66,49 @@ pub fn write_bundled(dir: &Path, created_unix: u64) -> PathBuf {
         created_unix,
     };
     mmci::results::dir::write_manifest(dir, &m).unwrap();
+    dir.to_path_buf()
+}
+
+/// The recorded default matrix: tests/fixtures/default-matrix, a real run
+/// of matrix/default.yaml with the bundled series under TCG (5 runs a
+/// side in each of its 2 cells; each run's run.json and records.jsonl).
+pub fn recorded_default_matrix() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/default-matrix")
+}
+
+/// Copies the directory `from` into `to`, recursively.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dest = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &dest);
+        } else {
+            std::fs::copy(e.path(), dest).unwrap();
+        }
+    }
+}
+
+/// Writes `dir` as the [`recorded_default_matrix`] with `series` on its
+/// patched kernel (the fixture's manifest keeps the series' hash only) and,
+/// when given, the patchwork series it came from, as `--patchwork
+/// --pw-series` leaves it. Its runs are the real ones: its verdict is
+/// mmci's analysis of them.
+pub fn write_recorded(
+    dir: &Path,
+    series: &mmci::series::Series,
+    origin: Option<&mmci::series::patchwork::Origin>,
+) -> PathBuf {
+    copy_dir(&recorded_default_matrix(), dir);
+    let mpath = dir.join(mmci::results::dir::MANIFEST);
+    let mut m: serde_json::Value = serde_json::from_slice(&std::fs::read(&mpath).unwrap()).unwrap();
+    assert_eq!(m["kernels"][1]["variant"], "patched");
+    let k = &mut m["kernels"][1]["kernel"];
+    k["series"] = serde_json::to_value(series.metadata()).unwrap();
+    if let Some(o) = origin {
+        k["patchwork"] = serde_json::to_value(o).unwrap();
+    }
+    std::fs::write(&mpath, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
     dir.to_path_buf()
 }

@@ -15,6 +15,30 @@ fn b(r: &ScenarioMetrics) -> Option<&NoioMetrics> {
     r.noio().filter(|m| m.reproduced())
 }
 
+/// The entry of one statistic of the calls' time at priority 0: `$field`
+/// of the run's `Prio0Time` (µs), in ms; `$which` ends the description.
+macro_rules! prio0_ms {
+    ($name:literal, $field:ident, $which:literal) => {
+        Metric {
+            name: Cow::Borrowed($name),
+            description: Cow::Borrowed(concat!(
+                "time a dm-bufio GFP_NOIO direct-reclaim call spent at priority 0, ",
+                $which
+            )),
+            unit: Cow::Borrowed("ms"),
+            better: Better::Lower,
+            timing: true,
+            noise_floor: None,
+            scenario: Scenario::NoioVerity,
+            per_work_of: None,
+            extract: Extract::Run(|r| {
+                b(r).and_then(|m| m.noio.prio0.as_ref())
+                    .map(|p| p.$field as f64 / 1000.0)
+            }),
+        }
+    };
+}
+
 /// Display order.
 pub static METRICS: &[Metric] = &[
     Metric {
@@ -131,54 +155,9 @@ pub static METRICS: &[Metric] = &[
         per_work_of: None,
         extract: Extract::Run(|r| b(r).and_then(|m| m.noio.zero_reclaimed_share())),
     },
-    Metric {
-        name: Cow::Borrowed("noio_prio0_ms_p50"),
-        description: Cow::Borrowed(
-            "time a dm-bufio GFP_NOIO direct-reclaim call spent at priority 0, median over the calls",
-        ),
-        unit: Cow::Borrowed("ms"),
-        better: Better::Lower,
-        timing: true,
-        noise_floor: None,
-        scenario: Scenario::NoioVerity,
-        per_work_of: None,
-        extract: Extract::Run(|r| {
-            b(r).and_then(|m| m.noio.prio0.as_ref())
-                .map(|p| p.p50_us as f64 / 1000.0)
-        }),
-    },
-    Metric {
-        name: Cow::Borrowed("noio_prio0_ms_p90"),
-        description: Cow::Borrowed(
-            "time a dm-bufio GFP_NOIO direct-reclaim call spent at priority 0, 90th percentile",
-        ),
-        unit: Cow::Borrowed("ms"),
-        better: Better::Lower,
-        timing: true,
-        noise_floor: None,
-        scenario: Scenario::NoioVerity,
-        per_work_of: None,
-        extract: Extract::Run(|r| {
-            b(r).and_then(|m| m.noio.prio0.as_ref())
-                .map(|p| p.p90_us as f64 / 1000.0)
-        }),
-    },
-    Metric {
-        name: Cow::Borrowed("noio_prio0_ms_max"),
-        description: Cow::Borrowed(
-            "time a dm-bufio GFP_NOIO direct-reclaim call spent at priority 0, longest",
-        ),
-        unit: Cow::Borrowed("ms"),
-        better: Better::Lower,
-        timing: true,
-        noise_floor: None,
-        scenario: Scenario::NoioVerity,
-        per_work_of: None,
-        extract: Extract::Run(|r| {
-            b(r).and_then(|m| m.noio.prio0.as_ref())
-                .map(|p| p.max_us as f64 / 1000.0)
-        }),
-    },
+    prio0_ms!("noio_prio0_ms_p50", p50_us, "median over the calls"),
+    prio0_ms!("noio_prio0_ms_p90", p90_us, "90th percentile"),
+    prio0_ms!("noio_prio0_ms_max", max_us, "longest"),
     Metric {
         name: Cow::Borrowed("noio_prio0_ms_per_kread"),
         description: Cow::Borrowed(
@@ -329,3 +308,53 @@ pub static PER_WORK: &[Metric] = &[
         }
     ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::noio::rounds::Prio0Time;
+
+    /// Each priority-0 entry reads its own statistic of the run, in ms,
+    /// and says which it is.
+    #[test]
+    fn priority_0_entries_read_their_statistic_in_ms() {
+        let mut m = NoioMetrics::default();
+        m.noio.prio0 = Some(Prio0Time {
+            p50_us: 1500,
+            p90_us: 4000,
+            max_us: 9250,
+            total_us: 20000,
+        });
+        let run = ScenarioMetrics::Noio(Box::new(m.clone()));
+        m.not_reproduced = vec!["no GFP_NOIO direct-reclaim call".into()];
+        let not_reproduced = ScenarioMetrics::Noio(Box::new(m));
+        for (name, ms, which) in [
+            ("noio_prio0_ms_p50", 1.5, "median over the calls"),
+            ("noio_prio0_ms_p90", 4.0, "90th percentile"),
+            ("noio_prio0_ms_max", 9.25, "longest"),
+        ] {
+            let e = METRICS.iter().find(|e| e.name == name).unwrap();
+            assert_eq!(e.value(&run), Some(ms), "{name}");
+            assert_eq!(e.value(&not_reproduced), None, "{name}");
+            assert_eq!(e.value(&ScenarioMetrics::None), None, "{name}");
+            assert_eq!(
+                e.description,
+                format!(
+                    "time a dm-bufio GFP_NOIO direct-reclaim call spent at priority 0, {which}"
+                )
+            );
+            assert_eq!(
+                (
+                    e.unit.as_ref(),
+                    e.better,
+                    e.timing,
+                    e.noise_floor,
+                    e.per_work_of
+                ),
+                ("ms", Better::Lower, true, None, None),
+                "{name}"
+            );
+            assert_eq!(e.scenario, Scenario::NoioVerity);
+        }
+    }
+}
