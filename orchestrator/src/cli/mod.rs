@@ -211,6 +211,7 @@ pub async fn execute(mut cli: Cli) -> Result<i32, AppError> {
 /// Log output on stderr (see [`term`]).
 pub fn init_logging(cli: &Cli) {
     term::init_logging(cli.verbose, cli.quiet, cli.color);
+    crate::run::progress::set_quiet(cli.quiet);
 }
 
 /// The variable the work dir's config key stands in for.
