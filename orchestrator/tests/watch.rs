@@ -182,6 +182,39 @@ async fn mbox_series_on_mm_dispatched_once_across_restarts() {
         s[1].body["client_payload"]["message_id"],
         "cover.1796033954.v2.git.mmci-dev@example.org"
     );
+    // v1, dispatched by an earlier pass, is stale now: said, kept in the
+    // state, and v2's dispatch has v1's series_key, the concurrency group
+    // under which series.yml cancels v1's run if it is still going.
+    assert_eq!(
+        s[1].body["client_payload"]["series_key"],
+        s[0].body["client_payload"]["series_key"]
+    );
+    assert_eq!(
+        s[1].body["client_payload"]["series_key"]
+            .as_str()
+            .map(str::len),
+        Some(16)
+    );
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains(
+            "[PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation: stale, superseded by \
+             v2 cover.1796033954.v2.git.mmci-dev@example.org (it was dispatched to mm/ci)"
+        ),
+        "{stdout}"
+    );
+    let st: Value = serde_json::from_slice(&std::fs::read(&state).unwrap()).unwrap();
+    let by: Vec<&str> = st["series"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter_map(|h| h["superseded_by"].as_str())
+        .collect();
+    assert_eq!(by, ["v2 cover.1796033954.v2.git.mmci-dev@example.org"]);
+    // The drivers/ series (another thread of the same title, never
+    // dispatched) and v2 itself are not stale; a restart marks nothing more.
+    let o = mmci_async(&args, &env).await;
+    assert_eq!(o.stdout, b"", "{}", out(&o));
 }
 
 #[tokio::test]

@@ -207,6 +207,26 @@ fn every_post_in_the_workflows_sends() {
     assert!(posts >= 6, "{posts} posting commands found");
 }
 
+/// A v2 stops its v1's run: series.yml's runs share one concurrency group
+/// per series (`client_payload.series_key`, the same for every revision
+/// `mmci watch` dispatches) and cancel the one in progress.
+#[test]
+fn a_newer_revision_cancels_the_older_ones_run() {
+    let w = load("series.yml");
+    let c = &w["concurrency"];
+    assert_eq!(c["cancel-in-progress"], true, "{c}");
+    let group = c["group"].as_str().unwrap();
+    assert!(
+        group.contains("github.event.client_payload.series_key"),
+        "{group}"
+    );
+    // The key comes before the message-id, which differs between revisions.
+    assert!(
+        group.find("series_key") < group.find("client_payload.message_id"),
+        "{group}"
+    );
+}
+
 #[test]
 fn maintainer_matrix_builds_once_shards_and_merges() {
     let m = load("matrix.yml");

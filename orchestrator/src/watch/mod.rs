@@ -447,14 +447,20 @@ pub enum Action {
     },
 }
 
-/// The body of the dispatch: what series.yml reads.
+/// The body of the dispatch: what series.yml reads. `series_key` (a hash
+/// of [`state::revision_key`]: the same for every revision of a series)
+/// is series.yml's concurrency group, so a v2's run cancels its v1's run
+/// still in progress.
 pub fn dispatch_body(f: &Found) -> serde_json::Value {
+    use sha2::Digest;
+    let key = sha2::Sha256::digest(state::revision_key(&f.series).as_bytes());
     serde_json::json!({
         "event_type": "mmci-series",
         "client_payload": {
             "message_id": f.message_id(),
             "subject": f.subject(),
             "series_hash": f.series.hash,
+            "series_key": format!("{key:x}")[..16].to_string(),
             "version": f.series.version,
         },
     })
@@ -555,16 +561,9 @@ pub async fn pass(
             }
         };
         lines.push(format!("{}: {what}", f.subject()));
-        state.series.insert(
-            hash,
-            Handled {
-                subject: f.subject(),
-                message_id: f.message_id(),
-                version: f.series.version,
-                action: what,
-                unix: crate::post::github::now(),
-            },
-        );
+        let handled = Handled::new(&f.series, f.subject(), f.message_id(), what);
+        lines.extend(state.supersede(&handled));
+        state.series.insert(hash, handled);
         state.save(state_path)?;
     }
     Ok(lines)

@@ -250,6 +250,8 @@ pub async fn pass(
                 };
                 if let Some((line, hash, handled)) = outcome {
                     lines.push(line);
+                    // Revisions dispatched or run in earlier passes.
+                    lines.extend(state.supersede(&handled));
                     state.series.insert(hash, handled);
                 }
             }
@@ -374,13 +376,7 @@ async fn act(
             }
         }
     };
-    let handled = Handled {
-        subject: f.subject(),
-        message_id: f.message_id(),
-        version: f.series.version,
-        action: what.clone(),
-        unix: crate::post::github::now(),
-    };
+    let handled = Handled::new(&f.series, f.subject(), f.message_id(), what.clone());
     let line = if dry_run {
         what
     } else {

@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::{patchwork, WatchError, FAILURE_MEMORY, MAX_ATTEMPTS};
+use crate::series::Series;
 
 /// The on-disk memory of what was already handled.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -42,6 +43,56 @@ pub struct Handled {
     /// "dispatched to OWNER/REPO", "ran: exit 0", "skipped: ..."
     pub action: String,
     pub unix: u64,
+    /// What names the series across its revisions ([`revision_key`]);
+    /// absent in states written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision_key: Option<String>,
+    /// The newer revision that made this one stale: `vN <message-id>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub superseded_by: Option<String>,
+}
+
+impl Handled {
+    /// What was done about `series` (named by `message_id`, its subject).
+    pub fn new(series: &Series, subject: String, message_id: String, action: String) -> Handled {
+        Handled {
+            subject,
+            message_id,
+            version: series.version,
+            action,
+            unix: crate::post::github::now(),
+            revision_key: Some(revision_key(series)),
+            superseded_by: None,
+        }
+    }
+}
+
+/// What names one series across its revisions, as a maintainer tells a
+/// v2 from another series: the title without `[PATCH vN n/M]` (the cover
+/// letter's, else the first patch's), lower-cased, and the author's
+/// address (two authors' series of one title are two series).
+pub fn revision_key(series: &Series) -> String {
+    let title = series
+        .cover
+        .as_ref()
+        .and_then(|c| crate::series::parse_subject(&c.subject).map(|t| t.title))
+        .or_else(|| series.patches.first().map(|p| p.title.clone()))
+        .unwrap_or_default();
+    let from = series
+        .cover
+        .as_ref()
+        .map(|c| c.from.clone())
+        .or_else(|| series.patches.first().map(|p| p.from.clone()))
+        .unwrap_or_default();
+    format!(
+        "{} <{}>",
+        title
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase(),
+        crate::series::mail::address_of(&from).to_lowercase()
+    )
 }
 
 impl State {
@@ -98,6 +149,31 @@ impl State {
             .retain(|_, f| f.unix.saturating_add(FAILURE_MEMORY.as_secs()) >= now);
     }
 
+    /// Marks stale every handled older revision of the series `newer`
+    /// handles (same [`revision_key`], a lower version, not marked yet):
+    /// an earlier pass dispatched or ran it, and its results no longer
+    /// speak for the series. One line per revision marked.
+    pub fn supersede(&mut self, newer: &Handled) -> Vec<String> {
+        let Some(key) = newer.revision_key.as_deref() else {
+            return vec![];
+        };
+        let by = format!("v{} {}", newer.version, newer.message_id);
+        let mut lines = vec![];
+        for h in self.series.values_mut() {
+            if h.revision_key.as_deref() == Some(key)
+                && h.version < newer.version
+                && h.superseded_by.is_none()
+            {
+                lines.push(format!(
+                    "{}: stale, superseded by {by} (it was {})",
+                    h.subject, h.action
+                ));
+                h.superseded_by = Some(by.clone());
+            }
+        }
+        lines
+    }
+
     pub fn save(&self, path: &Path) -> Result<(), WatchError> {
         let err = |source| WatchError::WriteState {
             path: path.to_path_buf(),
@@ -108,5 +184,77 @@ impl State {
         }
         let text = serde_json::to_vec_pretty(self).expect("serializable");
         crate::host::fs::write_atomic(path, &text).map_err(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn series(subject: &str, from: &str, version: u32) -> Series {
+        let mails = crate::series::mails_from_mbox(
+            format!(
+                "From x Mon Sep 17 00:00:00 2001\nMessage-ID: <{version}@x>\nFrom: {from}\n\
+                 Subject: {subject}\n\nmsg\n---\ndiff --git a/mm/x.c b/mm/x.c\n"
+            )
+            .as_bytes(),
+        );
+        crate::series::assemble(&mails, "t").unwrap()
+    }
+
+    #[test]
+    fn revisions_of_one_series_share_a_key_and_others_do_not() {
+        let a = "A <a@example.org>";
+        let key = |s: &str, from: &str| revision_key(&series(s, from, 1));
+        let v1 = key("[PATCH] mm: fix  the thing", a);
+        for (subject, from, same) in [
+            ("[PATCH v2] mm: fix the thing", a, true),
+            (
+                "[RFC PATCH v3] MM: Fix the thing",
+                "Other Name <A@example.org>",
+                true,
+            ),
+            ("[PATCH v2] mm: fix another thing", a, false),
+            ("[PATCH v2] mm: fix the thing", "B <b@example.org>", false),
+        ] {
+            assert_eq!(key(subject, from) == v1, same, "{subject} / {from}");
+        }
+    }
+
+    #[test]
+    fn a_newer_revision_marks_the_handled_older_ones_stale_once() {
+        let a = "A <a@example.org>";
+        let mut state = State::default();
+        for (hash, subject, version) in [
+            ("h1", "[PATCH] mm: fix the thing", 1),
+            ("h2", "[PATCH v2] mm: fix the thing", 2),
+            ("o1", "[PATCH] mm: other", 1),
+        ] {
+            let s = series(subject, a, version);
+            let h = Handled::new(
+                &s,
+                subject.into(),
+                format!("{version}@x"),
+                "ran: exit 0".into(),
+            );
+            state.series.insert(hash.into(), h);
+        }
+        let v3 = series("[PATCH v3] mm: fix the thing", a, 3);
+        let h3 = Handled::new(&v3, "v3".into(), "3@x".into(), "ran: exit 1".into());
+        let lines = state.supersede(&h3);
+        assert_eq!(
+            lines,
+            [
+                "[PATCH] mm: fix the thing: stale, superseded by v3 3@x (it was ran: exit 0)",
+                "[PATCH v2] mm: fix the thing: stale, superseded by v3 3@x (it was ran: exit 0)",
+            ]
+        );
+        assert_eq!(state.series["o1"].superseded_by, None);
+        assert!(state.supersede(&h3).is_empty(), "marked once");
+        // An entry written before keys were kept is never matched.
+        state.series.get_mut("o1").unwrap().revision_key = None;
+        let o2 = series("[PATCH v2] mm: other", a, 2);
+        let h = Handled::new(&o2, "o2".into(), "o2@x".into(), "x".into());
+        assert!(state.supersede(&h).is_empty());
     }
 }
