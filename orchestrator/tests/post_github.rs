@@ -850,7 +850,10 @@ async fn dry_run_prints_exactly_the_requests_and_sends_nothing() {
         "a dry run sent a request"
     );
     let out = text(&o).0;
-    assert!(out.starts_with("# dry run: nothing is sent\n"), "{out}");
+    assert!(
+        out.starts_with("# dry run: nothing is sent (--send sends it)\n"),
+        "{out}"
+    );
 
     // The JSON bodies it printed are the ones a real run sends.
     let printed: Vec<Value> = json_blocks(&out);

@@ -207,7 +207,7 @@ pub async fn post_github(p: &GitHubPost) -> Result<String, PostError> {
         let Some(auth) = &p.auth else {
             let req = github::check_run_start(&p.target, &p.title, github::now());
             return Ok(format!(
-                "# dry run: nothing is sent\n{}",
+                "# dry run: nothing is sent (--send sends it)\n{}",
                 req.render(&p.api)
             ));
         };
@@ -223,7 +223,7 @@ pub async fn post_github(p: &GitHubPost) -> Result<String, PostError> {
     let markdown = &redact_outgoing(markdown, &process_env, &secrets);
     let Some(auth) = &p.auth else {
         return Ok(format!(
-            "# dry run: nothing is sent\n{}",
+            "# dry run: nothing is sent (--send sends it)\n{}",
             github::dry_run(
                 &p.api,
                 &p.target,
