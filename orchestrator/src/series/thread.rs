@@ -15,6 +15,7 @@ use super::mail::Mail;
 use super::subject::{self, SubjectTag};
 
 mod anchor;
+mod posting;
 
 /// What one mail is to the series.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -345,6 +346,10 @@ impl<'a> Thread<'a> {
                     && (prev.total == 0 || prev.total == tag.total());
                 match self.classes[p].kind {
                     Kind::Cover if fits => return self.join(pr, i),
+                    Kind::Cover if self.miscounted_cover(pr, i) => {
+                        self.revisions[pr].total = tag.total();
+                        return self.join(pr, i);
+                    }
                     Kind::Patch if fits => {
                         if self.tag(p).index() != tag.index() {
                             // A chained posting: 2/3 In-Reply-To 1/3.
