@@ -27,7 +27,8 @@ pub enum Kind {
     /// A tagged mail with a counter > 0 but no diff (b4 follow-ups,
     /// notes sent with a patch's subject).
     NoDiff,
-    /// `(fix)`, `fix: ...`: to squash into a patch, never to replace it.
+    /// `(fix)`, `fix: ...`: to squash into a patch, never to replace it
+    /// (a numbered one its posting lacks is that patch: see [`posting`]).
     Fixlet,
     /// `0/N`, or a tag without a counter and without a diff (`[PATCHSET v2]`)
     /// which becomes a cover when patches reply to it.
@@ -234,6 +235,12 @@ impl<'a> Thread<'a> {
                 Kind::Cover => t.add_cover(i),
                 Kind::Patch => t.place(i),
                 _ => {}
+            }
+        }
+        // Once every patch is placed: a fixlet may be its posting's k/n.
+        for i in 0..mails.len() {
+            if t.classes[i].kind == Kind::Fixlet {
+                t.number_fixup(i);
             }
         }
         t.memoise();
