@@ -15,6 +15,7 @@ use super::mail::Mail;
 use super::subject::{self, SubjectTag};
 
 mod anchor;
+mod posting;
 
 /// What one mail is to the series.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,7 +27,8 @@ pub enum Kind {
     /// A tagged mail with a counter > 0 but no diff (b4 follow-ups,
     /// notes sent with a patch's subject).
     NoDiff,
-    /// `(fix)`, `fix: ...`: to squash into a patch, never to replace it.
+    /// `(fix)`, `fix: ...`: to squash into a patch, never to replace it
+    /// (a numbered one its posting lacks is that patch: see [`posting`]).
     Fixlet,
     /// `0/N`, or a tag without a counter and without a diff (`[PATCHSET v2]`)
     /// which becomes a cover when patches reply to it.
@@ -235,6 +237,12 @@ impl<'a> Thread<'a> {
                 _ => {}
             }
         }
+        // Once every patch is placed: a fixlet may be its posting's k/n.
+        for i in 0..mails.len() {
+            if t.classes[i].kind == Kind::Fixlet {
+                t.number_fixup(i);
+            }
+        }
         t.memoise();
         t
     }
@@ -345,6 +353,10 @@ impl<'a> Thread<'a> {
                     && (prev.total == 0 || prev.total == tag.total());
                 match self.classes[p].kind {
                     Kind::Cover if fits => return self.join(pr, i),
+                    Kind::Cover if self.miscounted_cover(pr, i) => {
+                        self.revisions[pr].total = tag.total();
+                        return self.join(pr, i);
+                    }
                     Kind::Patch if fits => {
                         if self.tag(p).index() != tag.index() {
                             // A chained posting: 2/3 In-Reply-To 1/3.

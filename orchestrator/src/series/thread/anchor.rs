@@ -129,25 +129,17 @@ impl Thread<'_> {
     }
 
     /// The revision of the patch a multi-patch `[PATCH vN k/n]` rerolls
-    /// when it replies to a review of it: the nearest mail of its
-    /// References (the In-Reply-To is the review) that is a placed cover
-    /// or patch; a reroll only when that is k/n of the same author and
-    /// total. A single patch's reroll changes nothing to pick, so it is
-    /// left as it was (its own revision).
+    /// when it replies to a review of it: its nearest posted ancestor (see
+    /// [`Self::nearest_posted_ancestor`]); a reroll only when that is k/n
+    /// of the same author and total. A single patch's reroll changes
+    /// nothing to pick, so it is left as it was (its own revision).
     fn rerolled_through_references(&self, i: usize) -> Option<usize> {
         let tag = self.classes[i].tag.as_ref()?;
         if tag.total() < 2 {
             return None;
         }
-        let m = &self.mails[i];
-        let author = m.author_addresses();
-        let nearest = m
-            .references
-            .iter()
-            .rev()
-            .filter_map(|id| self.by_id.get(id.as_str()).copied())
-            .filter(|&p| p < i)
-            .find(|p| matches!(self.classes[*p].kind, Kind::Cover | Kind::Patch))?;
+        let author = self.mails[i].author_addresses();
+        let nearest = self.nearest_posted_ancestor(i)?;
         let base = *self.home.get(&nearest)?;
         let other = self.classes[nearest].tag.as_ref()?;
         (self.classes[nearest].kind == Kind::Patch
@@ -155,6 +147,36 @@ impl Thread<'_> {
             && other.total() == tag.total()
             && same_author(&self.revisions[base].author, &author))
         .then_some(base)
+    }
+
+    /// The nearest cover or patch placed before `i` among its ancestors:
+    /// the first of its In-Reply-To and References (nearest first) that is
+    /// one; when none is, the same asked of its nearest ancestor in the
+    /// thread, and so on. `git send-email --in-reply-to=<review>` writes
+    /// only the review in References (`[PATCH 4/7 v2]` sent in reply to
+    /// the author's own answer to a review of 4/7); the review's own
+    /// References name 4/7. At most [`super::MAX_OPEN_POSTINGS`] mails
+    /// are walked through.
+    fn nearest_posted_ancestor(&self, i: usize) -> Option<usize> {
+        let mut x = i;
+        for _ in 0..super::MAX_OPEN_POSTINGS {
+            let m = &self.mails[x];
+            let mut up = None;
+            let known = m
+                .in_reply_to
+                .iter()
+                .chain(m.references.iter().rev())
+                .filter_map(|id| self.by_id.get(id.as_str()).copied())
+                .filter(|&p| p < i && p != x);
+            for p in known {
+                if matches!(self.classes[p].kind, Kind::Cover | Kind::Patch) {
+                    return Some(p);
+                }
+                up = up.or(Some(p));
+            }
+            x = up?;
+        }
+        None
     }
 }
 
@@ -248,6 +270,40 @@ mod tests {
                 .concat(),
                 "v5 = v4 1/3 + v4 2/3 + v5 3/3",
                 Some("c4"),
+            ),
+            // Partial rerolls (version after the counter) each In-Reply-To
+            // the author's answer to a review, References naming only that
+            // answer (`git send-email --in-reply-to`); the answer's
+            // References name the patch.
+            (
+                [
+                    series(3, 1, &[]),
+                    vec![
+                        mail("Re: [PATCH v1 2/3] p2", "r2", REVIEWER, &["c1", "v1p2"]),
+                        mail("Re: [PATCH v1 2/3] p2", "a2", AUTHOR, &["c1", "v1p2", "r2"]),
+                        mail("[PATCH 2/3 v2] p2", "v2p2", AUTHOR, &["a2"]),
+                        mail("Re: [PATCH v1 3/3] p3", "r3", REVIEWER, &["c1", "v1p3"]),
+                        mail("Re: [PATCH v1 3/3] p3", "a3", AUTHOR, &["c1", "v1p3", "r3"]),
+                        mail("[PATCH 3/3 v2] p3", "v2p3", AUTHOR, &["a3"]),
+                    ],
+                ]
+                .concat(),
+                "v2 = v1 1/3 + v2 2/3 + v2 3/3",
+                Some("c1"),
+            ),
+            // The same chain up to another counter: no reroll of it.
+            (
+                [
+                    series(3, 1, &[]),
+                    vec![
+                        mail("Re: [PATCH v1 2/3] p2", "r2", REVIEWER, &["c1", "v1p2"]),
+                        mail("Re: [PATCH v1 2/3] p2", "a2", AUTHOR, &["c1", "v1p2", "r2"]),
+                        mail("[PATCH 3/3 v2] p3", "v2p3", AUTHOR, &["a2"]),
+                    ],
+                ]
+                .concat(),
+                "incomplete",
+                None,
             ),
             // A review of the cover: the nearest posted mail is no patch, so
             // a lone k/n is not a reroll (and the newest posting is incomplete).
