@@ -138,6 +138,11 @@ pub struct KernelEntry {
     /// only: a series given on the command line in its place has none.
     #[serde(default)]
     pub expect: BTreeMap<String, Expectation>,
+    /// Kernel command line parameters this kernel boots with, after
+    /// mmci's own (`numa_balancing=disable`, a test kernel's fault): two
+    /// entries of one series with other parameters share one build.
+    #[serde(default)]
+    pub cmdline: Vec<String>,
 }
 
 /// A scalar as written in YAML: `64`, `true`, `x86_64`.

@@ -478,7 +478,13 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
                 .timeout
                 .unwrap_or_else(|| guest::default_timeout(&cell.job)),
             job: cell.job.clone(),
-            extra_cmdline: vec![],
+            extra_cmdline: opts
+                .plan
+                .variants
+                .iter()
+                .find(|v| v.name == slot.variant)
+                .map(|v| v.cmdline.clone())
+                .unwrap_or_default(),
             retries: opts.retries,
             image: cell
                 .job

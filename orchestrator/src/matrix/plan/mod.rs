@@ -449,6 +449,9 @@ impl Plan {
                 if let Some(p) = &v.patches {
                     j["patches"] = serde_json::json!(p);
                 }
+                if !v.cmdline.is_empty() {
+                    j["cmdline"] = serde_json::json!(v.cmdline);
+                }
                 j
             }).collect::<Vec<_>>(),
             "repeats": self.repeats,

@@ -37,6 +37,9 @@ pub struct Variant {
     /// The kernel entry's own `expect:` (checked against the catalog):
     /// what its series claims, judged for this candidate only.
     pub expect: BTreeMap<String, Expectation>,
+    /// Kernel command line parameters the kernel boots with (checked by
+    /// [`check_cmdline`]).
+    pub cmdline: Vec<String>,
 }
 
 /// A [`Variant`] as manifests write it: one optional key per kind of
@@ -64,6 +67,8 @@ pub(super) struct VariantRepr {
     pub(super) patches: Option<crate::series::pick::PatchPick>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(super) expect: BTreeMap<String, Expectation>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) cmdline: Vec<String>,
 }
 
 fn serialize_redacted_url<S: serde::Serializer>(
@@ -90,6 +95,7 @@ impl From<Variant> for VariantRepr {
             revision: v.revision,
             patches: v.patches,
             expect: v.expect,
+            cmdline: v.cmdline,
         };
         match v.series {
             Some(SeriesSpec::Mbox(p) | SeriesSpec::PatchDir(p)) => r.series = Some(p),
@@ -126,6 +132,7 @@ impl TryFrom<VariantRepr> for Variant {
             revision: r.revision,
             patches: r.patches,
             expect: r.expect,
+            cmdline: r.cmdline,
         })
     }
 }
@@ -186,6 +193,7 @@ impl Variant {
             revision: None,
             patches: None,
             expect: BTreeMap::new(),
+            cmdline: vec![],
         }
     }
 
@@ -224,10 +232,12 @@ impl Variant {
             None => {}
         }
         if parts.is_empty() {
-            "base tree".into()
-        } else {
-            parts.join(", ")
+            parts.push("base tree".into());
         }
+        if !self.cmdline.is_empty() {
+            parts.push(format!("booted with {}", self.cmdline.join(" ")));
+        }
+        parts.join(", ")
     }
 }
 
@@ -310,6 +320,9 @@ pub(super) fn resolve_variant(
             format!("kernel `{}`: `ref` needs `tree`", entry.name),
         ));
     }
+    for p in &entry.cmdline {
+        check_cmdline(p).map_err(|e| at(format!("cmdline `{p}`: {e}")))?;
+    }
     if let Some(t) = &entry.tree {
         // The check the command line's --tree and --ref get: nothing git
         // would read as an option, only the allowed transports.
@@ -344,7 +357,35 @@ pub(super) fn resolve_variant(
         revision: entry.revision,
         patches: entry.patches.clone(),
         expect: entry.expect.clone(),
+        cmdline: entry.cmdline.clone(),
     })
+}
+
+/// The parameters mmci's guests depend on: the console its records come
+/// through, a panic ending the guest, its PID 1 and its own `mmci.*` job.
+const CMDLINE_OWN: &[&str] = &["console", "panic", "oops", "init", "rdinit", "earlyprintk"];
+
+/// A kernel command line parameter a matrix may add: one `KEY` or
+/// `KEY=VALUE` word of printable ASCII, not one mmci sets itself.
+pub fn check_cmdline(p: &str) -> Result<(), String> {
+    if p.is_empty() || p.len() > 256 {
+        return Err("give one parameter of 1 to 256 characters".into());
+    }
+    if !p.chars().all(|c| c.is_ascii_graphic()) {
+        return Err("one word of printable ASCII: no spaces, quotes need no escaping here".into());
+    }
+    if p.contains('"') || p.starts_with('-') {
+        return Err(
+            "no quotes and no leading `-` (the kernel would read the rest as init's)".into(),
+        );
+    }
+    let key = p.split('=').next().unwrap_or(p);
+    if CMDLINE_OWN.contains(&key) || key.starts_with("mmci.") {
+        return Err(format!(
+            "`{key}` is mmci's own (its console, panic handling, PID 1 and guest job); set job parameters with the matrix's axes"
+        ));
+    }
+    Ok(())
 }
 
 /// Content hash of a series file (its path may differ between machines).
@@ -419,6 +460,83 @@ mod tests {
             "{}",
             one.variants[1].describe()
         );
+    }
+
+    #[test]
+    fn kernel_command_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.mbox"), "").unwrap();
+        let plan = |kernels: &str| {
+            from_text(
+                &format!("axes:\n  threads: [1]\nkernels:\n{kernels}"),
+                "m.yaml",
+                dir.path(),
+                &Overrides::default(),
+            )
+        };
+        // (kernels:, the error or each variant's command line)
+        type Case<'a> = (&'a str, Result<&'a [&'a [&'a str]], &'a str>);
+        let cases: &[Case] = &[
+            (
+                "  - name: base\n  - name: warn\n    series: t.mbox\n    cmdline: [mmci_test_fault=warn:300]\n  - name: off\n    cmdline: [numa_balancing=disable, nokaslr]\n",
+                Ok(&[&[], &["mmci_test_fault=warn:300"], &["numa_balancing=disable", "nokaslr"]]),
+            ),
+            (
+                "  - name: base\n  - name: p\n    cmdline: [\"a b\"]\n",
+                Err("line 5 column 5: kernel `p`: cmdline `a b`: one word of printable ASCII"),
+            ),
+            (
+                "  - name: base\n  - name: p\n    cmdline: [panic=0]\n",
+                Err("kernel `p`: cmdline `panic=0`: `panic` is mmci's own"),
+            ),
+            (
+                "  - name: base\n  - name: p\n    cmdline: [mmci.threads=4]\n",
+                Err("`mmci.threads` is mmci's own"),
+            ),
+            (
+                "  - name: base\n  - name: p\n    cmdline: [--, init=/bin/sh]\n",
+                Err("cmdline `--`: no quotes and no leading `-`"),
+            ),
+            (
+                "  - name: base\n  - name: p\n    cmdline: [\"\"]\n",
+                Err("cmdline ``: give one parameter"),
+            ),
+        ];
+        for (kernels, want) in cases {
+            match (plan(kernels), want) {
+                (Ok(p), Ok(lines)) => assert_eq!(
+                    p.variants
+                        .iter()
+                        .map(|v| v.cmdline.clone())
+                        .collect::<Vec<_>>(),
+                    lines
+                        .iter()
+                        .map(|l| l.iter().map(|w| w.to_string()).collect::<Vec<_>>())
+                        .collect::<Vec<_>>(),
+                    "{kernels}"
+                ),
+                (Err(e), Err(w)) => assert!(e.to_string().contains(w), "{kernels}: {e}"),
+                (got, want) => panic!("{kernels}: got {got:?}, want {want:?}"),
+            }
+        }
+        // The command line is part of what the plan runs, of the manifest
+        // and of how a report names the kernel.
+        let with =
+            plan("  - name: base\n  - name: p\n    series: t.mbox\n    cmdline: [nokaslr]\n")
+                .unwrap();
+        let without = plan("  - name: base\n  - name: p\n    series: t.mbox\n").unwrap();
+        assert_ne!(with.fingerprint(), without.fingerprint());
+        assert!(
+            with.variants[1]
+                .describe()
+                .ends_with("t.mbox, booted with nokaslr"),
+            "{}",
+            with.variants[1].describe()
+        );
+        let repr = serde_json::to_value(VariantRepr::from(with.variants[1].clone())).unwrap();
+        assert_eq!(repr["cmdline"], serde_json::json!(["nokaslr"]));
+        let back = Variant::try_from(serde_json::from_value::<VariantRepr>(repr).unwrap()).unwrap();
+        assert_eq!(back.cmdline, ["nokaslr"]);
     }
 
     #[test]
