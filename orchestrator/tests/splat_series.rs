@@ -26,7 +26,7 @@ fn repo() -> PathBuf {
 const FAULT_SERIES: &str = "test-fault-after-batches.mbox";
 
 /// A kernel entry `name` of the fault series booted with `fault`
-/// (`warn:300`, `panic:300`, `hang:50`: the fault and after how many
+/// (`warn:300`, `panic:300`, `warn:50`: the fault and after how many
 /// reclaim batches).
 fn faulty(name: &str, fault: &str) -> String {
     assert!(repo().join("kernels/series").join(FAULT_SERIES).is_file());
@@ -264,8 +264,9 @@ fn run_results(dir: &Path) -> Vec<mmci::results::run::RunResult> {
     out
 }
 
-/// The fault series booted with hang:50: reclaim sleeps uninterruptibly for good after 50
-/// batches, on a debug kernel (it has the hung-task detector, which
+/// The fault series booted with hang:300: reclaim sleeps uninterruptibly
+/// for good after 300 batches (well into the run, so that the no-progress
+/// watchdog has seen it progress first), on a debug kernel (it has the hung-task detector, which
 /// guest-init sets to 10 s): the run stops progressing, is found hung by
 /// the no-progress watchdog long before the scenario's timeout (151 s
 /// here), and the blocked tasks' stacks are in its result and in every
@@ -273,7 +274,7 @@ fn run_results(dir: &Path) -> Vec<mmci::results::run::RunResult> {
 #[tokio::test]
 async fn a_series_that_hangs_reclaim_is_diagnosed_before_its_timeout() {
     let tmp = tempfile::tempdir().unwrap();
-    let text = matrix(&faulty("hang", "hang:50")).replace("axes:\n", "axes:\n  config: [debug]\n");
+    let text = matrix(&faulty("hang", "hang:300")).replace("axes:\n", "axes:\n  config: [debug]\n");
     let results = run(tmp.path(), &text).await;
     let runs = run_results(&results);
     assert_eq!(runs.len(), 1, "{runs:#?}");

@@ -253,6 +253,22 @@ fn config_show_names_the_layer_of_every_value() {
     assert!(text(&o).contains(&want), "{}", text(&o));
 }
 
+/// `cmd`'s output, spawned again while exec says the file is busy: a
+/// binary just copied can be open for writing in a child another test
+/// thread forked in between (it closes at that child's exec), and exec
+/// refuses a file open for writing (ETXTBSY).
+fn output_of_fresh_binary(cmd: &mut Command) -> std::process::Output {
+    for _ in 0..100 {
+        match cmd.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            other => return other.unwrap(),
+        }
+    }
+    panic!("the copied binary stayed busy for 2 s");
+}
+
 #[test]
 fn the_default_matrix_works_from_a_copied_binary_elsewhere() {
     let t = tempfile::tempdir().unwrap();
@@ -262,12 +278,12 @@ fn the_default_matrix_works_from_a_copied_binary_elsewhere() {
     let cwd = t.path().join("elsewhere");
     std::fs::create_dir(&cwd).unwrap();
     let cache = t.path().join("cache");
-    let o = Command::new(&bin)
-        .args(["matrix", "show"])
-        .current_dir(&cwd)
-        .env("XDG_CACHE_HOME", &cache)
-        .output()
-        .unwrap();
+    let o = output_of_fresh_binary(
+        Command::new(&bin)
+            .args(["matrix", "show"])
+            .current_dir(&cwd)
+            .env("XDG_CACHE_HOME", &cache),
+    );
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     let line = out
