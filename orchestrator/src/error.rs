@@ -640,6 +640,28 @@ mod tests {
         assert!(wrong.is_empty(), "{wrong:#?}");
     }
 
+    /// A kernel that applies nowhere (exit 6) is kept in a results dir as
+    /// such ([`crate::kernel::FailedStep::Apply`]), and nothing else is; a
+    /// make step failed after the series applied.
+    #[test]
+    fn kernel_failures_name_their_step() {
+        use crate::kernel::FailedStep;
+        let mut steps = vec![];
+        for (what, e, code) in table() {
+            let AppError::Kernel(k) = &e else { continue };
+            let step = k.failed_step();
+            assert_eq!(
+                step == Some(FailedStep::Apply),
+                code == exit::DOES_NOT_APPLY,
+                "{what}: {step:?}"
+            );
+            steps.push((what, step));
+        }
+        assert!(steps.contains(&("build step", Some(FailedStep::Build))));
+        assert!(steps.contains(&("git am", Some(FailedStep::Apply))));
+        assert!(steps.contains(&("series fetch", None)));
+    }
+
     #[test]
     fn the_table_has_every_variant() {
         // A new variant fails to compile here until it has a row above.

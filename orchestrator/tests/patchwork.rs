@@ -10,9 +10,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::patchwork::{gunzip, Patchwork, PROJECT};
+use common::patchwork::{checks, dry_posts, gunzip, results_dir, series_id, Patchwork, PROJECT};
 use common::posting::{assert_no_secret, dispatched, github, mmci, out, work, GH_TOKEN};
 use serde_json::Value;
 
@@ -34,41 +34,6 @@ fn thread(file: &str) -> Vec<u8> {
             .join("tests/fixtures/lore-threads")
             .join(file),
     )
-}
-
-/// The project's series on the instance, oldest first: (id, name, version,
-/// patch ids).
-async fn series_list(pw: &Patchwork) -> Vec<(u64, String, u64, Vec<u64>)> {
-    let mut all: Vec<(u64, String, u64, Vec<u64>)> = pw
-        .list(&format!("series/?project={PROJECT}"))
-        .await
-        .iter()
-        .map(|s| {
-            (
-                s["id"].as_u64().unwrap(),
-                s["name"].as_str().unwrap_or("").to_string(),
-                s["version"].as_u64().unwrap(),
-                s["patches"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|p| p["id"].as_u64().unwrap())
-                    .collect(),
-            )
-        })
-        .collect();
-    all.sort();
-    all
-}
-
-/// The series named `name` at `version`.
-async fn series_id(pw: &Patchwork, name: &str, version: u64) -> (u64, Vec<u64>) {
-    let all = series_list(pw).await;
-    let s = all
-        .iter()
-        .find(|s| s.1.contains(name) && s.2 == version)
-        .unwrap_or_else(|| panic!("no series {name} v{version} in {all:?}"));
-    (s.0, s.3.clone())
 }
 
 #[tokio::test]
@@ -225,48 +190,6 @@ fn matrix_kernel_variants_take_a_patchwork_series() {
             .to_string();
         assert!(e.contains(want) && e.contains("m.yaml"), "{bad}: {e}");
     }
-}
-
-/// A results dir whose patched kernel carries patchwork series `id` as
-/// `--patchwork --pw-series` leaves it (with its patch ids when `origin`),
-/// copied from the recorded default matrix so that it has a verdict.
-async fn results_dir(root: &Path, pw: &Patchwork, id: u64, origin: bool) -> PathBuf {
-    let (o, mbox) = mmci::series::patchwork::fetch_series(&pw.base, id, Default::default())
-        .await
-        .unwrap();
-    let series = mmci::series::assemble(&mmci::series::mails_from_mbox(&mbox), "t").unwrap();
-    common::results::write_recorded(
-        &root.join(format!("results-{id}-{origin}")),
-        &series,
-        origin.then_some(&o),
-    )
-}
-
-/// Every check on each of `patches`, as the API lists them.
-async fn checks(pw: &Patchwork, patches: &[u64]) -> Vec<Vec<Value>> {
-    let mut all = vec![];
-    for id in patches {
-        all.push(pw.list(&format!("patches/{id}/checks/")).await);
-    }
-    all
-}
-
-/// The POST bodies of a dry run, by URL.
-fn dry_posts(dry: &str) -> Vec<(String, Value)> {
-    let mut posts = vec![];
-    let mut lines = dry.lines().peekable();
-    while let Some(l) = lines.next() {
-        if let Some(url) = l.strip_prefix("POST ") {
-            let mut body = String::new();
-            while let Some(b) = lines.next_if(|b| !b.starts_with("POST ") && !b.starts_with("GET "))
-            {
-                body.push_str(b);
-                body.push('\n');
-            }
-            posts.push((url.to_string(), serde_json::from_str(&body).unwrap()));
-        }
-    }
-    posts
 }
 
 #[tokio::test]
@@ -460,6 +383,221 @@ async fn checks_are_posted_read_back_and_never_repeated() {
         .unwrap();
     assert_eq!(r.status().as_u16(), 400);
     assert!(r.text().await.unwrap().contains("target_url"));
+}
+
+/// The newest check of each context on one patch: (state, description).
+fn newest(list: &[Value]) -> std::collections::BTreeMap<String, (String, String)> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut sorted = list.to_vec();
+    sorted.sort_by_key(|c| c["id"].as_u64());
+    for c in sorted {
+        out.insert(
+            c["context"].as_str().unwrap().to_string(),
+            (
+                c["state"].as_str().unwrap().to_string(),
+                c["description"].as_str().unwrap_or("").to_string(),
+            ),
+        );
+    }
+    out
+}
+
+/// `mmci post patchwork ARGS --stages --target-url URL` (and --send
+/// with the token), which must succeed: its stdout.
+async fn post_stages(pw: &Patchwork, root: &Path, args: &[&str], send: bool) -> String {
+    let mut all: Vec<&str> = ["post", "patchwork"].to_vec();
+    all.extend(args);
+    all.extend(["--stages", "--target-url", RUN_URL]);
+    let token = [("MMCI_PATCHWORK_TOKEN", pw.token.as_str())];
+    if send {
+        all.push("--send");
+    }
+    let o = mmci(&all, if send { &token } else { &[] }, root).await;
+    let (so, err) = out(&o);
+    assert!(o.status.success(), "{all:?}: {err}\n{}", pw.log());
+    assert_no_secret(&o, &[pw.token.as_str()]);
+    so
+}
+
+const RUN_URL: &str = "https://github.com/mmci/linux/actions/runs/43";
+
+#[tokio::test]
+async fn every_stage_is_a_check_of_its_own() {
+    let pw = Patchwork::start(&[bundled()], 30).await;
+    let root = work();
+    let pending = |list: &[Value]| -> Vec<String> {
+        let n = newest(list);
+        assert!(n.values().all(|(s, _)| s == "pending"), "{n:?}");
+        n.keys().cloned().collect()
+    };
+
+    // v1: pending on every stage before the run, then the results of the
+    // recorded default matrix with a new splat on 3 of the patched runs.
+    let (v1, patches) = series_id(&pw, "MGLRU isolation", 1).await;
+    let results = results_dir(root.path(), &pw, v1, true).await;
+    common::results::add_splats(&results, "patched", 3, "mmci_warn_shrink_folio_list.txt");
+    let (base, id, r) = (
+        pw.base.clone(),
+        v1.to_string(),
+        results.display().to_string(),
+    );
+    let v1_results = r.clone();
+    let start = ["--patchwork", &base, "--pw-series", &id, "--start"];
+    post_stages(&pw, root.path(), &start, true).await;
+    for list in checks(&pw, &patches).await {
+        assert_eq!(
+            pending(&list),
+            [
+                "mmci",
+                "mmci-apply",
+                "mmci-boot",
+                "mmci-build",
+                "mmci-splats"
+            ]
+        );
+    }
+    // The dry run prints each stage's check on each patch; --send posts
+    // exactly those.
+    let dry = post_stages(&pw, root.path(), &["--results", &r], false).await;
+    let want = dry_posts(&dry);
+    assert_eq!(want.len(), 6 * patches.len(), "{dry}");
+    let so = post_stages(&pw, root.path(), &["--results", &r], true).await;
+    let posted = checks(&pw, &patches).await;
+    for ((id, list), bodies) in patches.iter().zip(&posted).zip(want.chunks(6)) {
+        let n = newest(list);
+        let got: Vec<(&str, &str)> = n
+            .iter()
+            .map(|(c, (s, _))| (c.as_str(), s.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("mmci", "fail"),
+                ("mmci-apply", "success"),
+                ("mmci-boot", "success"),
+                ("mmci-build", "success"),
+                ("mmci-mglru_isolation", "fail"),
+                ("mmci-splats", "fail"),
+            ],
+            "patch {id}"
+        );
+        assert_eq!(
+            n["mmci-splats"].1,
+            "mmci: new splat: WARNING in shrink_folio_list (patched: 3 of 10 runs, not on base)"
+        );
+        assert_eq!(n["mmci-build"].1, "mmci: patched (x86_64) built");
+        assert!(n["mmci-apply"]
+            .1
+            .starts_with("mmci: the series applied on "));
+        for (url, body) in bodies {
+            assert_eq!(url, &format!("{}/api/1.3/patches/{id}/checks/", pw.base));
+            let c = body["context"].as_str().unwrap();
+            assert_eq!(
+                n[c],
+                (
+                    body["state"].as_str().unwrap().into(),
+                    body["description"].as_str().unwrap().into()
+                )
+            );
+        }
+    }
+    assert_eq!(so.matches(" on patch ").count(), 6 * patches.len(), "{so}");
+    // A rerun posts nothing for any context, nor does --start after it.
+    let so = post_stages(&pw, root.path(), &["--results", &r], true).await;
+    assert_eq!(
+        so.matches(": unchanged (").count(),
+        6 * patches.len(),
+        "{so}"
+    );
+    let so = post_stages(&pw, root.path(), &["--results", &r, "--start"], true).await;
+    assert_eq!(
+        so.matches("not set back to pending").count(),
+        6 * patches.len(),
+        "{so}"
+    );
+    assert_eq!(checks(&pw, &patches).await, posted, "posted again");
+
+    // v2's series did not apply: its manifest names no patches (they come
+    // from --pw-series); apply fails naming the patch, the stages after it
+    // have no result: their pending checks are closed as warnings saying
+    // why, and the scenario, never started, gets none.
+    let (v2, patches) = series_id(&pw, "MGLRU isolation", 2).await;
+    let results = results_dir(root.path(), &pw, v2, true).await;
+    let error = "patch 2/2 (mm/vmscan: throttle reclaimers on isolated MGLRU folios) does not apply at mm/vmscan.c:4535";
+    common::results::not_applied(&results, "patched", error);
+    let (id, r) = (v2.to_string(), results.display().to_string());
+    let start = ["--patchwork", &base, "--pw-series", &id, "--start"];
+    post_stages(&pw, root.path(), &start, true).await;
+    let finish = ["--patchwork", &base, "--pw-series", &id, "--results", &r];
+    let dry = post_stages(&pw, root.path(), &finish, false).await;
+    assert!(
+        dry.contains("# no result here for mmci-build, mmci-boot, mmci-splats, mmci-mglru_isolation: each is posted only over a pending check of its context (--start)"),
+        "{dry}"
+    );
+    let so = post_stages(&pw, root.path(), &finish, true).await;
+    assert_eq!(
+        so.matches("`mmci-mglru_isolation` on patch").count(),
+        patches.len(),
+        "{so}"
+    );
+    assert!(
+        so.contains("no result for this stage, and no pending check of it: not posted"),
+        "{so}"
+    );
+    let posted = checks(&pw, &patches).await;
+    for list in &posted {
+        let n = newest(list);
+        let got: Vec<(&str, &str, &str)> = n
+            .iter()
+            .map(|(c, (s, d))| (c.as_str(), s.as_str(), d.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("mmci", "fail", got[0].2),
+                ("mmci-apply", "fail", &*format!("mmci: {error}")),
+                ("mmci-boot", "warning", "mmci: no result for this stage: no run of the candidate has a result: the series did not apply"),
+                ("mmci-build", "warning", "mmci: no result for this stage: the series did not apply, so no kernel of the candidate was built"),
+                ("mmci-splats", "warning", "mmci: no result for this stage: no run of the candidate has a result: the series did not apply"),
+            ]
+        );
+        assert!(got[0].2.contains("does not apply"), "{got:?}");
+    }
+    let so = post_stages(&pw, root.path(), &finish, true).await;
+    assert_eq!(
+        so.matches(": unchanged (").count(),
+        5 * patches.len(),
+        "{so}"
+    );
+    assert_eq!(checks(&pw, &patches).await, posted, "posted again");
+    // v1's results are not posted on v2's patches.
+    let o = mmci(
+        &[
+            "post",
+            "patchwork",
+            "--results",
+            &v1_results,
+            "--pw-series",
+            &id,
+            "--stages",
+        ],
+        &[],
+        root.path(),
+    )
+    .await;
+    let (_, err) = out(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "--pw-series {v2}: the results dir {v1_results} tested patchwork series {v1} of {base}"
+        )),
+        "{err}"
+    );
+    println!(
+        "stages: v2's {} patches hold {} checks (a start, the results), none posted again on a rerun",
+        patches.len(),
+        posted.iter().map(Vec::len).sum::<usize>()
+    );
 }
 
 #[tokio::test]

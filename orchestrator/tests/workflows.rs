@@ -325,15 +325,28 @@ fn patchwork_checks_are_posted_only_with_the_token_secret() {
         }
     }
     let step = std::fs::read_to_string(root().join(".github/mmci-matrix-step")).unwrap();
-    // The token goes to the dispatch's instance, never to the one the
-    // results dir names (a series' build could have rewritten it).
+    // The token goes to the dispatch's instance and the checks on its
+    // series' patches, never to those the results dir names (a series'
+    // build could have rewritten it); every stage has its own check.
     assert!(step.contains(
-        "mmci post patchwork --patchwork \"${PW_URL:-https://patchwork.kernel.org}\" \"${check[@]}\" --context mmci --send"
+        "mmci post patchwork --patchwork \"${PW_URL:-https://patchwork.kernel.org}\" \"${check[@]}\" --context mmci --stages --send"
     ));
-    assert!(step.contains("check=(--results merged/results)"));
-    assert!(step.contains(
-        "--patchwork \"${PW_URL:-https://patchwork.kernel.org}\" --pw-series \"$PW_SERIES\""
-    ));
+    assert!(step.contains("check=(--pw-series \"$PW_SERIES\")"));
+    assert!(step.contains("check+=(--results merged/results)"));
+    let series = std::fs::read_to_string(root().join(".github/workflows/series.yml")).unwrap();
+    let posts: Vec<&str> = series
+        .lines()
+        .filter(|l| l.contains("mmci post patchwork"))
+        .collect();
+    assert_eq!(posts.len(), 2, "{posts:?}");
+    for p in posts {
+        assert!(
+            p.contains("--patchwork \"$PW_URL\" --pw-series \"$PW_SERIES\"")
+                && p.contains(" --stages --context mmci ")
+                && p.contains(" --send"),
+            "{p}"
+        );
+    }
 }
 
 /// The rules that keep a series' code away from the secrets, the toolchain
@@ -1743,6 +1756,17 @@ fn a_failed_build_still_gets_a_failing_report_and_check() {
         log.starts_with("post github --title mmci: the matrix did not run to the end --conclusion failure --send --body merged/report.md"),
         "{log}"
     );
+    // So do the patchwork checks: a fail on the dispatch's series, and
+    // its stages, which have no results to say anything of.
+    let pw = [failed[0], ("PW_SERIES", "77")];
+    let (code, err, log) = matrix_step(dir.path(), &pw, &["post-patchwork"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        log.lines().last().unwrap(),
+        "post patchwork --patchwork https://patchwork.kernel.org --pw-series 77 --state fail \
+         --description mmci: the kernels did not build or the shards did not run --context mmci \
+         --stages --send --target-url https://github.com/o/r/actions/runs/7"
+    );
 
     // One shard of two failed: the other's results are merged and
     // reported, under what failed.
@@ -1778,6 +1802,17 @@ fn a_failed_build_still_gets_a_failing_report_and_check() {
     assert!(
         report.contains("- shards/shard-1: exit code 0\n"),
         "{report}"
+    );
+    // The summary check fails; the stages say what the shard that ran
+    // left.
+    let pw = [("PW_SERIES", "77"), ("PW_URL", "https://pw.example.org")];
+    let (code, err, log) = matrix_step(dir.path(), &pw, &["post-patchwork"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        log.lines().last().unwrap(),
+        "post patchwork --patchwork https://pw.example.org --pw-series 77 --results merged/results \
+         --state fail --description mmci: the kernels did not build or the shards did not run \
+         --context mmci --stages --send --target-url https://github.com/o/r/actions/runs/7"
     );
 }
 

@@ -85,7 +85,10 @@ EXAMPLES:
 
   # The verdict of a results dir, one check per patch, sent
   mmci post patchwork --results out/ --target-url https://ci.example/run/7 \\
-      --patchwork-token-file ~/.pw-token --send";
+      --patchwork-token-file ~/.pw-token --send
+
+  # And one check per stage: mmci-apply, -build, -boot, -splats, mmci-SCENARIO
+  mmci post patchwork --results out/ --stages --send";
 
 /// `mmci watch --help`.
 pub const WATCH_EXAMPLES: &str = "\

@@ -37,15 +37,14 @@ pub enum PostCommand {
 
 #[derive(clap::Args)]
 pub struct PatchworkArgs {
-    /// Results dir whose manifest names the series (and its patchwork ids).
-    #[arg(
-        long,
-        required_unless_present = "pw_series",
-        conflicts_with = "pw_series"
-    )]
+    /// Results dir whose verdict (and stages) the checks say, and whose
+    /// manifest names the series (and its patchwork ids).
+    #[arg(long, required_unless_present = "pw_series")]
     pub results: Option<PathBuf>,
-    /// Or the series on --patchwork by id (read with a GET, in a dry run
-    /// too): for --start or --state before there are results.
+    /// The series on --patchwork by id (read with a GET, in a dry run
+    /// too): its patches get the checks, instead of those the results dir
+    /// names (which has none when the series did not apply). Without
+    /// --results: for --start or --state before there are results.
     #[arg(long, value_name = "ID")]
     pub pw_series: Option<u64>,
     /// The check's state [default: from the verdict: pass -> success,
@@ -58,6 +57,13 @@ pub struct PatchworkArgs {
     /// The check's name: mmci or mmci-NAME.
     #[arg(long, default_value = "mmci")]
     pub context: String,
+    /// Besides the check of --context (the whole verdict), one check per
+    /// stage, each with its own state: CONTEXT-apply, -build, -boot,
+    /// -splats and CONTEXT-SCENARIO for each scenario the matrix ran.
+    /// With --start: pending on each; a stage the results say nothing of
+    /// is posted only over its pending check, as a warning saying why.
+    #[arg(long)]
+    pub stages: bool,
     /// Link shown with the check (e.g. the workflow run or the report).
     #[arg(long, value_name = "URL")]
     pub target_url: Option<String>,
@@ -362,9 +368,22 @@ pub async fn patchwork_post(
                 .into(),
         ));
     }
-    let (targets, instance) = match &a.results {
-        Some(dir) => pw::targets_from_results(dir)?,
-        None => (vec![], None),
+    // The patches: the series by id (--pw-series), else the results dir's.
+    let (targets, instance) = match (&a.results, a.pw_series) {
+        (Some(dir), None) => pw::targets_from_results(dir)?,
+        (Some(dir), Some(id)) => {
+            let origin = pw::origin_in_results(dir)?;
+            if let Some(o) = origin.as_ref().filter(|o| o.series != id) {
+                return Err(AppError::BadOption(format!(
+                    "--pw-series {id}: the results dir {} tested patchwork series {} of {}",
+                    dir.display(),
+                    o.series,
+                    o.url
+                )));
+            }
+            (vec![], origin.map(|o| o.url))
+        }
+        (None, _) => (vec![], None),
     };
     let url = match (&a.patchwork, instance, &a.results) {
         (Some(u), _, _) => u.clone(),
@@ -386,9 +405,9 @@ pub async fn patchwork_post(
             .map_err(bad)?,
         None => targets,
     };
-    // The verdict only when it decides something: the state or the text.
+    // The verdict only when it decides something: a state, a text, stages.
     let verdict = match &a.results {
-        _ if a.start || (a.state.is_some() && a.description.is_some()) => None,
+        _ if a.start || (a.state.is_some() && a.description.is_some() && !a.stages) => None,
         Some(dir) => Some(a.analysis.analyse(dir)?),
         None => None,
     };
@@ -402,6 +421,18 @@ pub async fn patchwork_post(
         .description
         .clone()
         .unwrap_or_else(|| pw::default_description(state, verdict.as_ref()));
+    let mut checks = vec![pw::Posting::of(pw::Check {
+        state,
+        context: a.context.clone(),
+        target_url: a.target_url.clone(),
+        description,
+    })];
+    if a.stages {
+        checks.extend(stage_checks(a, verdict.as_ref())?);
+        for c in &checks {
+            pw::check_context(&c.check.context).map_err(bad)?;
+        }
+    }
     let token = if a.send {
         Some(
             pw::resolve_token(
@@ -421,15 +452,50 @@ pub async fn patchwork_post(
             .clone()
             .or_else(|| nonempty(env("MMCI_PATCHWORK_PROJECT"))),
         targets,
-        check: pw::Check {
-            state,
-            context: a.context.clone(),
-            target_url: a.target_url.clone(),
-            description,
-        },
+        checks,
         token,
         limits: rate_limits(a.rate_limit_wait),
     })
+}
+
+/// The stages' checks of `--stages`: pending on each (`--start`: the
+/// fixed stages, and the scenarios of the results dir's matrix when there
+/// is one), else each stage as the results dir says, or, without one,
+/// none of them has a result.
+fn stage_checks(
+    a: &PatchworkArgs,
+    verdict: Option<&crate::analysis::Comparison>,
+) -> Result<Vec<crate::post::patchwork::Posting>, AppError> {
+    use crate::post::patchwork::{self as pw, stages};
+    let manifest = match &a.results {
+        Some(dir) => Some(
+            crate::results::dir::read_manifest(dir)?
+                .ok_or_else(|| crate::post::PostError::NoManifest(dir.clone()))?,
+        ),
+        None => None,
+    };
+    let url = a.target_url.as_deref();
+    if a.start {
+        return Ok(pw::start_postings(
+            &a.context,
+            &stages::names(manifest.as_ref()),
+            url,
+        ));
+    }
+    let list = match (&a.results, manifest, verdict) {
+        (Some(dir), Some(m), Some(c)) => {
+            let (runs, _) = crate::results::dir::runs_checked(dir);
+            stages::stages(&m, &runs, c)
+        }
+        _ => stages::FIXED
+            .iter()
+            .map(|n| stages::Stage {
+                name: n.to_string(),
+                outcome: stages::StageOutcome::NoData("the run left no results".into()),
+            })
+            .collect(),
+    };
+    Ok(pw::stage_postings(&a.context, &list, url))
 }
 
 /// Reads and checks every input of `mmci post email` before anything is sent.

@@ -93,6 +93,37 @@ pub enum KernelError {
     BaseRef { git_ref: String, tree: String },
 }
 
+/// Where preparing a kernel stopped, as far as its error tells: kept with
+/// a kernel that failed in a results dir, so that a reader can tell a
+/// series that did not apply from a build that failed after applying it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailedStep {
+    /// The series did not apply: on its base (`git am`), or on any base of
+    /// the cascade.
+    Apply,
+    /// The series (if any) applied, then the build failed: the
+    /// configuration, make, the decoding scripts.
+    Build,
+}
+
+impl KernelError {
+    /// The step that failed; None for a failure before any series was
+    /// applied (the tree, the series' fetch, a tool, the sandbox) or one
+    /// that does not say where it happened.
+    pub fn failed_step(&self) -> Option<FailedStep> {
+        match self {
+            KernelError::Build(BuildError::Apply(_))
+            | KernelError::Base(series::base::BaseError::NoBase { .. }) => Some(FailedStep::Apply),
+            // Each of these comes after `git am` in build::build_kernel.
+            KernelError::Build(
+                BuildError::Step(_) | BuildError::Config(_) | BuildError::Decode(_),
+            ) => Some(FailedStep::Build),
+            _ => None,
+        }
+    }
+}
+
 /// Where the kernel comes from.
 #[derive(Clone, Debug)]
 pub struct KernelSource {

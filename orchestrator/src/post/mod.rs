@@ -278,7 +278,9 @@ pub async fn post_github(p: &GitHubPost) -> Result<String, PostError> {
 pub async fn post_patchwork(p: &patchwork::PatchworkPost) -> Result<String, PostError> {
     let mut p = p.clone();
     let extra: Vec<&str> = p.token.iter().map(String::as_str).collect();
-    p.check.description = redact_outgoing(&p.check.description, &process_env, &extra);
+    for c in &mut p.checks {
+        c.check.description = redact_outgoing(&c.check.description, &process_env, &extra);
+    }
     Ok(patchwork::post(&p).await?)
 }
 

@@ -114,4 +114,10 @@ pub struct VariantFailure {
     #[serde(default, skip_serializing_if = "Flavour::is_default")]
     pub flavour: Flavour,
     pub error: String,
+    /// Where it stopped: the series did not apply, or the build failed
+    /// after applying it. Absent when the error does not say (a failure
+    /// before any series was applied) and in manifests written before it
+    /// was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<crate::kernel::FailedStep>,
 }

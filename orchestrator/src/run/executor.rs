@@ -340,6 +340,7 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
             arch: f.arch,
             flavour: f.flavour,
             error: error_chain(&f.error),
+            step: f.error.failed_step(),
         });
     }
     // A kernel that builds now clears an old failure.

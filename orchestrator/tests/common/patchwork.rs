@@ -283,3 +283,80 @@ pub fn gunzip(path: &Path) -> Vec<u8> {
         .unwrap();
     out
 }
+
+/// The project's series on the instance, oldest first: (id, name, version,
+/// patch ids).
+pub async fn series_list(pw: &Patchwork) -> Vec<(u64, String, u64, Vec<u64>)> {
+    let mut all: Vec<(u64, String, u64, Vec<u64>)> = pw
+        .list(&format!("series/?project={PROJECT}"))
+        .await
+        .iter()
+        .map(|s| {
+            (
+                s["id"].as_u64().unwrap(),
+                s["name"].as_str().unwrap_or("").to_string(),
+                s["version"].as_u64().unwrap(),
+                s["patches"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p["id"].as_u64().unwrap())
+                    .collect(),
+            )
+        })
+        .collect();
+    all.sort();
+    all
+}
+
+/// The series named `name` at `version`.
+pub async fn series_id(pw: &Patchwork, name: &str, version: u64) -> (u64, Vec<u64>) {
+    let all = series_list(pw).await;
+    let s = all
+        .iter()
+        .find(|s| s.1.contains(name) && s.2 == version)
+        .unwrap_or_else(|| panic!("no series {name} v{version} in {all:?}"));
+    (s.0, s.3.clone())
+}
+
+/// A results dir whose patched kernel carries patchwork series `id` as
+/// `--patchwork --pw-series` leaves it (with its patch ids when `origin`),
+/// copied from the recorded default matrix so that it has a verdict.
+pub async fn results_dir(root: &Path, pw: &Patchwork, id: u64, origin: bool) -> PathBuf {
+    let (o, mbox) = mmci::series::patchwork::fetch_series(&pw.base, id, Default::default())
+        .await
+        .unwrap();
+    let series = mmci::series::assemble(&mmci::series::mails_from_mbox(&mbox), "t").unwrap();
+    super::results::write_recorded(
+        &root.join(format!("results-{id}-{origin}")),
+        &series,
+        origin.then_some(&o),
+    )
+}
+
+/// Every check on each of `patches`, as the API lists them.
+pub async fn checks(pw: &Patchwork, patches: &[u64]) -> Vec<Vec<Value>> {
+    let mut all = vec![];
+    for id in patches {
+        all.push(pw.list(&format!("patches/{id}/checks/")).await);
+    }
+    all
+}
+
+/// The POST bodies of a dry run, by URL.
+pub fn dry_posts(dry: &str) -> Vec<(String, Value)> {
+    let mut posts = vec![];
+    let mut lines = dry.lines().peekable();
+    while let Some(l) = lines.next() {
+        if let Some(url) = l.strip_prefix("POST ") {
+            let mut body = String::new();
+            while let Some(b) = lines.next_if(|b| !b.starts_with("POST ") && !b.starts_with("GET "))
+            {
+                body.push_str(b);
+                body.push('\n');
+            }
+            posts.push((url.to_string(), serde_json::from_str(&body).unwrap()));
+        }
+    }
+    posts
+}

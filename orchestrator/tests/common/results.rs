@@ -112,3 +112,58 @@ pub fn write_recorded(
     std::fs::write(&mpath, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
     dir.to_path_buf()
 }
+
+/// The runs of `variant` in results dir `dir`, by slot id (which ends in
+/// `-VARIANT-rN`).
+pub fn runs_of(dir: &Path, variant: &str) -> Vec<PathBuf> {
+    let tag = format!("-{variant}-r");
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir.join(mmci::results::dir::RUNS))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().contains(&tag))
+        .collect();
+    runs.sort();
+    runs
+}
+
+/// Puts the splats of `console` (a file of tests/fixtures/splats: a real
+/// console) on the first `n` runs of `variant` in `dir`, as mmci's
+/// detector finds them on a run's console.
+pub fn add_splats(dir: &Path, variant: &str, n: usize, console: &str) {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/splats")
+            .join(console),
+    )
+    .unwrap();
+    let splats = mmci::results::splat::detect(&text);
+    assert!(!splats.is_empty(), "{console}");
+    for run in runs_of(dir, variant).iter().take(n) {
+        let path = run.join("run.json");
+        let mut r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        r["splats"] = serde_json::to_value(&splats).unwrap();
+        std::fs::write(&path, serde_json::to_vec_pretty(&r).unwrap()).unwrap();
+    }
+}
+
+/// Rewrites `dir` as `mmci run` leaves it when `variant`'s series did not
+/// apply: its kernel among the failed ones, with the step and `error` (git
+/// am's words as mmci puts them), and none of its runs.
+pub fn not_applied(dir: &Path, variant: &str, error: &str) {
+    let mpath = dir.join(mmci::results::dir::MANIFEST);
+    let mut m = mmci::results::dir::read_manifest(dir).unwrap().unwrap();
+    let k = m.kernels.iter().position(|k| k.variant == variant).unwrap();
+    let k = m.kernels.remove(k);
+    m.failed_kernels.push(mmci::results::dir::VariantFailure {
+        variant: k.variant,
+        arch: k.arch,
+        flavour: k.flavour,
+        error: error.into(),
+        step: Some(mmci::kernel::FailedStep::Apply),
+    });
+    std::fs::write(&mpath, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    for run in runs_of(dir, variant) {
+        std::fs::remove_dir_all(run).unwrap();
+    }
+}

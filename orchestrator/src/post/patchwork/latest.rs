@@ -37,6 +37,11 @@ pub enum Decision {
         check: u64,
         state: String,
     },
+    /// A stage without a result, whose newest check (if any) is not a
+    /// pending one to close.
+    NoResult {
+        check: Option<u64>,
+    },
 }
 
 /// The newest of a context's checks: by date, then id (patchwork lists
@@ -69,11 +74,26 @@ pub fn decide(newest: Option<&Posted>, check: &Check) -> Decision {
     Decision::Post
 }
 
-/// `GET /api/1.3/patches/{id}/checks/?context=NAME`.
-pub fn checks_url(base: &str, id: u64, context: &str) -> String {
+/// Whether `check`, for a stage the results say nothing of, closes
+/// `newest`: only a pending check is closed (what `--start` opened).
+pub fn decide_close(newest: Option<&Posted>, check: &Check) -> Decision {
+    match (newest, decide(newest, check)) {
+        // Closed already, by an earlier run.
+        (_, d @ Decision::Unchanged { .. }) => d,
+        (Some(n), d) if n.state == "pending" => d,
+        (other, _) => Decision::NoResult {
+            check: other.map(|n| n.id),
+        },
+    }
+}
+
+/// `GET /api/1.3/patches/{id}/checks/`, `?context=NAME` for one context.
+pub fn checks_url(base: &str, id: u64, context: Option<&str>) -> String {
     let mut u = reqwest::Url::parse(&pw::api_url(base, &format!("patches/{id}/checks/")))
         .expect("checked base URL");
-    u.query_pairs_mut().append_pair("context", context);
+    if let Some(c) = context {
+        u.query_pairs_mut().append_pair("context", c);
+    }
     u.to_string()
 }
 
@@ -166,6 +186,22 @@ mod tests {
     }
 
     #[test]
+    fn a_stage_without_result_only_closes_a_pending_check() {
+        let warning = check(CheckState::Warning, None);
+        let cases: &[(Option<&str>, Decision)] = &[
+            (None, Decision::NoResult { check: None }),
+            (Some("pending"), Decision::Post),
+            (Some("success"), Decision::NoResult { check: Some(9) }),
+            (Some("fail"), Decision::NoResult { check: Some(9) }),
+            (Some("warning"), Decision::Unchanged { check: 9 }),
+        ];
+        for (prev, want) in cases {
+            let prev = prev.map(|s| posted(9, "2026-12-01T08:00:00", s, None));
+            assert_eq!(decide_close(prev.as_ref(), &warning), *want, "{prev:?}");
+        }
+    }
+
+    #[test]
     fn the_newest_is_by_date_then_id() {
         let mut other = posted(7, "2026-12-02T00:00:00", "fail", None);
         other.context = "mmci-build".into();
@@ -179,8 +215,12 @@ mod tests {
         assert_eq!(newest(&list, "mmci-build").map(|c| c.id), Some(7));
         assert_eq!(newest(&list, "mmci-boot"), None);
         assert_eq!(
-            checks_url("https://pw.example.org", 5, "mmci-build"),
+            checks_url("https://pw.example.org", 5, Some("mmci-build")),
             "https://pw.example.org/api/1.3/patches/5/checks/?context=mmci-build"
+        );
+        assert_eq!(
+            checks_url("https://pw.example.org", 5, None),
+            "https://pw.example.org/api/1.3/patches/5/checks/"
         );
     }
 }

@@ -9,8 +9,9 @@
 //! elsewhere is found on patchwork by each patch's message-id. The requests
 //! are built by pure functions, so that the dry run prints exactly what
 //! `--send` sends. The token is only handed to the client. `--send` first
-//! reads each patch's newest check of the context ([`latest`]) and skips a
-//! check that would say nothing new.
+//! reads each patch's newest check of each context ([`latest`]) and skips
+//! a check that would say nothing new. With `--stages`, each stage of the
+//! run has a check of its own besides the summary ([`stages`]).
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +21,7 @@ use crate::series::patchwork::{self as pw, PatchRef, PatchworkError, Request};
 use crate::series::Series;
 
 pub mod latest;
+pub mod stages;
 
 /// Environment variable holding the token (named in host/secrets, which
 /// redacts it).
@@ -35,7 +37,7 @@ pub enum PatchworkPostError {
     NoToken(String),
     #[error(transparent)]
     TokenFile(#[from] super::TokenFileError),
-    #[error("--results {0}: no kernel in it had a series applied, so there are no patches to put checks on")]
+    #[error("--results {0}: no kernel in it had a series applied, so it names no patches to put checks on: give the series with --pw-series ID")]
     NoSeries(PathBuf),
     #[error("--results {0}: the series was not read from patchwork: give --patchwork URL to find its patches by message-id")]
     NoInstance(PathBuf),
@@ -202,6 +204,79 @@ pub fn check_body(c: &Check) -> Value {
     body
 }
 
+/// A check to post on every patch, and when.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Posting {
+    pub check: Check,
+    /// Only over a pending check of its context: a stage the results say
+    /// nothing of closes what `--start` opened, and posts nothing else.
+    pub only_over_pending: bool,
+}
+
+impl Posting {
+    /// Posted unless it says nothing new ([`latest::decide`]).
+    pub fn of(check: Check) -> Posting {
+        Posting {
+            check,
+            only_over_pending: false,
+        }
+    }
+}
+
+/// `mmci-apply` for context `mmci` and stage `apply`.
+pub fn stage_context(context: &str, stage: &str) -> String {
+    format!("{context}-{stage}")
+}
+
+/// Pending on each stage of `names` (`--start --stages`).
+pub fn start_postings(context: &str, names: &[String], target_url: Option<&str>) -> Vec<Posting> {
+    names
+        .iter()
+        .map(|n| {
+            Posting::of(Check {
+                state: CheckState::Pending,
+                context: stage_context(context, n),
+                target_url: target_url.map(str::to_string),
+                description: default_description(CheckState::Pending, None),
+            })
+        })
+        .collect()
+}
+
+/// Each stage's check: its state and line when the results have them;
+/// else a warning saying why there is none, posted only over a pending
+/// check of the stage.
+pub fn stage_postings(
+    context: &str,
+    stages: &[stages::Stage],
+    target_url: Option<&str>,
+) -> Vec<Posting> {
+    stages
+        .iter()
+        .map(|s| {
+            let (state, description, only_over_pending) = match &s.outcome {
+                stages::StageOutcome::Judged { state, description } => {
+                    (*state, description.clone(), false)
+                }
+                stages::StageOutcome::NoData(why) => (
+                    CheckState::Warning,
+                    stages::one_line(&format!("mmci: no result for this stage: {why}")),
+                    true,
+                ),
+            };
+            Posting {
+                check: Check {
+                    state,
+                    context: stage_context(context, &s.name),
+                    target_url: target_url.map(str::to_string),
+                    description,
+                },
+                only_over_pending,
+            }
+        })
+        .collect()
+}
+
 /// The description a check gets without `--description`.
 pub fn default_description(
     state: CheckState,
@@ -244,6 +319,16 @@ pub fn targets_from_results(dir: &Path) -> Result<(Vec<Target>, Option<String>),
         targets(series, k.kernel.patchwork.as_ref()),
         k.kernel.patchwork.as_ref().map(|o| o.url.clone()),
     ))
+}
+
+/// The patchwork series the results dir's manifest names, if any.
+pub fn origin_in_results(dir: &Path) -> Result<Option<pw::Origin>, super::PostError> {
+    let manifest = crate::results::dir::read_manifest(dir)?
+        .ok_or_else(|| super::PostError::NoManifest(dir.to_path_buf()))?;
+    Ok(manifest
+        .kernels
+        .iter()
+        .find_map(|k| k.kernel.patchwork.clone()))
 }
 
 /// Pairs the series' patches with their patchwork ids: by message-id, and
@@ -320,34 +405,49 @@ pub struct PatchworkPost {
     pub url: String,
     pub project: Option<String>,
     pub targets: Vec<Target>,
-    pub check: Check,
+    /// The summary first, then each stage's (`--stages`).
+    pub checks: Vec<Posting>,
     /// None: a dry run.
     pub token: Option<String>,
     pub limits: pw::Limits,
 }
 
-/// The requests a dry run prints: a check per patch, preceded by the
-/// look-up of a patch whose id is not known.
+/// The requests a dry run prints: the checks on each patch, preceded by
+/// the look-up of a patch whose id is not known. A check posted only over
+/// a pending one is named first (a dry run reads nothing).
 pub fn dry_run(p: &PatchworkPost) -> String {
     let mut out = format!(
         "# dry run: nothing is sent (--send sends it, with the token of ${TOKEN_ENV} or --patchwork-token-file)\n"
     );
+    let closing: Vec<&str> = p
+        .checks
+        .iter()
+        .filter(|c| c.only_over_pending)
+        .map(|c| c.check.context.as_str())
+        .collect();
+    if !closing.is_empty() {
+        out.push_str(&format!(
+            "# no result here for {}: each is posted only over a pending check of its context (--start)\n",
+            closing.join(", ")
+        ));
+    }
     for t in &p.targets {
-        match t.id {
-            Some(id) => out.push_str(&check_request(&p.url, id, &p.check).render()),
-            None => {
-                out.push_str(
-                    &Request {
-                        method: "GET",
-                        url: lookup_url(&p.url, &t.msgid, p.project.as_deref()),
-                        body: None,
-                    }
-                    .render(),
-                );
-                let mut r = check_request(&p.url, 0, &p.check);
+        if t.id.is_none() {
+            out.push_str(
+                &Request {
+                    method: "GET",
+                    url: lookup_url(&p.url, &t.msgid, p.project.as_deref()),
+                    body: None,
+                }
+                .render(),
+            );
+        }
+        for c in &p.checks {
+            let mut r = check_request(&p.url, t.id.unwrap_or(0), &c.check);
+            if t.id.is_none() {
                 r.url = pw::api_url(&p.url, &format!("patches/{{id of <{}>}}/checks/", t.msgid));
-                out.push_str(&r.render());
             }
+            out.push_str(&r.render());
         }
     }
     out
@@ -402,60 +502,89 @@ pub async fn post(p: &PatchworkPost) -> Result<String, PatchworkPostError> {
     }
     let mut out = String::new();
     let mut posted: Vec<String> = Vec::new();
+    let total = ids.len() * p.checks.len();
+    // One context: its checks only; several: every check of the patch, once.
+    let only = match p.checks.as_slice() {
+        [one] => Some(one.check.context.as_str()),
+        _ => None,
+    };
     for (t, id) in &ids {
-        let what = format!(
-            "check `{}` on patch {id} ({}/{} {})",
-            p.check.context,
-            t.index,
-            ids.len(),
-            t.title
-        );
-        // The newest check of the context first: nothing new, nothing sent.
         let prior: Vec<latest::Posted> = match client
             .list(
-                &format!("reading the `{}` checks of patch {id}", p.check.context),
-                &latest::checks_url(&p.url, *id, &p.check.context),
+                &match only {
+                    Some(c) => format!("reading the `{c}` checks of patch {id}"),
+                    None => format!("reading the checks of patch {id}"),
+                },
+                &latest::checks_url(&p.url, *id, only),
             )
             .await
         {
             Ok(l) => l,
-            Err(e) => return Err(partial(e, &posted, ids.len())),
+            Err(e) => return Err(partial(e, &posted, total)),
         };
-        match latest::decide(latest::newest(&prior, &p.check.context).as_ref(), &p.check) {
-            latest::Decision::Unchanged { check } => {
-                out.push_str(&format!(
-                    "{what}: unchanged ({}, check {check}), not posted again\n",
-                    p.check.state.as_str()
-                ));
-                continue;
+        for c in &p.checks {
+            let check = &c.check;
+            let what = format!(
+                "check `{}` on patch {id} ({}/{} {})",
+                check.context,
+                t.index,
+                ids.len(),
+                t.title
+            );
+            // The newest check of the context first: nothing new, nothing sent.
+            let newest = latest::newest(&prior, &check.context);
+            let decision = if c.only_over_pending {
+                latest::decide_close(newest.as_ref(), check)
+            } else {
+                latest::decide(newest.as_ref(), check)
+            };
+            match decision {
+                latest::Decision::Unchanged { check: n } => {
+                    out.push_str(&format!(
+                        "{what}: unchanged ({}, check {n}), not posted again\n",
+                        check.state.as_str()
+                    ));
+                    continue;
+                }
+                latest::Decision::KeepFinal { check: n, state } => {
+                    out.push_str(&format!(
+                        "{what}: already final ({state}, check {n}), not set back to pending\n"
+                    ));
+                    continue;
+                }
+                latest::Decision::NoResult { check: n } => {
+                    out.push_str(&format!(
+                        "{what}: no result for this stage, {}\n",
+                        match n {
+                            Some(n) =>
+                                format!("and its newest check ({n}) is not pending: not posted"),
+                            None => "and no pending check of it: not posted".into(),
+                        }
+                    ));
+                    continue;
+                }
+                latest::Decision::Post => {}
             }
-            latest::Decision::KeepFinal { check, state } => {
-                out.push_str(&format!(
-                    "{what}: already final ({state}, check {check}), not set back to pending\n"
-                ));
-                continue;
+            let req = check_request(&p.url, *id, check);
+            match client
+                .send_json(&format!("creating a check on patch {id}"), &req)
+                .await
+            {
+                Ok(v) => {
+                    let n = v.get("id").and_then(Value::as_u64);
+                    out.push_str(&format!(
+                        "check {} `{}` {} on patch {id} ({}/{} {})\n",
+                        n.map_or_else(|| "?".into(), |c| c.to_string()),
+                        check.context,
+                        check.state.as_str(),
+                        t.index,
+                        ids.len(),
+                        t.title
+                    ));
+                    posted.push(format!("`{}` on patch {id}", check.context));
+                }
+                Err(e) => return Err(partial(e, &posted, total)),
             }
-            latest::Decision::Post => {}
-        }
-        let req = check_request(&p.url, *id, &p.check);
-        match client
-            .send_json(&format!("creating a check on patch {id}"), &req)
-            .await
-        {
-            Ok(v) => {
-                let check = v.get("id").and_then(Value::as_u64);
-                out.push_str(&format!(
-                    "check {} `{}` {} on patch {id} ({}/{} {})\n",
-                    check.map_or_else(|| "?".into(), |c| c.to_string()),
-                    p.check.context,
-                    p.check.state.as_str(),
-                    t.index,
-                    ids.len(),
-                    t.title
-                ));
-                posted.push(format!("patch {id}"));
-            }
-            Err(e) => return Err(partial(e, &posted, ids.len())),
         }
     }
     Ok(out)
@@ -495,91 +624,4 @@ pub fn resolve_token(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn contexts_and_urls() {
-        for ok in ["mmci", "mmci-mm", "mmci-x86_64-smoke"] {
-            assert!(check_context(ok).is_ok(), "{ok}");
-        }
-        for bad in ["", "mmci-", "other", "mmci x", "mmci/mm", "mmcix"] {
-            assert!(check_context(bad).is_err(), "{bad}");
-        }
-        assert!(check_context(&format!("mmci-{}", "a".repeat(251))).is_err());
-        let long = format!("https://x.org/{}", "a".repeat(200));
-        let cases: &[(&str, Option<&str>)] = &[
-            ("https://github.com/o/r/actions/runs/1", None),
-            ("http://localhost:8080/run/1", None),
-            ("http://127.0.0.1:18000/x", None),
-            ("https://[::1]/x", None),
-            ("https://ci.xn--p1ai/r", None),
-            (
-                "https://ci/runs/1",
-                Some("not a domain name with a top-level domain"),
-            ),
-            ("https://ci.example.c1/r", Some("not a domain name")),
-            (
-                "https://bad_host.example.org/r",
-                Some("a label patchwork refuses"),
-            ),
-            (
-                "https://-x.example.org/r",
-                Some("a label patchwork refuses"),
-            ),
-            ("ftp://x.org/y", Some("not http(s)")),
-            ("not a url", Some("white space")),
-            ("/runs/1", Some("not a URL")),
-            (&long, Some("longer than 200")),
-        ];
-        for (url, want) in cases {
-            match (check_target_url(url), want) {
-                (Ok(()), None) => {}
-                (Err(e), Some(w)) => assert!(e.to_string().contains(w), "{url}: {e}"),
-                (got, _) => panic!("{url}: {got:?}"),
-            }
-        }
-    }
-
-    #[test]
-    fn states_follow_the_verdict() {
-        use crate::analysis::Status;
-        let cases = [
-            (Status::Pass, "success"),
-            (Status::Fail, "fail"),
-            (Status::Inconclusive, "warning"),
-        ];
-        for (s, want) in cases {
-            assert_eq!(CheckState::of_verdict(s).as_str(), want);
-        }
-    }
-
-    #[test]
-    fn bodies_and_lookups() {
-        let c = Check {
-            state: CheckState::Warning,
-            context: "mmci".into(),
-            target_url: None,
-            description: "d".into(),
-        };
-        assert_eq!(
-            check_body(&c),
-            json!({"state": "warning", "context": "mmci", "description": "d"})
-        );
-        assert_eq!(
-            lookup_url("https://pw.example.org", "a+b/c@x.org", Some("linux-mm")),
-            "https://pw.example.org/api/1.3/patches/?msgid=a%2Bb%2Fc%40x.org&project=linux-mm"
-        );
-        let e = resolve_token(None, TOKEN_ENV, |_| Some("  ".into())).unwrap_err();
-        assert!(e.to_string().contains("$MMCI_PATCHWORK_TOKEN"), "{e}");
-        assert_eq!(
-            resolve_token(None, TOKEN_ENV, |_| Some("t0k\n".into())).unwrap(),
-            "t0k"
-        );
-        // --patchwork-token-env names another variable: that one is read.
-        let env = |k: &str| (k == "PW_BOT").then(|| "bot-token".to_string());
-        assert_eq!(resolve_token(None, "PW_BOT", env).unwrap(), "bot-token");
-        let e = resolve_token(None, "PW_OTHER", env).unwrap_err();
-        assert!(e.to_string().contains("$PW_OTHER"), "{e}");
-    }
-}
+mod tests;
