@@ -17,6 +17,8 @@ pub mod prerequisite;
 pub mod revision;
 pub mod show;
 pub mod subject;
+#[cfg(test)]
+pub(crate) mod test_mail;
 pub mod thread;
 
 use std::path::PathBuf;

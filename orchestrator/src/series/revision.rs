@@ -356,25 +356,10 @@ pub fn left_out(t: &Thread, choice: &Choice) -> Vec<LeftOut> {
 mod tests {
     use crate::series::{assemble_with, Mail, Selection};
 
-    const DIFF: &str = "msg\n---\ndiff --git a/mm/vmscan.c b/mm/vmscan.c\n";
-
     /// A mail of A U Thor `id`, In-Reply-To `parent` (References: it).
     fn mail(subject: &str, id: &str, parent: Option<&str>) -> Mail {
-        let body = if subject.contains(" 0/") {
-            "text"
-        } else {
-            DIFF
-        };
-        Mail {
-            subject: subject.into(),
-            message_id: id.into(),
-            from: "A U Thor <a@example.org>".into(),
-            body: body.into(),
-            raw: format!("Subject: {subject}\n\n{body}").into_bytes(),
-            in_reply_to: parent.map(str::to_string),
-            references: parent.into_iter().map(str::to_string).collect(),
-            ..Mail::default()
-        }
+        let author = "A U Thor <a@example.org>";
+        crate::series::test_mail::mail(subject, id, author, parent.as_slice())
     }
 
     /// Mails that come after a complete posting and are no newer

@@ -402,28 +402,53 @@ mod tests {
     use super::*;
     use crate::matrix::plan::tests::plan_of;
 
+    /// A one-cell plan of these `kernels:` lines, read in `dir`.
+    fn with_kernels(dir: &Path, kernels: &str) -> Result<Plan, MatrixError> {
+        from_text(
+            &format!("axes:\n  threads: [1]\nkernels:\n{kernels}"),
+            "m.yaml",
+            dir,
+            &Overrides::default(),
+        )
+    }
+
+    /// Table rows of `kernels:` lines and what each variant gets (`got`
+    /// of it), or a part of the error: each checked.
+    fn check_kernels<T: PartialEq<W> + std::fmt::Debug, W: std::fmt::Debug>(
+        dir: &Path,
+        cases: Vec<(&str, Result<Vec<W>, &str>)>,
+        got: impl Fn(&Variant) -> T,
+    ) {
+        for (kernels, want) in cases {
+            match (with_kernels(dir, kernels), want) {
+                (Ok(p), Ok(want)) => {
+                    assert_eq!(
+                        p.variants.iter().map(&got).collect::<Vec<_>>(),
+                        want,
+                        "{kernels}"
+                    )
+                }
+                (Err(e), Err(w)) => assert!(e.to_string().contains(w), "{kernels}: {e}"),
+                (Ok(p), Err(w)) => panic!("{kernels}: a plan of {:?}, want {w}", p.variants.len()),
+                (Err(e), Ok(_)) => panic!("{kernels}: {e}"),
+            }
+        }
+    }
+
     #[test]
     fn kernel_revisions() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("t.mbox"), "").unwrap();
-        let plan = |kernels: &str| {
-            from_text(
-                &format!("axes:\n  threads: [1]\nkernels:\n{kernels}"),
-                "m.yaml",
-                dir.path(),
-                &Overrides::default(),
-            )
-        };
+        let plan = |kernels: &str| with_kernels(dir.path(), kernels);
         // (kernels:, the error or the revisions of the variants)
-        type Case<'a> = (&'a str, Result<&'a [Option<u32>], &'a str>);
-        let cases: &[Case] = &[
+        let cases = vec![
             (
                 "  - name: base\n  - name: v1\n    series: t.mbox\n    revision: 1\n  - name: v2\n    series: t.mbox\n",
-                Ok(&[None, Some(1), None]),
+                Ok(vec![None, Some(1), None]),
             ),
             (
                 "  - name: base\n  - name: v3\n    lore: x@y\n    revision: 3\n",
-                Ok(&[None, Some(3)]),
+                Ok(vec![None, Some(3)]),
             ),
             (
                 "  - name: base\n  - name: v0\n    series: t.mbox\n    revision: 0\n",
@@ -438,17 +463,7 @@ mod tests {
                 Err("line 7"),
             ),
         ];
-        for (kernels, want) in cases {
-            match (plan(kernels), want) {
-                (Ok(p), Ok(revs)) => assert_eq!(
-                    p.variants.iter().map(|v| v.revision).collect::<Vec<_>>(),
-                    *revs,
-                    "{kernels}"
-                ),
-                (Err(e), Err(w)) => assert!(e.to_string().contains(w), "{kernels}: {e}"),
-                (got, want) => panic!("{kernels}: got {got:?}, want {want:?}"),
-            }
-        }
+        check_kernels(dir.path(), cases, |v| v.revision);
         // The revision is part of what the plan runs, and of how a report
         // names the kernel.
         let one =
@@ -466,20 +481,12 @@ mod tests {
     fn kernel_command_lines() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("t.mbox"), "").unwrap();
-        let plan = |kernels: &str| {
-            from_text(
-                &format!("axes:\n  threads: [1]\nkernels:\n{kernels}"),
-                "m.yaml",
-                dir.path(),
-                &Overrides::default(),
-            )
-        };
+        let plan = |kernels: &str| with_kernels(dir.path(), kernels);
         // (kernels:, the error or each variant's command line)
-        type Case<'a> = (&'a str, Result<&'a [&'a [&'a str]], &'a str>);
-        let cases: &[Case] = &[
+        let cases = vec![
             (
                 "  - name: base\n  - name: warn\n    series: t.mbox\n    cmdline: [mmci_test_fault=warn:300]\n  - name: off\n    cmdline: [numa_balancing=disable, nokaslr]\n",
-                Ok(&[&[], &["mmci_test_fault=warn:300"], &["numa_balancing=disable", "nokaslr"]]),
+                Ok(vec!["", "mmci_test_fault=warn:300", "numa_balancing=disable nokaslr"]),
             ),
             (
                 "  - name: base\n  - name: p\n    cmdline: [\"a b\"]\n",
@@ -502,23 +509,7 @@ mod tests {
                 Err("cmdline ``: give one parameter"),
             ),
         ];
-        for (kernels, want) in cases {
-            match (plan(kernels), want) {
-                (Ok(p), Ok(lines)) => assert_eq!(
-                    p.variants
-                        .iter()
-                        .map(|v| v.cmdline.clone())
-                        .collect::<Vec<_>>(),
-                    lines
-                        .iter()
-                        .map(|l| l.iter().map(|w| w.to_string()).collect::<Vec<_>>())
-                        .collect::<Vec<_>>(),
-                    "{kernels}"
-                ),
-                (Err(e), Err(w)) => assert!(e.to_string().contains(w), "{kernels}: {e}"),
-                (got, want) => panic!("{kernels}: got {got:?}, want {want:?}"),
-            }
-        }
+        check_kernels(dir.path(), cases, |v| v.cmdline.join(" "));
         // The command line is part of what the plan runs, of the manifest
         // and of how a report names the kernel.
         let with =
@@ -543,24 +534,16 @@ mod tests {
     fn kernel_patch_picks() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("t.mbox"), "").unwrap();
-        let plan = |kernels: &str| {
-            from_text(
-                &format!("axes:\n  threads: [1]\nkernels:\n{kernels}"),
-                "m.yaml",
-                dir.path(),
-                &Overrides::default(),
-            )
-        };
-        // (kernels:, the error or each variant's pick)
-        type Case<'a> = (&'a str, Result<&'a [Option<&'a str>], &'a str>);
-        let cases: &[Case] = &[
+        let plan = |kernels: &str| with_kernels(dir.path(), kernels);
+        // (kernels:, the error or each variant's pick, `-` for none)
+        let cases = vec![
             (
                 "  - name: base\n  - name: p1\n    series: t.mbox\n    patches: \"1\"\n  - name: all\n    series: t.mbox\n",
-                Ok(&[None, Some("1"), None]),
+                Ok(vec!["-", "1", "-"]),
             ),
             (
                 "  - name: base\n  - name: p\n    lore: x@y\n    patches: 1-2\n",
-                Ok(&[None, Some("1-2")]),
+                Ok(vec!["-", "1-2"]),
             ),
             (
                 "  - name: base\n  - name: p\n    series: t.mbox\n    patches: 2-1\n",
@@ -571,23 +554,10 @@ mod tests {
                 Err("line 4 column 5: kernel `base`: `patches` picks patches of a series: give it with `series`, `lore`, `github_pr` or `patchwork`"),
             ),
         ];
-        for (kernels, want) in cases {
-            match (plan(kernels), want) {
-                (Ok(p), Ok(picks)) => assert_eq!(
-                    p.variants
-                        .iter()
-                        .map(|v| v.patches.as_ref().map(|p| p.to_string()))
-                        .collect::<Vec<_>>(),
-                    picks
-                        .iter()
-                        .map(|p| p.map(String::from))
-                        .collect::<Vec<_>>(),
-                    "{kernels}"
-                ),
-                (Err(e), Err(w)) => assert!(e.to_string().contains(w), "{kernels}: {e}"),
-                (got, want) => panic!("{kernels}: got {got:?}, want {want:?}"),
-            }
-        }
+        check_kernels(dir.path(), cases, |v| {
+            v.patches.as_ref().map_or("-".into(), |p| p.to_string())
+        });
+
         // The pick is part of what the plan runs, of the manifest, and of
         // how a report names the kernel; a plan without one keeps its
         // fingerprint.

@@ -182,30 +182,11 @@ impl Thread<'_> {
 
 #[cfg(test)]
 mod tests {
+    use crate::series::test_mail::mail;
     use crate::series::{assemble_with, Mail, Selection};
 
-    const DIFF: &str = "msg\n---\ndiff --git a/mm/vmscan.c b/mm/vmscan.c\n";
     const AUTHOR: &str = "A U Thor <a@example.org>";
     const REVIEWER: &str = "R Eviewer <r@example.org>";
-
-    /// A mail `id` In-Reply-To the last of `refs` (References: all of them).
-    fn mail(subject: &str, id: &str, from: &str, refs: &[&str]) -> Mail {
-        let body = if subject.starts_with("Re:") || subject.contains(" 0/") {
-            "text"
-        } else {
-            DIFF
-        };
-        Mail {
-            subject: subject.into(),
-            message_id: id.into(),
-            from: from.into(),
-            body: body.into(),
-            raw: format!("Subject: {subject}\n\n{body}").into_bytes(),
-            in_reply_to: refs.last().map(|r| r.to_string()),
-            references: refs.iter().map(|r| r.to_string()).collect(),
-            ..Mail::default()
-        }
-    }
 
     fn series(n: u32, v: u32, cover_refs: &[&str]) -> Vec<Mail> {
         let c = format!("c{v}");

@@ -74,27 +74,12 @@ impl Thread<'_> {
 mod tests {
     use crate::series::{assemble_with, Mail, Selection};
 
-    const DIFF: &str = "msg\n---\ndiff --git a/mm/execmem.c b/mm/execmem.c\n";
     const AUTHOR: &str = "A U Thor <a@example.org>";
     const OTHER: &str = "O Ther <o@example.org>";
 
     /// A mail `id` of `from` In-Reply-To `parent` (References: it).
     fn mail(subject: &str, id: &str, from: &str, parent: Option<&str>) -> Mail {
-        let body = if subject.contains(" 0/") {
-            "text"
-        } else {
-            DIFF
-        };
-        Mail {
-            subject: subject.into(),
-            message_id: id.into(),
-            from: from.into(),
-            body: body.into(),
-            raw: format!("Subject: {subject}\n\n{body}").into_bytes(),
-            in_reply_to: parent.map(str::to_string),
-            references: parent.into_iter().map(str::to_string).collect(),
-            ..Mail::default()
-        }
+        crate::series::test_mail::mail(subject, id, from, parent.as_slice())
     }
 
     fn a(subject: &str, id: &str, parent: Option<&str>) -> Mail {
