@@ -35,7 +35,7 @@ fn faulty(name: &str, fault: &str) -> String {
     )
 }
 
-/// Scenario A at 64 threads, one run per kernel: a splat fails the verdict
+/// Scenario A at 16 threads, one run per kernel: a splat fails the verdict
 /// whatever the statistics, so one run each is enough.
 fn matrix(kernels: &str) -> String {
     format!(

@@ -217,6 +217,50 @@ async fn mbox_series_on_mm_dispatched_once_across_restarts() {
     assert_eq!(o.stdout, b"", "{}", out(&o));
 }
 
+/// An older revision found with or after its newer one (a feed lists
+/// newest first; a thread can come late) is never dispatched: in the same
+/// pass it is left out, after it is said once and recorded as skipped.
+#[tokio::test]
+async fn an_older_revision_found_after_the_newer_one_is_not_dispatched() {
+    let server = MockServer::start().await;
+    dispatches(&server).await;
+    let api = server.uri();
+    let tmp = tempfile::tempdir().unwrap();
+    let mbox = tmp.path().join("linux-mm.mbox");
+    let state = tmp.path().join("state.json");
+    let args = [
+        "--mbox",
+        mbox.to_str().unwrap(),
+        "--dispatch",
+        "mm/ci",
+        "--github-api",
+        &api,
+        "--state",
+        state.to_str().unwrap(),
+    ];
+    let env = [("GITHUB_TOKEN", TOKEN)];
+    // v2 listed before v1, both new: v2 alone.
+    std::fs::write(&mbox, [v2_series(), bundled_mbox()].concat()).unwrap();
+    let o = mmci_async(&args, &env).await;
+    assert!(o.status.success(), "{}", out(&o));
+    let s = http::seen(&server).await;
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0].body["client_payload"]["version"], 2);
+    // v1 alone, later (a late thread): skipped, said once, nothing sent.
+    std::fs::write(&mbox, bundled_mbox()).unwrap();
+    let o = mmci_async(&args, &env).await;
+    assert!(o.status.success(), "{}", out(&o));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "[PATCH v1 0/2] mm/vmscan: account and throttle MGLRU isolation: skipped: superseded by \
+         v2 cover.1796033954.v2.git.mmci-dev@example.org (handled before)\n"
+    );
+    assert_eq!(http::seen(&server).await.len(), 1);
+    let o = mmci_async(&args, &env).await;
+    assert_eq!(o.stdout, b"", "{}", out(&o));
+    assert_eq!(http::seen(&server).await.len(), 1);
+}
+
 #[tokio::test]
 async fn lore_atom_feed_threads_fetched_and_dispatched() {
     let thread = bundled_mbox().into_bytes();

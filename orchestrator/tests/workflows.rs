@@ -1694,7 +1694,7 @@ fn matrix_step(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String,
     std::fs::write(
         bin.join("mmci"),
         format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nif [ \"$1\" = merge ]; then mkdir -p \"$3\"; fi\nif [ \"$1\" = report ]; then for a; do case \"$prev\" in --output) echo report > \"$a\" ;; esac; prev=$a; done; fi\nexit 0\n",
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nif [ \"$1\" = merge ]; then mkdir -p \"$3\" && echo {{}} > \"$3/manifest.json\"; fi\nif [ \"$1\" = report ]; then for a; do case \"$prev\" in --output) echo report > \"$a\" ;; esac; prev=$a; done; fi\nexit 0\n",
             log.display()
         ),
     )

@@ -242,6 +242,7 @@ mod tests {
         for both in [
             &["--api", "http://a", "--github-api", "http://b"][..],
             &["--token-file", "a", "--github-token-file", "b"][..],
+            &["--token-env", "A", "--github-token-env", "B"][..],
         ] {
             let args: Vec<&str> = start.iter().chain(both).copied().collect();
             assert!(

@@ -257,7 +257,12 @@ pub struct OldGitHubOptions {
     #[arg(long, hide = true, value_name = "URL", conflicts_with = "github_api")]
     pub api: Option<String>,
     /// Old spelling of --github-token-env (deprecated).
-    #[arg(long, hide = true, value_name = "VAR")]
+    #[arg(
+        long,
+        hide = true,
+        value_name = "VAR",
+        conflicts_with = "github_token_env"
+    )]
     pub token_env: Option<String>,
     /// Old spelling of --github-token-file (deprecated).
     #[arg(
@@ -302,7 +307,12 @@ impl GitHubAccess {
             Some(path) => crate::post::read_token_file("--github-token-file", path)
                 .map(Some)
                 .map_err(|e| AppError::BadOption(e.to_string())),
-            None => Ok(nonempty(env(&self.github_token_env)).map(|t| t.trim().to_string())),
+            None => Ok(nonempty(env(&self.github_token_env)).map(|t| {
+                // Whatever the variable's name: redacted like the default's.
+                let t = t.trim().to_string();
+                crate::post::remember_secret(&t);
+                t
+            })),
         }
     }
 }

@@ -406,8 +406,19 @@ pub async fn patchwork_post(
         None => targets,
     };
     // The verdict only when it decides something: a state, a text, stages.
+    // A summary given whole (--state and --description) is posted even
+    // when the results cannot be analysed (a build or shard failed and left
+    // a partial dir): the stages then say they have no result.
+    let given = a.state.is_some() && a.description.is_some();
     let verdict = match &a.results {
-        _ if a.start || (a.state.is_some() && a.description.is_some() && !a.stages) => None,
+        _ if a.start || (given && !a.stages) => None,
+        Some(dir) if given => match a.analysis.analyse(dir) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!(error = %e, "the results cannot be analysed: the stages get no result");
+                None
+            }
+        },
         Some(dir) => Some(a.analysis.analyse(dir)?),
         None => None,
     };
@@ -467,11 +478,16 @@ fn stage_checks(
     verdict: Option<&crate::analysis::Comparison>,
 ) -> Result<Vec<crate::post::patchwork::Posting>, AppError> {
     use crate::post::patchwork::{self as pw, stages};
+    // Without a readable manifest, a summary given whole still goes out
+    // (see patchwork_post); otherwise it is bad input.
+    let given = a.state.is_some() && a.description.is_some();
     let manifest = match &a.results {
-        Some(dir) => Some(
-            crate::results::dir::read_manifest(dir)?
-                .ok_or_else(|| crate::post::PostError::NoManifest(dir.clone()))?,
-        ),
+        Some(dir) => match crate::results::dir::read_manifest(dir) {
+            Ok(Some(m)) => Some(m),
+            Ok(None) | Err(_) if given => None,
+            Ok(None) => return Err(crate::post::PostError::NoManifest(dir.clone()).into()),
+            Err(e) => return Err(e.into()),
+        },
         None => None,
     };
     let url = a.target_url.as_deref();

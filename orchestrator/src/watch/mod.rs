@@ -486,6 +486,13 @@ pub async fn pass(
     }
     let mut lines = Vec::new();
     let store = state_path.with_extension("series");
+    // The newest revision of each series in this pass: an older one is
+    // not tested beside it, whatever order the source lists them in.
+    let mut newest: BTreeMap<String, u32> = BTreeMap::new();
+    for f in &found {
+        let v = newest.entry(state::revision_key(&f.series)).or_default();
+        *v = (*v).max(f.series.version);
+    }
     for f in found {
         let hash = f.series.hash.clone();
         if state.series.contains_key(&hash) {
@@ -493,6 +500,26 @@ pub async fn pass(
         }
         if !touches(&f.series, prefixes) {
             tracing::debug!(subject = %f.subject(), "does not touch the watched paths");
+            continue;
+        }
+        let key = state::revision_key(&f.series);
+        if newest.get(&key).is_some_and(|v| *v > f.series.version) {
+            tracing::info!(subject = %f.subject(), "skipped: a newer revision of the series is in this pass");
+            continue;
+        }
+        if let Some(newer) = state.newer_than(&key, f.series.version) {
+            // Said once: recorded as handled (skipped).
+            let what = format!(
+                "skipped: superseded by v{} {} (handled before)",
+                newer.version, newer.message_id
+            );
+            lines.push(format!("{}: {what}", f.subject()));
+            let mut h = Handled::new(&f.series, f.subject(), f.message_id(), what);
+            h.superseded_by = Some(format!("v{} {}", newer.version, newer.message_id));
+            state.series.insert(hash, h);
+            if !dry_run {
+                state.save(state_path)?;
+            }
             continue;
         }
         let what = match action {

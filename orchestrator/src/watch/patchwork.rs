@@ -347,6 +347,16 @@ async fn act(
         tracing::debug!(series = id, subject = %f.subject(), "does not touch the watched paths");
         return Ok(None);
     }
+    // A newer revision handled in an earlier pass: this one is not tested.
+    let key = super::state::revision_key(&f.series);
+    if let Some(newer) = state.newer_than(&key, f.series.version) {
+        let by = format!("v{} {}", newer.version, newer.message_id);
+        let what = format!("skipped: superseded by {by} (handled before)");
+        let line = format!("{} (patchwork series {id}): {what}", f.subject());
+        let mut h = Handled::new(&f.series, f.subject(), f.message_id(), what);
+        h.superseded_by = Some(by);
+        return Ok(Some((line, hash, h)));
+    }
     let what = match action {
         Action::Dispatch { api, repo, auth } => {
             let body = dispatch_body(&f, src, id);

@@ -149,6 +149,16 @@ impl State {
             .retain(|_, f| f.unix.saturating_add(FAILURE_MEMORY.as_secs()) >= now);
     }
 
+    /// A revision of the series `key` names newer than `version` that was
+    /// handled already: an older one found later (a retry, a late thread,
+    /// a feed listing newest first) is then not tested.
+    pub fn newer_than(&self, key: &str, version: u32) -> Option<&Handled> {
+        self.series
+            .values()
+            .filter(|h| h.revision_key.as_deref() == Some(key) && h.version > version)
+            .max_by_key(|h| h.version)
+    }
+
     /// Marks stale every handled older revision of the series `newer`
     /// handles (same [`revision_key`], a lower version, not marked yet):
     /// an earlier pass dispatched or ran it, and its results no longer

@@ -201,8 +201,13 @@ fn apply(m: &Manifest, candidates: &[&str]) -> StageOutcome {
     }
 }
 
+/// The first 12 characters of a commit id (a manifest's, which a series'
+/// build could have rewritten: any text, so cut on a char boundary).
 fn short(commit: &str) -> &str {
-    &commit[..commit.len().min(12)]
+    commit
+        .char_indices()
+        .nth(12)
+        .map_or(commit, |(i, _)| &commit[..i])
 }
 
 /// Every kernel of the candidate built, or which did not. A kernel whose
