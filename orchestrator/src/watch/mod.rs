@@ -447,13 +447,41 @@ pub enum Action {
     },
 }
 
+/// What names one series across its revisions, as a maintainer tells a
+/// v2 from another series: the title without `[PATCH vN n/M]` (the cover
+/// letter's, else the first patch's), lower-cased, and the author's
+/// address (two authors' series of one title are two series).
+pub fn revision_key(series: &Series) -> String {
+    let title = series
+        .cover
+        .as_ref()
+        .and_then(|c| series::parse_subject(&c.subject).map(|t| t.title))
+        .or_else(|| series.patches.first().map(|p| p.title.clone()))
+        .unwrap_or_default();
+    let from = series
+        .cover
+        .as_ref()
+        .map(|c| c.from.clone())
+        .or_else(|| series.patches.first().map(|p| p.from.clone()))
+        .unwrap_or_default();
+    format!(
+        "{} <{}>",
+        title
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .to_lowercase(),
+        series::mail::address_of(&from).to_lowercase()
+    )
+}
+
 /// The body of the dispatch: what series.yml reads. `series_key` (a hash
-/// of [`state::revision_key`]: the same for every revision of a series)
+/// of [`revision_key`]: the same for every revision of a series)
 /// is series.yml's concurrency group, so a v2's run cancels its v1's run
 /// still in progress.
 pub fn dispatch_body(f: &Found) -> serde_json::Value {
     use sha2::Digest;
-    let key = sha2::Sha256::digest(state::revision_key(&f.series).as_bytes());
+    let key = sha2::Sha256::digest(revision_key(&f.series).as_bytes());
     serde_json::json!({
         "event_type": "mmci-series",
         "client_payload": {
@@ -490,7 +518,7 @@ pub async fn pass(
     // not tested beside it, whatever order the source lists them in.
     let mut newest: BTreeMap<String, u32> = BTreeMap::new();
     for f in &found {
-        let v = newest.entry(state::revision_key(&f.series)).or_default();
+        let v = newest.entry(revision_key(&f.series)).or_default();
         *v = (*v).max(f.series.version);
     }
     for f in found {
@@ -502,7 +530,7 @@ pub async fn pass(
             tracing::debug!(subject = %f.subject(), "does not touch the watched paths");
             continue;
         }
-        let key = state::revision_key(&f.series);
+        let key = revision_key(&f.series);
         if newest.get(&key).is_some_and(|v| *v > f.series.version) {
             tracing::info!(subject = %f.subject(), "skipped: a newer revision of the series is in this pass");
             continue;

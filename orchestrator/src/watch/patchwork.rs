@@ -348,7 +348,7 @@ async fn act(
         return Ok(None);
     }
     // A newer revision handled in an earlier pass: this one is not tested.
-    let key = super::state::revision_key(&f.series);
+    let key = super::revision_key(&f.series);
     if let Some(newer) = state.newer_than(&key, f.series.version) {
         let by = format!("v{} {}", newer.version, newer.message_id);
         let what = format!("skipped: superseded by {by} (handled before)");

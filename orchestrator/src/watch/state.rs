@@ -43,7 +43,7 @@ pub struct Handled {
     /// "dispatched to OWNER/REPO", "ran: exit 0", "skipped: ..."
     pub action: String,
     pub unix: u64,
-    /// What names the series across its revisions ([`revision_key`]);
+    /// What names the series across its revisions ([`super::revision_key`]);
     /// absent in states written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision_key: Option<String>,
@@ -61,38 +61,10 @@ impl Handled {
             version: series.version,
             action,
             unix: crate::post::github::now(),
-            revision_key: Some(revision_key(series)),
+            revision_key: Some(super::revision_key(series)),
             superseded_by: None,
         }
     }
-}
-
-/// What names one series across its revisions, as a maintainer tells a
-/// v2 from another series: the title without `[PATCH vN n/M]` (the cover
-/// letter's, else the first patch's), lower-cased, and the author's
-/// address (two authors' series of one title are two series).
-pub fn revision_key(series: &Series) -> String {
-    let title = series
-        .cover
-        .as_ref()
-        .and_then(|c| crate::series::parse_subject(&c.subject).map(|t| t.title))
-        .or_else(|| series.patches.first().map(|p| p.title.clone()))
-        .unwrap_or_default();
-    let from = series
-        .cover
-        .as_ref()
-        .map(|c| c.from.clone())
-        .or_else(|| series.patches.first().map(|p| p.from.clone()))
-        .unwrap_or_default();
-    format!(
-        "{} <{}>",
-        title
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .to_lowercase(),
-        crate::series::mail::address_of(&from).to_lowercase()
-    )
 }
 
 impl State {
@@ -160,7 +132,7 @@ impl State {
     }
 
     /// Marks stale every handled older revision of the series `newer`
-    /// handles (same [`revision_key`], a lower version, not marked yet):
+    /// handles (same [`super::revision_key`], a lower version, not marked yet):
     /// an earlier pass dispatched or ran it, and its results no longer
     /// speak for the series. One line per revision marked.
     pub fn supersede(&mut self, newer: &Handled) -> Vec<String> {
@@ -200,6 +172,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::watch::revision_key;
 
     fn series(subject: &str, from: &str, version: u32) -> Series {
         let mails = crate::series::mails_from_mbox(
