@@ -107,6 +107,23 @@ async fn mmci_async(args: &[&str], env: &[(&str, &str)]) -> Output {
     cmd.output().await.unwrap()
 }
 
+/// `watch` over the mbox `mbox`, dispatching to mm/ci on `api`, its state
+/// in `state`.
+fn mbox_dispatch_args(mbox: &Path, api: &str, state: &Path) -> Vec<String> {
+    [
+        "--mbox",
+        mbox.to_str().unwrap(),
+        "--dispatch",
+        "mm/ci",
+        "--github-api",
+        api,
+        "--state",
+        state.to_str().unwrap(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 fn out(o: &Output) -> String {
     format!(
         "{}{}",
@@ -124,16 +141,8 @@ async fn mbox_series_on_mm_dispatched_once_across_restarts() {
     let mbox = tmp.path().join("linux-mm.mbox");
     let state = tmp.path().join("state.json");
     std::fs::write(&mbox, [bundled_mbox(), noise(), drivers_series()].concat()).unwrap();
-    let args = [
-        "--mbox",
-        mbox.to_str().unwrap(),
-        "--dispatch",
-        "mm/ci",
-        "--github-api",
-        &api,
-        "--state",
-        state.to_str().unwrap(),
-    ];
+    let args = mbox_dispatch_args(&mbox, &api, &state);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let env = [("GITHUB_TOKEN", TOKEN)];
     let o = mmci_async(&args, &env).await;
     assert!(o.status.success(), "{}", out(&o));
@@ -228,16 +237,8 @@ async fn an_older_revision_found_after_the_newer_one_is_not_dispatched() {
     let tmp = tempfile::tempdir().unwrap();
     let mbox = tmp.path().join("linux-mm.mbox");
     let state = tmp.path().join("state.json");
-    let args = [
-        "--mbox",
-        mbox.to_str().unwrap(),
-        "--dispatch",
-        "mm/ci",
-        "--github-api",
-        &api,
-        "--state",
-        state.to_str().unwrap(),
-    ];
+    let args = mbox_dispatch_args(&mbox, &api, &state);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let env = [("GITHUB_TOKEN", TOKEN)];
     // v2 listed before v1, both new: v2 alone.
     std::fs::write(&mbox, [v2_series(), bundled_mbox()].concat()).unwrap();
