@@ -482,6 +482,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("t.mbox"), "").unwrap();
         let plan = |kernels: &str| with_kernels(dir.path(), kernels);
+        let long_cmdline = format!(
+            "  - name: base\n  - name: p\n    cmdline: [x={}]\n",
+            "y".repeat(300)
+        );
         // (kernels:, the error or each variant's command line)
         let cases = vec![
             (
@@ -507,6 +511,14 @@ mod tests {
             (
                 "  - name: base\n  - name: p\n    cmdline: [\"\"]\n",
                 Err("cmdline ``: give one parameter"),
+            ),
+            (
+                &long_cmdline,
+                Err("give one parameter of 1 to 256 characters"),
+            ),
+            (
+                "  - name: base\n  - name: p\n    cmdline: [\"a\\tb\"]\n",
+                Err("one word of printable ASCII"),
             ),
         ];
         check_kernels(dir.path(), cases, |v| v.cmdline.join(" "));
