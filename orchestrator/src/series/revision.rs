@@ -120,7 +120,8 @@ fn requested_revision(t: &Thread, requested: Option<&str>) -> Option<usize> {
 }
 
 /// The requested revision's series: its author's revisions in posting
-/// order, without follow-up single patches and counterless notes.
+/// order, without follow-up single patches, counterless notes and other
+/// single patches sent In-Reply-To the same mail as the requested one.
 pub fn family(t: &Thread, requested: Option<&str>) -> Option<(usize, Vec<usize>)> {
     let req = requested_revision(t, requested)?;
     if t.is_stray(req) {
@@ -129,7 +130,10 @@ pub fn family(t: &Thread, requested: Option<&str>) -> Option<(usize, Vec<usize>)
     let mut fam: Vec<usize> = (0..t.revisions.len())
         .filter(|&r| {
             let rev = &t.revisions[r];
-            t.same_author(r, req) && !t.is_stray(r) && (!rev.slots.is_empty() || rev.total > 0)
+            t.same_author(r, req)
+                && !t.is_stray(r)
+                && !t.distinct_singles(r, req)
+                && (!rev.slots.is_empty() || rev.total > 0)
         })
         .collect();
     fam.sort_by_key(|&r| t.revisions[r].last);
@@ -325,6 +329,11 @@ pub fn left_out(t: &Thread, choice: &Choice) -> Vec<LeftOut> {
                         (
                             Reason::OtherSeries,
                             format!("another author: {}", t.mails[rev.first].author()),
+                        )
+                    } else if t.distinct_singles(r, chosen) {
+                        (
+                            Reason::OtherSeries,
+                            "another patch sent In-Reply-To the same mail".to_string(),
                         )
                     } else if !family.contains(&r) {
                         (Reason::Stray, String::new())

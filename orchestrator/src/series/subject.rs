@@ -124,6 +124,18 @@ fn parse_counter(token: &str) -> Option<(u32, u32)> {
 /// Parses a patch subject (already unfolded). None for replies and for mails
 /// that are not patches (no PATCH, PATCHSET or RFC in a leading tag).
 pub fn parse_subject(subject: &str) -> Option<SubjectTag> {
+    parse_brackets(subject, true)
+}
+
+/// What the leading brackets of a subject say, whether or not one of them
+/// names a patch (`[bpf-next v2 0/5] title`, or no bracket at all: every
+/// field empty but the title). None for replies. For a mail the thread
+/// already knows to be a cover that lacks the `[PATCH` word.
+pub fn parse_untagged(subject: &str) -> Option<SubjectTag> {
+    parse_brackets(subject, false)
+}
+
+fn parse_brackets(subject: &str, require_patch: bool) -> Option<SubjectTag> {
     if is_reply(subject) {
         return None;
     }
@@ -138,7 +150,7 @@ pub fn parse_subject(subject: &str) -> Option<SubjectTag> {
         tokens.extend(tag_words(inside));
         rest = tail.trim_start();
     }
-    if !is_patch {
+    if require_patch && !is_patch {
         return None;
     }
     let mut tag = SubjectTag {
@@ -391,6 +403,33 @@ mod tests {
             assert_eq!(parse_subject(s), None, "{s}");
         }
         assert!(parse_subject("[RFC PATCH 0/3] Re: [PATCH v17 14/21] x").is_some());
+    }
+
+    #[test]
+    fn untagged_brackets() {
+        // subject, version, counter, title
+        type Row = (
+            &'static str,
+            Option<(Option<u32>, Option<(u32, u32)>, &'static str)>,
+        );
+        let rows: &[Row] = &[
+            (
+                "[bpf-next v2 0/5] powerpc64/bpf: x",
+                Some((Some(2), Some((0, 5)), "powerpc64/bpf: x")),
+            ),
+            (
+                "provide generic page_to_phys v3",
+                Some((None, None, "provide generic page_to_phys v3")),
+            ),
+            ("[PATCH v3 0/2] c", Some((Some(3), Some((0, 2)), "c"))),
+            ("Re: [bpf-next v2 0/5] x", None),
+            ("", Some((None, None, ""))),
+        ];
+        for &(s, want) in rows {
+            let got = parse_untagged(s).map(|t| (t.version, t.counter, t.title));
+            let want = want.map(|(v, c, t)| (v, c, t.to_string()));
+            assert_eq!(got, want, "{s}");
+        }
     }
 
     #[test]

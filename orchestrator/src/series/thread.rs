@@ -15,7 +15,11 @@ use super::mail::Mail;
 use super::subject::{self, SubjectTag};
 
 mod anchor;
+mod follow_up;
 mod posting;
+mod reroll;
+mod siblings;
+mod untagged_cover;
 
 /// What one mail is to the series.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,10 +86,9 @@ pub const MAX_THREAD_MAILS: usize = 50_000;
 /// series have a few; a longer one is refused.
 pub const MAX_REROLL_DEPTH: usize = 1_000;
 
-/// How many of an author's open postings (or of a base's rerolls) a mail
-/// is tried against, newest first, when it could join one of several: an
-/// unthreaded patch, a patch In-Reply-To a cover that was never sent, a
-/// reroll. Real threads have a handful; a hostile one with thousands would
+/// How many of an author's open postings a mail is tried against, newest
+/// first, when it could join one of several: an unthreaded patch, a patch
+/// In-Reply-To a cover that was never sent or a review. Real threads have a handful; a hostile one with thousands would
 /// make every mail scan them all.
 pub const MAX_OPEN_POSTINGS: usize = 64;
 
@@ -121,6 +124,12 @@ pub struct Revision {
     /// How many slots state each explicit version (None: none stated), so
     /// "all slots are of version v" is one look-up.
     pub explicit_versions: BTreeMap<Option<u32>, u32>,
+    /// Sent In-Reply-To a patch of its author without saying it replaces
+    /// it (see [`follow_up`]): kept apart from the series.
+    pub follow_up: bool,
+    /// The posting a reroll is completed from in the end (None for a
+    /// posting): its rerolls form one chain (see [`Thread::reroll`]).
+    pub chain_root: Option<usize>,
 }
 
 impl Revision {
@@ -153,8 +162,8 @@ struct Index {
     /// Author address -> unthreaded postings (cover and first patch
     /// without In-Reply-To and References), in order.
     unthreaded: HashMap<String, Vec<usize>>,
-    /// Revision -> the rerolls based on it, in order.
-    rerolls: HashMap<usize, Vec<usize>>,
+    /// Posting -> the newest reroll of its chain.
+    tips: HashMap<usize, usize>,
 }
 
 /// The newest entries of `list` (ascending) that are not `closed`, at most
@@ -230,6 +239,7 @@ impl<'a> Thread<'a> {
                 t.by_id.entry(m.message_id.as_str()).or_insert(i);
             }
         }
+        t.adopt_untagged_covers();
         for i in 0..mails.len() {
             match t.classes[i].kind {
                 Kind::Cover => t.add_cover(i),
@@ -359,10 +369,28 @@ impl<'a> Thread<'a> {
                     }
                     Kind::Patch if fits => {
                         if self.tag(p).index() != tag.index() {
+                            if self.rerolls_sibling(pr, i) {
+                                // `v2 2/2` In-Reply-To `v1 1/2`, whose 2/2 is there.
+                                return self.reroll(pr, i);
+                            }
                             // A chained posting: 2/3 In-Reply-To 1/3.
                             return self.join(pr, i);
                         }
+                        if self.follows_up(p, i) {
+                            let r = self.new_revision(i);
+                            self.revisions[r].follow_up = true;
+                            return self.join(r, i);
+                        }
                         return self.reroll(pr, i);
+                    }
+                    Kind::Patch => {
+                        if let Some(counter) = self.replaces_numbered(p, i) {
+                            // A reroll of k/n under a new title, as k/n.
+                            if let Some(t) = self.classes[i].tag.as_mut() {
+                                t.counter = Some(counter);
+                            }
+                            return self.reroll(pr, i);
+                        }
                     }
                     _ => {}
                 }
@@ -395,7 +423,7 @@ impl<'a> Thread<'a> {
                         .copied()
                 })
                 .max();
-            if let Some(r) = shared {
+            if let Some(r) = shared.filter(|&r| !self.another_patch(r, i)) {
                 return self.join(r, i);
             }
             if let Some(r) = self.adopting_cover(i, g) {
@@ -502,37 +530,6 @@ impl<'a> Thread<'a> {
             .max()
             .or(candidates.iter().max())
             .copied()
-    }
-
-    /// `[PATCH vN k/n]` In-Reply-To an earlier k/n: a revision made of the
-    /// revision `base` with k replaced. Rerolls of the same base and version
-    /// (4/5 and 5/5 each In-Reply-To their old selves) make one revision.
-    fn reroll(&mut self, base: usize, i: usize) {
-        let tag = self.tag(i).clone();
-        let author = self.mails[i].author_addresses();
-        let revisions = &self.revisions;
-        let same = self.index.rerolls.get_mut(&base).and_then(|list| {
-            newest_open(list, |r| revisions[r].is_full())
-                .into_iter()
-                .find(|&r| {
-                    let rev = &revisions[r];
-                    same_author(&rev.author, &author)
-                        && !rev.slots.contains_key(&tag.index())
-                        && rev.all_slots_of(tag.version)
-                })
-        });
-        if let Some(r) = same {
-            return self.join(r, i);
-        }
-        let r = self.new_revision(i);
-        let b = &self.revisions[base];
-        let (total, cover_version) = (b.total, b.cover_version);
-        let rev = &mut self.revisions[r];
-        rev.based_on = Some(base);
-        rev.total = total;
-        rev.cover_version = cover_version;
-        self.join(r, i);
-        self.index.rerolls.entry(base).or_default().push(r);
     }
 
     /// Version of a placed patch: its own tag's, else its posting's (the
@@ -741,10 +738,12 @@ impl<'a> Thread<'a> {
                 // A reroll of a follow-up is a follow-up.
                 Some(b) => m.stray[b],
                 None => {
-                    single
-                        && !rev.slots.is_empty()
-                        && ((unversioned && rev.author.iter().any(|a| multi.contains(a.as_str())))
-                            || below_series)
+                    rev.follow_up
+                        || (single
+                            && !rev.slots.is_empty()
+                            && ((unversioned
+                                && rev.author.iter().any(|a| multi.contains(a.as_str())))
+                                || below_series))
                 }
             };
             if (rev.total > 1 || m.version[r] > 1) && !rev.slots.is_empty() {

@@ -28,7 +28,7 @@ impl Thread<'_> {
                     .copied()
             })
             .max();
-        if let Some(r) = shared {
+        if let Some(r) = shared.filter(|&r| !self.another_patch(r, i)) {
             self.join(r, i);
             return true;
         }
