@@ -123,12 +123,18 @@ pub(super) fn has_word(cell: &str, words: &[&str]) -> bool {
     })
 }
 
-/// The set-up a table belongs to: the nearest non-empty lines above it
-/// (up to two), joined.
+/// The set-up a table belongs to: the paragraph right above it, joined.
+/// The whole paragraph, not its last lines: a set-up sentence wrapped over
+/// six lines ("Tested with mmci (scenario A: MGLRU on, 16 MiB memory
+/// cgroup, 48 MiB / anonymous working set ...") cut to its last four
+/// would lose the memcg and working-set sizes that pick the cell. Capped
+/// at `SETUP_LINES` lines so that a table under a long prose paragraph
+/// does not take all of it.
 pub(super) fn setup_above(lines: &[&str], at: usize) -> String {
+    const SETUP_LINES: usize = 8;
     let mut parts = vec![];
     let mut j = at;
-    while j > 0 && parts.len() < 4 {
+    while j > 0 && parts.len() < SETUP_LINES {
         j -= 1;
         let l = lines[j].trim();
         if l.is_empty() {
@@ -178,4 +184,50 @@ pub(super) fn cells(line: &str) -> Vec<(usize, String)> {
     }
     out.retain(|(_, c)| !c.is_empty());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::setup_above;
+
+    #[test]
+    fn the_set_up_is_the_whole_paragraph_above_the_table() {
+        // (text, line of the table, set-up)
+        let wrapped = "Tested with mmci (scenario A: MGLRU on, 16 MiB memory cgroup, 48 MiB\n\
+                       anonymous working set written at random by N threads for 20 s, swap\n\
+                       on dm-delay with 50 ms latency), x86_64 guest with 2 vCPUs and 1 GiB\n\
+                       under QEMU TCG, base, v1 and v2 in one run\n\
+                       (matrix/mglru-isolation-revisions.yaml), 5 runs each, means, base ->\n\
+                       v1 -> v2:\n\
+                       \n\
+                       64 threads";
+        let long: String = (1..=10).map(|i| format!("line {i}\n")).collect::<String>() + "\ntable";
+        for (text, at, want) in [
+            (
+                wrapped,
+                7,
+                "Tested with mmci (scenario A: MGLRU on, 16 MiB memory cgroup, 48 MiB \
+                 anonymous working set written at random by N threads for 20 s, swap \
+                 on dm-delay with 50 ms latency), x86_64 guest with 2 vCPUs and 1 GiB \
+                 under QEMU TCG, base, v1 and v2 in one run \
+                 (matrix/mglru-isolation-revisions.yaml), 5 runs each, means, base -> \
+                 v1 -> v2",
+            ),
+            ("Results:\n\n\nrow", 3, "Results"),
+            (
+                "first paragraph\n\nsecond\nparagraph:\nrow",
+                4,
+                "second paragraph",
+            ),
+            ("row", 0, ""),
+            (
+                long.as_str(),
+                11,
+                "line 3 line 4 line 5 line 6 line 7 line 8 line 9 line 10",
+            ),
+        ] {
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(setup_above(&lines, at), want, "{text:?}");
+        }
+    }
 }
