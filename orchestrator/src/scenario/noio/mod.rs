@@ -5,6 +5,8 @@ pub mod anatomy;
 pub mod catalog;
 pub mod disks;
 pub mod metrics;
+pub mod mglru;
+pub mod preconditions;
 pub mod report;
 pub mod rounds;
 
@@ -17,6 +19,8 @@ use crate::scenario::def::Guard;
 use crate::scenario::ScenarioMetrics;
 
 pub use metrics::*;
+pub use mglru::MglruStats;
+pub use preconditions::{Preconditions, ANON_TO_FILE_MIN};
 pub use rounds::{priority_0_us, rounds, RoundAnatomy};
 
 pub static DEF: Def = Def {
