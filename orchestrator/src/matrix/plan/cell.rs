@@ -524,38 +524,48 @@ mod tests {
         };
         let (off, _, classic_id) = cell(noio, &[]);
         assert!(!off);
-        // The id matrix/noio.yaml's cell has had since its hog was paced.
+        // The id of matrix/noio.yaml's cell in its recorded base vs v2 runs.
         assert_eq!(classic_id, "x86_64-noio_verity-79464d408f");
         let (_, _, on_id) = cell(&axis("true"), &[]);
         assert_ne!(on_id, classic_id);
-        let cases: [(&str, String, &[&str], (bool, bool, &String)); 5] = [
+        // (what, matrix text, --sets, noio_mglru, mglru, the cell's id)
+        type Case<'a> = (&'a str, String, &'a [&'a str], bool, bool, &'a String);
+        let cases: [Case; 5] = [
             (
                 "mglru: [false]",
                 axis("false"),
                 &[],
-                (false, true, &classic_id),
+                false,
+                true,
+                &classic_id,
             ),
-            ("mglru: [true]", axis("true"), &[], (true, true, &on_id)),
+            ("mglru: [true]", axis("true"), &[], true, true, &on_id),
             (
                 "--set mglru=y",
                 noio.to_string(),
                 &["mglru=y"],
-                (true, true, &on_id),
+                true,
+                true,
+                &on_id,
             ),
             (
                 "--set noio_mglru=y",
                 noio.to_string(),
                 &["noio_mglru=y"],
-                (true, true, &on_id),
+                true,
+                true,
+                &on_id,
             ),
             (
                 "--set mglru=n over mglru: [true]",
                 axis("true"),
                 &["mglru=n"],
-                (false, true, &classic_id),
+                false,
+                true,
+                &classic_id,
             ),
         ];
-        for (what, text, sets, (want_on, want_mglru, want_id)) in cases {
+        for (what, text, sets, want_on, want_mglru, want_id) in cases {
             let (on, mglru, id) = cell(&text, sets);
             assert_eq!((on, mglru, &id), (want_on, want_mglru, want_id), "{what}");
         }
