@@ -8,39 +8,16 @@
 use mmci_record::{Phase, ReclaimCall, Record};
 use serde::{Deserialize, Serialize};
 
+use super::gfp::{gfp_class, GfpClass};
 use super::mglru::{mglru_stats, MglruStats};
-use super::preconditions::{failed_preconditions, failed_preconditions_mglru, Preconditions};
+use super::preconditions::{
+    failed_preconditions, failed_preconditions_mglru, Corner, Preconditions,
+};
 use super::rounds::{priority_0_us, Prio0Time};
-
-/// dm-bufio's allocation (drivers/md/dm-bufio.c, after its GFP_NOWAIT
-/// try), as mm_vmscan_direct_reclaim_begin prints it: the RFC's case,
-/// matched whole.
-pub const DM_BUFIO_GFP: &str = "GFP_NOIO|__GFP_NOWARN|__GFP_NORETRY|__GFP_NOMEMALLOC";
-
-/// Every gfp string of a context without __GFP_IO starts so.
-pub const NOIO_PREFIX: &str = "GFP_NOIO";
 
 /// SWAP_CLUSTER_MAX (include/linux/swap.h) in bytes of 4 KiB pages: the
 /// RFC's absolute bound on the lruvec's swap cache.
 pub const SWAP_CLUSTER_MAX_BYTES: u64 = 32 * 4096;
-
-/// Which class a call's gfp string is in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GfpClass {
-    DmBufio,
-    OtherNoio,
-    Io,
-}
-
-pub fn gfp_class(gfp: &str) -> GfpClass {
-    if gfp == DM_BUFIO_GFP {
-        GfpClass::DmBufio
-    } else if gfp.starts_with(NOIO_PREFIX) {
-        GfpClass::OtherNoio
-    } else {
-        GfpClass::Io
-    }
-}
 
 /// The lowest priority a call reached: of its shrink events, and of its
 /// memcg visits (the shrink_slab kprobe fires at every priority, also where
@@ -139,20 +116,6 @@ pub fn class_stats<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Clas
     s
 }
 
-/// The RFC's corner over a run's dm-bufio calls.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Corner {
-    /// dm-bufio calls that reached priority 0.
-    pub prio0_calls: u64,
-    /// Those during which the swap cache condition held.
-    pub condition_true: u64,
-    /// Those without a swap cache reading (no verdict on them).
-    pub unread: u64,
-    /// The least swap cache headroom seen at priority 0 (bytes): the
-    /// largest swap cache reading of a priority-0 call.
-    pub swapcache_max_bytes: Option<u64>,
-}
-
 pub fn corner<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Corner {
     let mut c = Corner::default();
     for call in calls {
@@ -174,7 +137,7 @@ pub fn corner<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Corner {
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NoioMetrics {
-    /// dm-bufio's calls ([`DM_BUFIO_GFP`]).
+    /// dm-bufio's calls (gfp `DM_BUFIO_GFP`).
     pub noio: ClassStats,
     /// Other calls without __GFP_IO (zram's own allocations, ...).
     #[serde(default)]
@@ -383,6 +346,7 @@ fn hog_gone(records: &[Record]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::noio::gfp::DM_BUFIO_GFP;
 
     fn call(
         gfp: &str,
@@ -479,21 +443,6 @@ mod tests {
         old.as_object_mut().unwrap().remove("prio0");
         let old: ClassStats = serde_json::from_value(old).unwrap();
         assert_eq!(old.prio0, None);
-    }
-
-    #[test]
-    fn gfp_classes_match_dm_bufio_whole() {
-        let cases = [
-            (DM_BUFIO_GFP, GfpClass::DmBufio),
-            ("GFP_NOIO|__GFP_NOWARN|__GFP_NORETRY", GfpClass::OtherNoio),
-            ("GFP_NOIO|__GFP_HIGHMEM|__GFP_MOVABLE", GfpClass::OtherNoio),
-            ("GFP_NOIO", GfpClass::OtherNoio),
-            ("GFP_HIGHUSER_MOVABLE", GfpClass::Io),
-            ("GFP_NOFS|__GFP_NOWARN", GfpClass::Io),
-        ];
-        for (gfp, want) in cases {
-            assert_eq!(gfp_class(gfp), want, "{gfp}");
-        }
     }
 
     #[test]

@@ -11,7 +11,7 @@
 use mmci_record::{MemState, WatermarkStat};
 use serde::{Deserialize, Serialize};
 
-use super::metrics::{Corner, DM_BUFIO_GFP};
+use super::gfp::DM_BUFIO_GFP;
 use super::mglru::MglruStats;
 
 /// "inactive_anon >> inactive_file": at least this many times more.
@@ -25,6 +25,20 @@ pub struct Preconditions {
     pub at_start: MemState,
     pub at_end: MemState,
     pub watermark: WatermarkStat,
+}
+
+/// The RFC's corner over a run's dm-bufio calls.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Corner {
+    /// dm-bufio calls that reached priority 0.
+    pub prio0_calls: u64,
+    /// Those during which the swap cache condition held.
+    pub condition_true: u64,
+    /// Those without a swap cache reading (no verdict on them).
+    pub unread: u64,
+    /// The least swap cache headroom seen at priority 0 (bytes): the
+    /// largest swap cache reading of a priority-0 call.
+    pub swapcache_max_bytes: Option<u64>,
 }
 
 /// Why a classic-LRU run does not reproduce scenario B's case; empty when
