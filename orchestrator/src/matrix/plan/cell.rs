@@ -155,7 +155,7 @@ pub(super) fn cell_of(
 /// there, and `mglru` goes back to its default, so that `mglru: false`
 /// names the same cell as no `mglru:` at all.
 fn carry_mglru_to_scenario_b(cell: &mut Cell, combo: &Combo, sets: &[String]) {
-    if cell.job.scenario != mmci_record::Scenario::NoioVerity {
+    if cell.job.scenario != registry::OWN_MGLRU_SWITCH {
         return;
     }
     let given = combo.contains_key("mglru")
