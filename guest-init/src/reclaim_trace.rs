@@ -2,15 +2,16 @@
 //! mm_vmscan_direct_reclaim_begin/_end and mm_vmscan_lru_shrink_inactive/
 //! _active (formats in include/trace/events/vmscan.h), of the shrink_slab()
 //! kprobe (once per memcg a reclaimer visits) and of the guest's own
-//! memory.stat readings written to trace_marker, and pair them into one
-//! [`ReclaimCall`] per direct-reclaim call. A call is begin..end of one pid:
+//! memory.stat readings written to trace_marker, and, in the MGLRU control
+//! cell, of mm_vmscan_lru_isolate and the shrink_lruvec() kprobe; and pair
+//! them into one [`ReclaimCall`] per direct-reclaim call. A call is begin..end of one pid:
 //! direct reclaim cannot nest in a task (PF_MEMALLOC), and the shrink events
 //! fire in the reclaiming task's own context, so the shrink events of a pid
 //! between its begin and end are that call's scanning.
 
 use std::collections::{BTreeSet, HashMap};
 
-use mmci_record::{ReclaimCall, ReclaimStep};
+use mmci_record::{IsolateSums, ReclaimCall, ReclaimStep};
 
 /// The events we enable, as tracefs paths under events/.
 pub const EVENTS: [&str; 4] = [
@@ -28,6 +29,24 @@ pub const EVENTS: [&str; 4] = [
 pub const MEMCG_PROBE: &str = "p:mmci/mmci_memcg shrink_slab memcg=$arg3:x64 priority=$arg4:s32";
 /// Its tracefs path under events/.
 pub const MEMCG_PROBE_EVENT: &str = "mmci/mmci_memcg";
+
+/// MGLRU's eviction reports what it scanned only through this event:
+/// scan_folios() fires it once per pass with what it looked at, skipped and
+/// isolated, while evict_folios() fires mm_vmscan_lru_shrink_inactive only
+/// when something was isolated (so under MGLRU the shrink events miss
+/// exactly the futile passes). Traced in the MGLRU cell only: on the
+/// classic LRU it would add an event per isolate_lru_folios() call to a
+/// trace that already drops events.
+pub const MGLRU_ISOLATE_EVENT: &str = "vmscan/mm_vmscan_lru_isolate";
+
+/// A kprobe on shrink_lruvec(): the classic LRU's per-lruvec pass, which
+/// calls get_scan_count() (static, inlined into it), where the RFC's
+/// branch is. Under MGLRU a root reclaimer goes shrink_node() ->
+/// lru_gen_shrink_node() and never gets here: the probe counts that it
+/// did not, rather than taking it from reading the source.
+pub const CLASSIC_PROBE: &str = "p:mmci/mmci_classic shrink_lruvec";
+/// Its tracefs path under events/.
+pub const CLASSIC_PROBE_EVENT: &str = "mmci/mmci_classic";
 /// What the guest writes to trace_marker for each memory.stat reading.
 pub const LRUVEC_MARK: &str = "mmci_lruvec";
 
@@ -68,6 +87,16 @@ pub enum Event {
         swapcached: u64,
         anon: u64,
     },
+    /// One mm_vmscan_lru_isolate event (under MGLRU, one scan_folios()
+    /// pass over an anon or file generation).
+    Isolate {
+        nr_scanned: u64,
+        nr_skipped: u64,
+        nr_taken: u64,
+        file: bool,
+    },
+    /// shrink_lruvec() entered (the kprobe).
+    ClassicPass,
 }
 
 /// One parsed trace line.
@@ -111,9 +140,14 @@ fn num<T: std::str::FromStr>(fields: &str, key: &str) -> Option<T> {
 /// A comm may hold spaces and dashes (`kworker/u9:1-kverityd`), so the pid is
 /// what follows the last dash before the `[cpu]` field.
 pub fn parse_line(line: &str) -> Option<TraceLine> {
-    let start = [": mm_vmscan_", ": mmci_memcg: ", ": tracing_mark_write: "]
-        .iter()
-        .find_map(|p| line.find(p))?;
+    let start = [
+        ": mm_vmscan_",
+        ": mmci_memcg: ",
+        ": mmci_classic: ",
+        ": tracing_mark_write: ",
+    ]
+    .iter()
+    .find_map(|p| line.find(p))?;
     let head = &line[..start];
     let rest = &line[start + 2..];
     let (name, fields) = rest.split_once(": ").unwrap_or((rest, ""));
@@ -135,6 +169,13 @@ pub fn parse_line(line: &str) -> Option<TraceLine> {
                 anon: num(marks, "anon")?,
             }
         }
+        "mmci_classic" => Event::ClassicPass,
+        "mm_vmscan_lru_isolate" => Event::Isolate {
+            nr_scanned: num(fields, "nr_scanned")?,
+            nr_skipped: num(fields, "nr_skipped")?,
+            nr_taken: num(fields, "nr_taken")?,
+            file: isolate_lru_is_file(field(fields, "lru")?)?,
+        },
         "mm_vmscan_direct_reclaim_begin" => Event::Begin {
             order: num(fields, "order")?,
             gfp_flags: field(fields, "gfp_flags")?.to_string(),
@@ -159,6 +200,16 @@ pub fn parse_line(line: &str) -> Option<TraceLine> {
         ts_us,
         event,
     })
+}
+
+/// Whether an mm_vmscan_lru_isolate `lru=` names a file list; None for a
+/// name that is neither (LRU_NAMES in include/trace/events/mmflags.h).
+fn isolate_lru_is_file(lru: &str) -> Option<bool> {
+    match lru {
+        "inactive_anon" | "active_anon" => Some(false),
+        "inactive_file" | "active_file" => Some(true),
+        _ => None,
+    }
 }
 
 /// trace_pipe's `CPU:1 [LOST 42 EVENTS]` marker: the events dropped there.
@@ -207,6 +258,11 @@ pub struct Pairer {
     lruvec: Option<(u64, u64)>,
     /// Whether the memcg kprobe is in place (else memcgs_visited is None).
     pub memcg_probe: bool,
+    /// Whether mm_vmscan_lru_isolate is traced (else `isolate` is None).
+    pub isolate_traced: bool,
+    /// Whether the shrink_lruvec() kprobe is in place (else
+    /// `classic_passes` is None).
+    pub classic_probe: bool,
     /// Begins replaced by a later begin of the same pid (its end was lost).
     pub unpaired_begins: u64,
     /// Ends without a begin.
@@ -232,6 +288,14 @@ impl Pairer {
         }
     }
 
+    /// The MGLRU cell's extra events: mm_vmscan_lru_isolate traced, and
+    /// whether the shrink_lruvec() kprobe is in place.
+    pub fn with_mglru_events(mut self, classic_probe: bool) -> Self {
+        self.isolate_traced = true;
+        self.classic_probe = classic_probe;
+        self
+    }
+
     /// The kernel dropped events: every open call may miss some.
     pub fn events_lost(&mut self) {
         for open in self.open.values_mut() {
@@ -251,6 +315,8 @@ impl Pairer {
                     gfp_flags,
                     order,
                     memcgs_visited: self.memcg_probe.then_some(0),
+                    isolate: self.isolate_traced.then(IsolateSums::default),
+                    classic_passes: self.classic_probe.then_some(0),
                     ..ReclaimCall::default()
                 };
                 // The reading in force when the call began counts too.
@@ -335,6 +401,41 @@ impl Pairer {
                     open.step(priority, ts).memcg_visits += 1;
                     open.memcgs.insert(memcg);
                     open.call.memcgs_visited = Some(open.memcgs.len() as u32);
+                }
+                None
+            }
+            Event::Isolate {
+                nr_scanned,
+                nr_skipped,
+                nr_taken,
+                file,
+            } => {
+                let sums = self
+                    .open
+                    .get_mut(&line.pid)
+                    .and_then(|open| open.call.isolate.as_mut());
+                if let Some(s) = sums {
+                    if file {
+                        s.file_passes += 1;
+                        s.file_scanned += nr_scanned;
+                        s.file_skipped += nr_skipped;
+                        s.file_taken += nr_taken;
+                    } else {
+                        s.anon_passes += 1;
+                        s.anon_scanned += nr_scanned;
+                        s.anon_skipped += nr_skipped;
+                        s.anon_taken += nr_taken;
+                    }
+                }
+                None
+            }
+            Event::ClassicPass => {
+                let passes = self
+                    .open
+                    .get_mut(&line.pid)
+                    .and_then(|open| open.call.classic_passes.as_mut());
+                if let Some(n) = passes {
+                    *n += 1;
                 }
                 None
             }
@@ -515,6 +616,87 @@ mod tests {
         let lost = lines.find_map(|l| p.feed(l)).unwrap();
         assert!(lost.events_lost, "a call open at a LOST marker is flagged");
         assert_eq!(lruvec_mark(1, 2), "mmci_lruvec swapcached=1 anon=2");
+    }
+
+    /// The MGLRU cell's lines: each one's event, or None for a line that
+    /// does not have the fields (a classic-LRU `lru=` name it could not be
+    /// is refused, not read as anon).
+    #[test]
+    fn mglru_lines_parse_to_their_events() {
+        let isolate = |fields: &str| {
+            format!(" k-9 [000] ..... 2.000000: mm_vmscan_lru_isolate: classzone=2 order=0 nr_requested=4096 {fields}")
+        };
+        let ev = |nr_scanned, nr_skipped, nr_taken, file| {
+            Some(Event::Isolate {
+                nr_scanned,
+                nr_skipped,
+                nr_taken,
+                file,
+            })
+        };
+        let cases = [
+            (
+                isolate("nr_scanned=70 nr_skipped=64 nr_taken=0 lru=inactive_anon"),
+                ev(70, 64, 0, false),
+            ),
+            (
+                isolate("nr_scanned=40 nr_skipped=0 nr_taken=32 lru=inactive_file"),
+                ev(40, 0, 32, true),
+            ),
+            (
+                isolate("nr_scanned=1 nr_skipped=0 nr_taken=1 lru=active_anon"),
+                ev(1, 0, 1, false),
+            ),
+            (
+                isolate("nr_scanned=1 nr_skipped=0 nr_taken=1 lru=unevictable"),
+                None,
+            ),
+            (isolate("nr_scanned=1 nr_taken=1 lru=inactive_anon"), None),
+            (
+                " k-9 [000] d.... 2.000001: mmci_classic: (shrink_lruvec+0x0/0x5a0)".into(),
+                Some(Event::ClassicPass),
+            ),
+        ];
+        for (line, want) in cases {
+            assert_eq!(parse_line(&line).map(|l| l.event), want, "{line}");
+        }
+    }
+
+    /// A call's isolate events and shrink_lruvec() entries are summed per
+    /// type; other pids' are not; without the MGLRU events the fields stay
+    /// None (not measured), with them they start at zero (measured).
+    #[test]
+    fn mglru_events_sum_per_call() {
+        let text = "\
+ k-9 [000] ..... 1.000000: mm_vmscan_direct_reclaim_begin: order=0 gfp_flags=GFP_NOIO|__GFP_NOWARN|__GFP_NORETRY|__GFP_NOMEMALLOC
+ k-9 [000] ..... 1.000010: mm_vmscan_lru_isolate: classzone=2 order=0 nr_requested=4096 nr_scanned=30 nr_skipped=0 nr_taken=0 lru=inactive_file
+ k-9 [000] ..... 1.000020: mm_vmscan_lru_isolate: classzone=2 order=0 nr_requested=4096 nr_scanned=70 nr_skipped=64 nr_taken=0 lru=inactive_anon
+ k-9 [000] ..... 1.000030: mm_vmscan_lru_isolate: classzone=2 order=0 nr_requested=4096 nr_scanned=12 nr_skipped=2 nr_taken=9 lru=inactive_anon
+ h-5 [001] ..... 1.000035: mm_vmscan_lru_isolate: classzone=2 order=0 nr_requested=4096 nr_scanned=64 nr_skipped=0 nr_taken=64 lru=inactive_anon
+ h-5 [001] d.... 1.000036: mmci_classic: (shrink_lruvec+0x0/0x5a0)
+ k-9 [000] ..... 1.000090: mm_vmscan_direct_reclaim_end: nr_reclaimed=9
+";
+        let run = |p: &mut Pairer| parse_all(text).into_iter().find_map(|l| p.feed(l)).unwrap();
+        let c = run(&mut Pairer::new(true).with_mglru_events(true));
+        assert_eq!(
+            c.isolate,
+            Some(IsolateSums {
+                anon_passes: 2,
+                anon_scanned: 82,
+                anon_skipped: 66,
+                anon_taken: 9,
+                file_passes: 1,
+                file_scanned: 30,
+                file_skipped: 0,
+                file_taken: 0,
+            })
+        );
+        assert_eq!(c.classic_passes, Some(0), "h-5's pass is not k-9's");
+        let c = run(&mut Pairer::new(true).with_mglru_events(false));
+        assert_eq!(c.classic_passes, None, "no probe: not measured");
+        assert!(c.isolate.is_some());
+        let c = run(&mut Pairer::new(true));
+        assert_eq!((c.isolate, c.classic_passes), (None, None));
     }
 
     #[test]

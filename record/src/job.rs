@@ -216,6 +216,12 @@ pub struct GuestJob {
     /// Scenario B: dm_bufio's max_cache_size_bytes, small so that hash
     /// blocks are re-read and their buffers re-allocated. Default: 65536.
     pub bufio_cache_bytes: u64,
+    /// Scenario B: MGLRU on (the control cell; a matrix's `mglru:` on a
+    /// scenario B cell sets it). Its own field since `mglru` is on by
+    /// default and scenario B ran with MGLRU off; written only when on, so
+    /// jobs without it keep their form and cells their ids. Default: false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub noio_mglru: bool,
     /// Scenario B: application memory cgroups beside the hog, as on the
     /// seed's machine (~78 memcgs): each reads its own `app_cache_mb`
     /// range of a disk once (clean page cache on the file LRU) and every
@@ -330,6 +336,7 @@ impl Default for GuestJob {
             reads: 0,
             swappiness: 60,
             bufio_cache_bytes: 65536,
+            noio_mglru: false,
             apps: 0,
             app_cache_mb: 2,
             app_anon_mb: 1,
@@ -390,7 +397,7 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, ParamError> {
 
 impl GuestJob {
     /// Every key accepted by [`GuestJob::set`], in the order of the struct.
-    pub const PARAM_KEYS: [&'static str; 26] = [
+    pub const PARAM_KEYS: [&'static str; 27] = [
         "scenario",
         "threads",
         "working_set_mb",
@@ -414,6 +421,7 @@ impl GuestJob {
         "reads",
         "swappiness",
         "bufio_cache_bytes",
+        "noio_mglru",
         "apps",
         "app_cache_mb",
         "app_anon_mb",
@@ -423,7 +431,7 @@ impl GuestJob {
     /// (a script sees them as `MMCI_<KEY>` environment variables).
     pub fn params(&self) -> Vec<(&'static str, String)> {
         let b = |v: bool| if v { "y" } else { "n" }.to_string();
-        let v: [String; 26] = [
+        let v: [String; 27] = [
             self.scenario.name().to_string(),
             self.threads.to_string(),
             self.working_set_mb.to_string(),
@@ -447,6 +455,7 @@ impl GuestJob {
             self.reads.to_string(),
             self.swappiness.to_string(),
             self.bufio_cache_bytes.to_string(),
+            b(self.noio_mglru),
             self.apps.to_string(),
             self.app_cache_mb.to_string(),
             self.app_anon_mb.to_string(),
@@ -502,6 +511,7 @@ impl GuestJob {
             "reads" => self.reads = parse_num(key, value)?,
             "swappiness" => self.swappiness = parse_num(key, value)?,
             "bufio_cache_bytes" => self.bufio_cache_bytes = parse_num(key, value)?,
+            "noio_mglru" => self.noio_mglru = parse_bool(key, value)?,
             "apps" => self.apps = parse_num(key, value)?,
             "app_cache_mb" => self.app_cache_mb = parse_positive(key, value)?,
             "app_anon_mb" => self.app_anon_mb = parse_num(key, value)?,
@@ -580,7 +590,7 @@ mod tests {
     fn every_param_key_is_settable() {
         let sample = |k: &str| match k {
             "scenario" => "probe",
-            "swap" | "mglru" => "y",
+            "swap" | "mglru" | "noio_mglru" => "y",
             "thp" => "madvise",
             _ => "7",
         };
@@ -752,6 +762,26 @@ mod tests {
             again.set(k, &v).unwrap();
         }
         assert_eq!(again, job);
+    }
+
+    /// Scenario B's MGLRU switch is written out only when on: jobs
+    /// recorded before it read as off, and their JSON keeps its form.
+    #[test]
+    fn noio_mglru_is_written_only_when_on() {
+        let off = serde_json::to_value(GuestJob::default()).unwrap();
+        assert!(off.get("noio_mglru").is_none(), "{off}");
+        let on = GuestJob {
+            noio_mglru: true,
+            ..GuestJob::default()
+        };
+        let json = serde_json::to_value(&on).unwrap();
+        assert_eq!(json["noio_mglru"], serde_json::json!(true));
+        let back: GuestJob = serde_json::from_value(json).unwrap();
+        assert_eq!(back, on);
+        assert!(!serde_json::from_value::<GuestJob>(off).unwrap().noio_mglru);
+        let mut job = GuestJob::default();
+        job.apply_cmdline("mmci.noio_mglru=y").unwrap();
+        assert!(job.noio_mglru && job.set("noio_mglru", "sometimes").is_err());
     }
 
     #[test]

@@ -164,6 +164,35 @@ pub struct ReclaimCall {
     /// sums may be short and its rounds mis-split.
     #[serde(default)]
     pub events_lost: bool,
+    /// Under MGLRU: its mm_vmscan_lru_isolate events (scan_folios()), by
+    /// type. None where the event was not traced (every classic-LRU run):
+    /// written out only when traced, so older records keep their form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub isolate: Option<IsolateSums>,
+    /// Under MGLRU: entries into shrink_lruvec() (a kprobe), the classic
+    /// LRU's per-lruvec pass whose get_scan_count() holds the RFC's
+    /// branch. None without the probe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub classic_passes: Option<u32>,
+}
+
+/// One direct-reclaim call's mm_vmscan_lru_isolate events, summed per
+/// type. Under MGLRU each is one scan_folios() pass over the oldest
+/// generation: `scanned` folios looked at, `taken` isolated for
+/// shrink_folio_list(), `skipped` left where they were because
+/// isolate_folio() refused them (without __GFP_IO: dirty, or anon not in
+/// the swap cache); the rest were sorted into younger generations.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IsolateSums {
+    pub anon_passes: u32,
+    pub anon_scanned: u64,
+    pub anon_skipped: u64,
+    pub anon_taken: u64,
+    pub file_passes: u32,
+    pub file_scanned: u64,
+    pub file_skipped: u64,
+    pub file_taken: u64,
 }
 
 /// One priority level of one reclaim round of a direct-reclaim call.

@@ -28,7 +28,7 @@ pub const MAX_REPRODUCE: usize = 5;
 
 /// The matrices in mmci's repository (`matrix/*.yaml`): a plan from one
 /// of them is named by that path, which resolves in any checkout.
-pub const BUNDLED_MATRICES: [&str; 12] = [
+pub const BUNDLED_MATRICES: [&str; 13] = [
     "author-script.yaml",
     "compaction.yaml",
     "debug.yaml",
@@ -37,6 +37,7 @@ pub const BUNDLED_MATRICES: [&str; 12] = [
     "mglru-isolation.yaml",
     "mglru-throttle.yaml",
     "mglru-v2.yaml",
+    "noio-mglru.yaml",
     "noio-ubsan.yaml",
     "noio.yaml",
     "real-workloads.yaml",

@@ -28,6 +28,11 @@ pub static ALL: [&Def; 5] = [
 /// script runs in).
 pub const RUNS_SCRIPTS: Scenario = Scenario::Script;
 
+/// The scenario whose MGLRU switch is a job field of its own
+/// (`noio_mglru`, off unless asked): a matrix's `mglru:` on its cells sets
+/// that field rather than the job's `mglru` (on by default).
+pub const OWN_MGLRU_SWITCH: Scenario = Scenario::NoioVerity;
+
 /// The scenario `id`.
 pub fn of(id: Scenario) -> &'static Def {
     ALL.iter()

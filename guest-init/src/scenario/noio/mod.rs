@@ -1,6 +1,6 @@
 //! Scenario B (docs/workloads.md): GFP_NOIO direct reclaim through dm-verity.
 //!
-//! MGLRU off, swap on a plain disk, a dm-verity device (verity_dev.rs:
+//! MGLRU off (on in the control cell, `noio_mglru`), swap on a plain disk, a dm-verity device (verity_dev.rs:
 //! built and proven here), an anonymous hog filled to near MemTotal in its
 //! own cgroup, then dm-bufio's cache shrunk, caches dropped and O_DIRECT
 //! random reads of the verity device:
@@ -284,8 +284,9 @@ pub static DEF: super::registry::Def = super::registry::Def {
 };
 
 fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
-    // The RFC's path is the classic LRU's get_scan_count(): MGLRU off.
-    setup_step(port, "mglru", || scenario::set_lru_gen(false))?;
+    // The RFC's path is the classic LRU's get_scan_count(): MGLRU off,
+    // unless this is the control cell that asks what MGLRU does instead.
+    setup_step(port, "mglru", || scenario::set_lru_gen(job.noio_mglru))?;
     // The job's swap backend; dm-delay's delay applies only when asked for:
     // the hog's swap-out must make progress. zram keeps the swap cache near
     // zero (the RFC's corner), a disk leaves clean swap cache behind.
@@ -327,6 +328,21 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
             ),
         })
     })?;
+    // Not fatal either: without it the calls carry no count of classic-LRU
+    // passes, and the host says so.
+    let classic_probe = if job.noio_mglru {
+        Some(setup_step(port, "classic-probe", || {
+            Ok(match trace::add_kprobe(reclaim_trace::CLASSIC_PROBE) {
+                Ok(()) => (true, reclaim_trace::CLASSIC_PROBE.to_string()),
+                Err(e) => (
+                    false,
+                    format!("unavailable, classic-LRU passes not counted: {e}"),
+                ),
+            })
+        })?)
+    } else {
+        None
+    };
     // The applications before the hog: their memcgs come first in a
     // reclaim walk and the hog's last, and the caches dropped now are the
     // last dropped, so that what the applications read stays.
@@ -344,7 +360,11 @@ fn run(job: &GuestJob, port: &Arc<RecordPort>) -> Result<(), StepError> {
     let mut hog = setup_step(port, "hog", || start_hog(job, &cg))?;
     let touches_before = hog.touches.load(Ordering::Relaxed);
     let started = std::time::Instant::now();
-    let result = read_under_pressure(job, port, &verity, &cg, memcg_probe);
+    let probes = Probes {
+        memcg: memcg_probe,
+        classic: classic_probe,
+    };
+    let result = read_under_pressure(job, port, &verity, &cg, probes);
     // How hard the hog pushed while the readers ran, and whether it lived
     // through them (a global OOM kill takes it, the largest task, first).
     let touches = hog.touches.load(Ordering::Relaxed) - touches_before;
@@ -381,12 +401,20 @@ fn drop_caches(port: &Arc<RecordPort>, why: &str) -> Result<(), StepError> {
     })
 }
 
+/// Which kprobes are in place: the memcg one, and in the MGLRU cell
+/// (Some) whether the shrink_lruvec() one is.
+#[derive(Clone, Copy)]
+struct Probes {
+    memcg: bool,
+    classic: Option<bool>,
+}
+
 fn read_under_pressure(
     job: &GuestJob,
     port: &Arc<RecordPort>,
     verity: &verity_dev::Verity,
     cg: &Path,
-    memcg_probe: bool,
+    probes: Probes,
 ) -> Result<(), StepError> {
     setup_step(port, "bufio", || {
         write_file(BUFIO_CACHE, &job.bufio_cache_bytes.to_string()).stage("bufio")?;
@@ -400,13 +428,21 @@ fn read_under_pressure(
     }
     let reader = setup_step(port, "trace", || {
         let mut events = reclaim_trace::EVENTS.to_vec();
-        if memcg_probe {
+        if probes.memcg {
             events.push(reclaim_trace::MEMCG_PROBE_EVENT);
+        }
+        let mut pairer = reclaim_trace::Pairer::new(probes.memcg);
+        if let Some(classic) = probes.classic {
+            events.push(reclaim_trace::MGLRU_ISOLATE_EVENT);
+            if classic {
+                events.push(reclaim_trace::CLASSIC_PROBE_EVENT);
+            }
+            pairer = pairer.with_mglru_events(classic);
         }
         trace::start(&events).stage("trace")?;
         let state = TraceState {
             port: port.clone(),
-            pairer: reclaim_trace::Pairer::new(memcg_probe),
+            pairer,
             calls: 0,
             lost_markers: 0,
             raw: HashMap::new(),

@@ -143,13 +143,34 @@ pub(super) fn cell_of(
     if !cell.job.swap.enabled() {
         cell.swap_mb = 0;
     }
+    carry_mglru_to_scenario_b(&mut cell, combo, sets);
     cell.id = cell_id(&cell);
     Ok(cell)
 }
 
+/// Scenario B keeps MGLRU off unless asked (its own job field,
+/// `noio_mglru`, since the job's `mglru` is on by default and every
+/// scenario B cell so far was recorded with it on and unused): a `mglru:`
+/// given for a scenario B cell, in the matrix or by `--set`, is carried
+/// there, and `mglru` goes back to its default, so that `mglru: false`
+/// names the same cell as no `mglru:` at all.
+fn carry_mglru_to_scenario_b(cell: &mut Cell, combo: &Combo, sets: &[String]) {
+    if cell.job.scenario != registry::OWN_MGLRU_SWITCH {
+        return;
+    }
+    let given = combo.contains_key("mglru")
+        || sets
+            .iter()
+            .any(|s| s.split_once('=').is_some_and(|(k, _)| k == "mglru"));
+    if given {
+        cell.job.noio_mglru = cell.job.mglru;
+        cell.job.mglru = GuestJob::default().mglru;
+    }
+}
+
 /// Job keys added after cell ids were first recorded: left out of the hash
 /// at their default value, so that cells without them keep their ids.
-const KEYS_ADDED_LATER: [&str; 7] = [
+const KEYS_ADDED_LATER: [&str; 8] = [
     "thp",
     "memcgs",
     "neighbour_mb",
@@ -157,6 +178,7 @@ const KEYS_ADDED_LATER: [&str; 7] = [
     "apps",
     "app_cache_mb",
     "app_anon_mb",
+    "noio_mglru",
 ];
 
 /// `<arch>-<scenario>-<10 hex>` (`<arch>-<scenario>-<flavour>-<10 hex>`
@@ -474,6 +496,84 @@ mod tests {
         assert_ne!(
             fingerprint(default_yaml),
             fingerprint(&with_axis("[debug]"))
+        );
+    }
+
+    /// Scenario B's `mglru:` goes to its own job field: off unless asked
+    /// (matrix/noio.yaml's cell keeps its id), the same cell however it is
+    /// asked for, and scenario A's `mglru` as it was.
+    #[test]
+    fn scenario_b_takes_mglru_into_its_own_field() {
+        let noio = include_str!("../../../../matrix/noio.yaml");
+        let axis = |v: &str| {
+            noio.replace(
+                "  duration_s: [30]\n",
+                &format!("  duration_s: [30]\n  mglru: [{v}]\n"),
+            )
+        };
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../matrix");
+        let cell = |text: &str, sets: &[&str]| {
+            let over = Overrides {
+                sets: sets.iter().map(|s| s.to_string()).collect(),
+                ..Overrides::default()
+            };
+            let p = from_text(text, "noio.yaml", &dir, &over).unwrap();
+            assert_eq!(p.cells.len(), 1);
+            let c = p.cells[0].clone();
+            (c.job.noio_mglru, c.job.mglru, c.id)
+        };
+        let (off, _, classic_id) = cell(noio, &[]);
+        assert!(!off);
+        // The id of matrix/noio.yaml's cell in its recorded base vs v2 runs.
+        assert_eq!(classic_id, "x86_64-noio_verity-79464d408f");
+        let (_, _, on_id) = cell(&axis("true"), &[]);
+        assert_ne!(on_id, classic_id);
+        // (what, matrix text, --sets, noio_mglru, mglru, the cell's id)
+        type Case<'a> = (&'a str, String, &'a [&'a str], bool, bool, &'a String);
+        let cases: [Case; 5] = [
+            (
+                "mglru: [false]",
+                axis("false"),
+                &[],
+                false,
+                true,
+                &classic_id,
+            ),
+            ("mglru: [true]", axis("true"), &[], true, true, &on_id),
+            (
+                "--set mglru=y",
+                noio.to_string(),
+                &["mglru=y"],
+                true,
+                true,
+                &on_id,
+            ),
+            (
+                "--set noio_mglru=y",
+                noio.to_string(),
+                &["noio_mglru=y"],
+                true,
+                true,
+                &on_id,
+            ),
+            (
+                "--set mglru=n over mglru: [true]",
+                axis("true"),
+                &["mglru=n"],
+                false,
+                true,
+                &classic_id,
+            ),
+        ];
+        for (what, text, sets, want_on, want_mglru, want_id) in cases {
+            let (on, mglru, id) = cell(&text, sets);
+            assert_eq!((on, mglru, &id), (want_on, want_mglru, want_id), "{what}");
+        }
+        // Scenario A keeps `mglru` where it was.
+        let a = plan_of("axes:\n  threads: [64]\n  mglru: [false]\n").unwrap();
+        assert_eq!(
+            (a.cells[0].job.mglru, a.cells[0].job.noio_mglru),
+            (false, false)
         );
     }
 

@@ -20,6 +20,11 @@ pub struct Anatomy {
     pub runs: usize,
     /// Those that reached the RFC's corner (their preconditions held).
     pub runs_in_corner: usize,
+    /// The MGLRU control cell: its runs' case is not the RFC's corner, and
+    /// the rounds' scanned columns come from shrink events that MGLRU
+    /// fires only for passes that isolated something.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mglru: bool,
     pub worst: Option<WorstCall>,
 }
 
@@ -70,6 +75,7 @@ pub fn anatomy(cell: &str, variant: &str, runs: &[(&String, &ScenarioMetrics)]) 
         variant: variant.to_string(),
         runs: measured.len(),
         runs_in_corner: measured.iter().filter(|(_, m)| m.reproduced()).count(),
+        mglru: measured.iter().any(|(_, m)| m.mglru.is_some()),
         worst,
     }
 }
@@ -95,10 +101,17 @@ pub fn priority_range(r: &RoundAnatomy) -> String {
 
 /// The line above a kernel's anatomy table.
 pub fn heading(a: &Anatomy) -> String {
-    let share = format!(
-        "{} of {} run(s) reached priority 0 with swapcache < min(anon >> 6, SWAP_CLUSTER_MAX)",
-        a.runs_in_corner, a.runs
-    );
+    let share = if a.mglru {
+        format!(
+            "MGLRU: {} of {} run(s) had dm-bufio GFP_NOIO calls in direct reclaim (scanned columns: shrink events, which MGLRU fires only for passes that isolated something; noio_mglru_* count every pass)",
+            a.runs_in_corner, a.runs
+        )
+    } else {
+        format!(
+            "{} of {} run(s) reached priority 0 with swapcache < min(anon >> 6, SWAP_CLUSTER_MAX)",
+            a.runs_in_corner, a.runs
+        )
+    };
     match &a.worst {
         None => format!("{} on {}: {share}; no dm-bufio call", a.cell, a.variant),
         Some(w) => format!(
@@ -168,5 +181,31 @@ mod tests {
         assert_eq!(kib(None), "-");
         assert_eq!(opt(Some(3)), "3");
         assert_eq!(opt(None::<u32>), "-");
+    }
+
+    /// The heading says which case the runs reproduced: the RFC's corner
+    /// on the classic LRU, dm-bufio calls in direct reclaim under MGLRU.
+    #[test]
+    fn headings_name_the_cells_case() {
+        let a = |mglru| Anatomy {
+            cell: "c".into(),
+            variant: "base".into(),
+            runs: 3,
+            runs_in_corner: 2,
+            mglru,
+            worst: None,
+        };
+        let cases = [
+            (false, "c on base: 2 of 3 run(s) reached priority 0 with swapcache < min(anon >> 6, SWAP_CLUSTER_MAX); no dm-bufio call"),
+            (true, "c on base: MGLRU: 2 of 3 run(s) had dm-bufio GFP_NOIO calls in direct reclaim (scanned columns: shrink events, which MGLRU fires only for passes that isolated something; noio_mglru_* count every pass); no dm-bufio call"),
+        ];
+        for (mglru, want) in cases {
+            assert_eq!(heading(&a(mglru)), want);
+        }
+        let json = serde_json::to_value(a(false)).unwrap();
+        assert!(
+            json.get("mglru").is_none(),
+            "classic anatomies keep their form"
+        );
     }
 }

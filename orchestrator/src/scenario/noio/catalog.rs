@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use mmci_record::Scenario;
 
 use crate::scenario::metric::{per_k, per_work, Better, Extract, Metric};
+use crate::scenario::noio::MglruStats;
 use crate::scenario::NoioMetrics;
 use crate::scenario::ScenarioMetrics;
 
@@ -13,6 +14,35 @@ use crate::scenario::ScenarioMetrics;
 /// handling of it.
 fn b(r: &ScenarioMetrics) -> Option<&NoioMetrics> {
     r.noio().filter(|m| m.reproduced())
+}
+
+/// Scenario B's classic-LRU figures: None in the MGLRU cell, where they
+/// come from mm_vmscan_lru_shrink_inactive, which evict_folios() fires
+/// only after isolating something (so they would leave out exactly the
+/// passes that found nothing to take); the cell has its own (`mglru!`).
+fn classic(r: &ScenarioMetrics) -> Option<&NoioMetrics> {
+    b(r).filter(|m| m.mglru.is_none())
+}
+
+/// An entry of the MGLRU cell: `$value` of its [`MglruStats`] (None in a
+/// classic-LRU run).
+macro_rules! mglru {
+    ($name:literal, $description:literal, $unit:literal, $better:expr, $value:expr) => {
+        Metric {
+            name: Cow::Borrowed($name),
+            description: Cow::Borrowed($description),
+            unit: Cow::Borrowed($unit),
+            better: $better,
+            timing: false,
+            noise_floor: None,
+            scenario: Scenario::NoioVerity,
+            per_work_of: None,
+            extract: Extract::Run(|r| {
+                let value: fn(&MglruStats) -> Option<f64> = $value;
+                b(r).and_then(|m| m.mglru.as_ref()).and_then(value)
+            }),
+        }
+    };
 }
 
 /// The entry of one statistic of the calls' time at priority 0: `$field`
@@ -96,7 +126,7 @@ pub static METRICS: &[Metric] = &[
         noise_floor: None,
         scenario: Scenario::NoioVerity,
         per_work_of: None,
-        extract: Extract::Run(|r| b(r).map(|m| m.noio.anon_scanned as f64)),
+        extract: Extract::Run(|r| classic(r).map(|m| m.noio.anon_scanned as f64)),
     },
     Metric {
         name: Cow::Borrowed("noio_anon_scanned_prio0"),
@@ -109,7 +139,7 @@ pub static METRICS: &[Metric] = &[
         noise_floor: None,
         scenario: Scenario::NoioVerity,
         per_work_of: None,
-        extract: Extract::Run(|r| b(r).map(|m| m.noio.anon_scanned_prio0 as f64)),
+        extract: Extract::Run(|r| classic(r).map(|m| m.noio.anon_scanned_prio0 as f64)),
     },
     Metric {
         name: Cow::Borrowed("other_calls"),
@@ -198,6 +228,71 @@ pub static METRICS: &[Metric] = &[
         per_work_of: None,
         extract: Extract::Run(|r| b(r).and_then(|m| m.io_reclaim_efficiency())),
     },
+    mglru!(
+        "noio_mglru_anon_scanned",
+        "MGLRU: anon folios the dm-bufio GFP_NOIO calls' scan_folios() looked at",
+        "folios",
+        Better::Lower,
+        |m| Some(m.sums.anon_scanned as f64)
+    ),
+    mglru!(
+        "noio_mglru_anon_skipped",
+        "MGLRU: anon folios isolate_folio() refused to a reclaimer without __GFP_IO (not in the swap cache, or dirty): scanned for nothing",
+        "folios",
+        Better::Lower,
+        |m| Some(m.sums.anon_skipped as f64)
+    ),
+    mglru!(
+        "noio_mglru_anon_isolated",
+        "MGLRU: anon folios the dm-bufio calls isolated (in the swap cache: reclaimable without I/O)",
+        "folios",
+        Better::Neither,
+        |m| Some(m.sums.anon_taken as f64)
+    ),
+    mglru!(
+        "noio_mglru_file_scanned",
+        "MGLRU: file folios the dm-bufio calls' scan_folios() looked at",
+        "folios",
+        Better::Neither,
+        |m| Some(m.sums.file_scanned as f64)
+    ),
+    mglru!(
+        "noio_mglru_file_isolated",
+        "MGLRU: file folios the dm-bufio calls isolated",
+        "folios",
+        Better::Neither,
+        |m| Some(m.sums.file_taken as f64)
+    ),
+    mglru!(
+        "noio_mglru_anon_scanned_max_call",
+        "MGLRU: the most anon folios one dm-bufio call looked at",
+        "folios",
+        Better::Lower,
+        |m| Some(m.max_anon_scanned_one_call as f64)
+    ),
+    Metric {
+        name: Cow::Borrowed("noio_mglru_reclaimed"),
+        description: Cow::Borrowed(
+            "MGLRU: folios the dm-bufio GFP_NOIO calls reclaimed from the LRUs (their shrink events)",
+        ),
+        unit: Cow::Borrowed("folios"),
+        better: Better::Neither,
+        timing: false,
+        noise_floor: None,
+        scenario: Scenario::NoioVerity,
+        per_work_of: None,
+        extract: Extract::Run(|r| {
+            b(r).filter(|m| m.mglru.is_some())
+                .map(|m| m.noio.reclaimed as f64)
+        }),
+    },
+    mglru!(
+        "noio_mglru_classic_passes",
+        "MGLRU: shrink_lruvec() entries during dm-bufio calls (get_scan_count's path, where the RFC's branch is; 0 under MGLRU by the code, counted to check that reading)",
+        "passes",
+        Better::Neither,
+        |m| m.classic_passes.map(|n| n as f64)
+    ),
 ];
 
 /// The counters above divided by the work done, per 1,000 reads (the
@@ -220,7 +315,7 @@ pub static PER_WORK: &[Metric] = &[
         "folios/1k reads",
         Better::Lower,
         Scenario::NoioVerity,
-        |r| b(r).and_then(|m| per_k(m.noio.anon_scanned, m.reads))
+        |r| classic(r).and_then(|m| per_k(m.noio.anon_scanned, m.reads))
     ),
     per_work!(
         "allocstall_per_kread",

@@ -5,40 +5,19 @@
 //! the slowest dm-bufio call, and the verdict on the preconditions (a run
 //! that never reached the RFC's corner is "not reproduced").
 
-use mmci_record::{MemState, Phase, ReclaimCall, Record, WatermarkStat};
+use mmci_record::{Phase, ReclaimCall, Record};
 use serde::{Deserialize, Serialize};
 
+use super::gfp::{gfp_class, GfpClass};
+use super::mglru::{mglru_stats, MglruStats};
+use super::preconditions::{
+    failed_preconditions, failed_preconditions_mglru, Corner, Preconditions,
+};
 use super::rounds::{priority_0_us, Prio0Time};
-
-/// dm-bufio's allocation (drivers/md/dm-bufio.c, after its GFP_NOWAIT
-/// try), as mm_vmscan_direct_reclaim_begin prints it: the RFC's case,
-/// matched whole.
-pub const DM_BUFIO_GFP: &str = "GFP_NOIO|__GFP_NOWARN|__GFP_NORETRY|__GFP_NOMEMALLOC";
-
-/// Every gfp string of a context without __GFP_IO starts so.
-pub const NOIO_PREFIX: &str = "GFP_NOIO";
 
 /// SWAP_CLUSTER_MAX (include/linux/swap.h) in bytes of 4 KiB pages: the
 /// RFC's absolute bound on the lruvec's swap cache.
 pub const SWAP_CLUSTER_MAX_BYTES: u64 = 32 * 4096;
-
-/// Which class a call's gfp string is in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GfpClass {
-    DmBufio,
-    OtherNoio,
-    Io,
-}
-
-pub fn gfp_class(gfp: &str) -> GfpClass {
-    if gfp == DM_BUFIO_GFP {
-        GfpClass::DmBufio
-    } else if gfp.starts_with(NOIO_PREFIX) {
-        GfpClass::OtherNoio
-    } else {
-        GfpClass::Io
-    }
-}
 
 /// The lowest priority a call reached: of its shrink events, and of its
 /// memcg visits (the shrink_slab kprobe fires at every priority, also where
@@ -59,9 +38,6 @@ pub fn in_corner(call: &ReclaimCall) -> Option<bool> {
     let (swapcache, anon) = (call.swapcache_max_bytes?, call.anon_min_bytes?);
     Some(lowest_priority(call) == Some(0) && swapcache < (anon >> 6).min(SWAP_CLUSTER_MAX_BYTES))
 }
-
-/// "inactive_anon >> inactive_file": at least this many times more.
-pub const ANON_TO_FILE_MIN: u64 = 8;
 
 /// Direct-reclaim calls of one gfp class.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -140,30 +116,6 @@ pub fn class_stats<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Clas
     s
 }
 
-/// Scenario B's preconditions as the guest measured them.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Preconditions {
-    pub swappiness: u32,
-    pub lru_gen: String,
-    pub at_start: MemState,
-    pub at_end: MemState,
-    pub watermark: WatermarkStat,
-}
-
-/// The RFC's corner over a run's dm-bufio calls.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Corner {
-    /// dm-bufio calls that reached priority 0.
-    pub prio0_calls: u64,
-    /// Those during which the swap cache condition held.
-    pub condition_true: u64,
-    /// Those without a swap cache reading (no verdict on them).
-    pub unread: u64,
-    /// The least swap cache headroom seen at priority 0 (bytes): the
-    /// largest swap cache reading of a priority-0 call.
-    pub swapcache_max_bytes: Option<u64>,
-}
-
 pub fn corner<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Corner {
     let mut c = Corner::default();
     for call in calls {
@@ -183,72 +135,9 @@ pub fn corner<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Corner {
     c
 }
 
-/// Why the run does not reproduce scenario B's case; empty when it does.
-///
-/// Free memory under the min watermark is seen two ways: /proc/zoneinfo
-/// readings every few ms (which can miss a short dip), and `allocstall`:
-/// the allocator enters direct reclaim only after get_page_from_freelist()
-/// failed at the min watermark (ALLOC_WMARK_MIN), so a direct-reclaim
-/// stall is the kernel's own word that a zone was under min.
-pub fn failed_preconditions(
-    p: &Preconditions,
-    noio_calls: u64,
-    allocstall: u64,
-    corner: &Corner,
-) -> Vec<String> {
-    let mut failed = Vec::new();
-    let s = &p.at_start;
-    let mib = |bytes: u64| format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64);
-    if p.lru_gen != "0x0000" {
-        failed.push(format!("MGLRU was on (lru_gen/enabled {})", p.lru_gen));
-    }
-    if p.swappiness == 0 {
-        failed.push("vm.swappiness was 0".into());
-    }
-    if s.swap_total_kb == 0 {
-        failed.push("no swap".into());
-    } else if s.swap_free_kb == 0 || p.at_end.swap_free_kb == 0 {
-        failed.push("swap was full".into());
-    }
-    if s.inactive_anon < ANON_TO_FILE_MIN * s.inactive_file.max(1) {
-        failed.push(format!(
-            "inactive_anon {} is not {ANON_TO_FILE_MIN}x inactive_file {}",
-            mib(s.inactive_anon),
-            mib(s.inactive_file)
-        ));
-    }
-    // The RFC's own condition, per call, replaces a look at the start.
-    if noio_calls > 0 && corner.prio0_calls == 0 {
-        failed.push("no dm-bufio GFP_NOIO call reached priority 0".into());
-    } else if corner.prio0_calls > 0 && corner.condition_true == 0 {
-        failed.push(format!(
-            "no dm-bufio call at priority 0 had swapcache < min(anon >> 6, SWAP_CLUSTER_MAX) \
-             ({} calls, {} without a reading, swap cache up to {})",
-            corner.prio0_calls,
-            corner.unread,
-            corner
-                .swapcache_max_bytes
-                .map_or("-".to_string(), |b| format!("{} KiB", b >> 10))
-        ));
-    }
-    if p.watermark.below_min == 0 && allocstall == 0 {
-        failed.push(format!(
-            "free memory never went under the min watermark ({} readings, lowest margin {} pages, no allocstall)",
-            p.watermark.samples,
-            p.watermark
-                .lowest_margin_pages
-                .map_or("-".to_string(), |m| m.to_string())
-        ));
-    }
-    if noio_calls == 0 {
-        failed.push(format!("no dm-bufio direct-reclaim call ({DM_BUFIO_GFP})"));
-    }
-    failed
-}
-
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct NoioMetrics {
-    /// dm-bufio's calls ([`DM_BUFIO_GFP`]).
+    /// dm-bufio's calls (gfp `DM_BUFIO_GFP`).
     pub noio: ClassStats,
     /// Other calls without __GFP_IO (zram's own allocations, ...).
     #[serde(default)]
@@ -282,6 +171,10 @@ pub struct NoioMetrics {
     /// The aging guard's counters; None in runs recorded before them.
     #[serde(default)]
     pub aging: Option<Aging>,
+    /// The MGLRU cell's figures (its job's `noio_mglru`); None in a
+    /// classic-LRU run, whose metrics keep their form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mglru: Option<MglruStats>,
 }
 
 /// What skipping anon at priority 0 may cost the next reclaimer with
@@ -328,8 +221,10 @@ pub fn noio_metrics(records: &[Record]) -> Option<NoioMetrics> {
     let mut have_preconditions = false;
     let mut before = None;
     let mut after = None;
+    let mut mglru_cell = false;
     for r in records {
         match r {
+            Record::Hello { job, .. } => mglru_cell = job.noio_mglru,
             Record::Preconditions {
                 swappiness,
                 lru_gen,
@@ -397,6 +292,7 @@ pub fn noio_metrics(records: &[Record]) -> Option<NoioMetrics> {
         .copied()
         .max_by_key(|c| (!c.events_lost, c.latency_us))
         .cloned();
+    m.mglru = mglru_cell.then(|| mglru_stats(noio.iter().copied()));
     m.noio = class_stats(noio);
     m.noio_other = class_stats(noio_other);
     m.other = class_stats(other);
@@ -421,8 +317,13 @@ pub fn noio_metrics(records: &[Record]) -> Option<NoioMetrics> {
             pgsteal_kswapd: delta(b, a, "pgsteal_kswapd"),
         });
     }
-    m.not_reproduced =
-        failed_preconditions(&m.preconditions, m.noio.calls, m.allocstall, &m.corner);
+    if let Some(stats) = &m.mglru {
+        m.not_reproduced =
+            failed_preconditions_mglru(&m.preconditions, m.noio.calls, m.allocstall, stats);
+    } else {
+        m.not_reproduced =
+            failed_preconditions(&m.preconditions, m.noio.calls, m.allocstall, &m.corner);
+    }
     // The cause comes first: a hog that ended (a global OOM kill takes it,
     // the largest task) explains every other failed precondition.
     if let Some(gone) = hog_gone(records) {
@@ -445,6 +346,7 @@ fn hog_gone(records: &[Record]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::noio::gfp::DM_BUFIO_GFP;
 
     fn call(
         gfp: &str,
@@ -543,72 +445,6 @@ mod tests {
         assert_eq!(old.prio0, None);
     }
 
-    fn held() -> Preconditions {
-        Preconditions {
-            swappiness: 60,
-            lru_gen: "0x0000".into(),
-            at_start: MemState {
-                anon: 400 << 20,
-                inactive_anon: 300 << 20,
-                inactive_file: 4 << 20,
-                swapcached: 1 << 20,
-                swap_total_kb: 131068,
-                swap_free_kb: 100000,
-                mem_free_kb: 5000,
-            },
-            at_end: MemState {
-                swap_free_kb: 90000,
-                ..MemState::default()
-            },
-            watermark: WatermarkStat {
-                samples: 100,
-                below_min: 3,
-                lowest_margin_pages: Some(-20),
-            },
-        }
-    }
-
-    fn cornered() -> Corner {
-        Corner {
-            prio0_calls: 3,
-            condition_true: 2,
-            unread: 0,
-            swapcache_max_bytes: Some(8192),
-        }
-    }
-
-    #[test]
-    fn preconditions_that_hold() {
-        assert!(failed_preconditions(&held(), 2, 5, &cornered()).is_empty());
-        assert_eq!(
-            failed_preconditions(&held(), 0, 5, &Corner::default()),
-            ["no dm-bufio direct-reclaim call (GFP_NOIO|__GFP_NOWARN|__GFP_NORETRY|__GFP_NOMEMALLOC)"]
-        );
-        // A dip the zoneinfo readings missed still shows as a direct-reclaim stall.
-        let mut missed = held();
-        missed.watermark.below_min = 0;
-        assert!(failed_preconditions(&missed, 2, 5, &cornered()).is_empty());
-        assert_eq!(
-            failed_preconditions(&held(), 2, 5, &Corner::default()),
-            ["no dm-bufio GFP_NOIO call reached priority 0"]
-        );
-    }
-
-    #[test]
-    fn gfp_classes_match_dm_bufio_whole() {
-        let cases = [
-            (DM_BUFIO_GFP, GfpClass::DmBufio),
-            ("GFP_NOIO|__GFP_NOWARN|__GFP_NORETRY", GfpClass::OtherNoio),
-            ("GFP_NOIO|__GFP_HIGHMEM|__GFP_MOVABLE", GfpClass::OtherNoio),
-            ("GFP_NOIO", GfpClass::OtherNoio),
-            ("GFP_HIGHUSER_MOVABLE", GfpClass::Io),
-            ("GFP_NOFS|__GFP_NOWARN", GfpClass::Io),
-        ];
-        for (gfp, want) in cases {
-            assert_eq!(gfp_class(gfp), want, "{gfp}");
-        }
-    }
-
     #[test]
     fn the_rfc_condition_per_call() {
         let c = |prio: Option<u32>, swapcache: Option<u64>, anon: u64| ReclaimCall {
@@ -651,36 +487,6 @@ mod tests {
     }
 
     #[test]
-    fn each_failed_precondition_is_named() {
-        let mut p = held();
-        p.lru_gen = "0x0007".into();
-        p.swappiness = 0;
-        p.at_start.inactive_file = 100 << 20;
-        p.at_end.swap_free_kb = 0;
-        p.watermark.below_min = 0;
-        let hot = Corner {
-            prio0_calls: 4,
-            condition_true: 0,
-            unread: 1,
-            swapcache_max_bytes: Some(5 << 20),
-        };
-        let failed = failed_preconditions(&p, 1, 0, &hot);
-        assert_eq!(
-            failed,
-            [
-                "MGLRU was on (lru_gen/enabled 0x0007)",
-                "vm.swappiness was 0",
-                "swap was full",
-                "inactive_anon 300.0 MiB is not 8x inactive_file 100.0 MiB",
-                "no dm-bufio call at priority 0 had swapcache < min(anon >> 6, SWAP_CLUSTER_MAX) (4 calls, 1 without a reading, swap cache up to 5120 KiB)",
-                "free memory never went under the min watermark (100 readings, lowest margin -20 pages, no allocstall)",
-            ]
-        );
-        p.at_start.swap_total_kb = 0;
-        assert!(failed_preconditions(&p, 1, 0, &hot).contains(&"no swap".to_string()));
-    }
-
-    #[test]
     fn metrics_from_records() {
         let vm = |v: &[(&str, u64)]| {
             v.iter()
@@ -694,7 +500,7 @@ mod tests {
             memcg_stat: crate::scenario::Counters::new(),
             psi_memory: None,
         };
-        let p = held();
+        let p = super::super::preconditions::held();
         let records = vec![
             snap(
                 Phase::Before,
@@ -787,5 +593,65 @@ mod tests {
             "60000 random writes a second over the reads; ran to the end",
         ));
         assert!(noio_metrics(&lived).unwrap().reproduced());
+    }
+
+    /// A run whose job asks for MGLRU is judged by the MGLRU cell's set
+    /// and carries its figures; the same records without the job's word
+    /// are a classic-LRU run that did not reach the RFC's corner.
+    #[test]
+    fn the_mglru_cell_is_known_by_its_job() {
+        let mut p = super::super::preconditions::held();
+        p.lru_gen = "0x0007".into();
+        let hello = |noio_mglru| Record::Hello {
+            kernel_release: "6.12".into(),
+            arch: "x86_64".into(),
+            cpus: 2,
+            mem_total_kb: 500_000,
+            uptime_ms: 1,
+            job: mmci_record::GuestJob {
+                scenario: mmci_record::Scenario::NoioVerity,
+                noio_mglru,
+                ..mmci_record::GuestJob::default()
+            },
+        };
+        let isolated = ReclaimCall {
+            isolate: Some(mmci_record::IsolateSums {
+                anon_passes: 3,
+                anon_scanned: 200,
+                anon_skipped: 192,
+                ..Default::default()
+            }),
+            classic_passes: Some(0),
+            ..call(DM_BUFIO_GFP, 900, 0, Some(3), 0, 0)
+        };
+        let records = |noio_mglru| {
+            vec![
+                hello(noio_mglru),
+                Record::ReclaimCall(isolated.clone()),
+                Record::Preconditions {
+                    swappiness: p.swappiness,
+                    lru_gen: p.lru_gen.clone(),
+                    at_start: p.at_start.clone(),
+                    at_end: p.at_end.clone(),
+                    watermark: p.watermark.clone(),
+                },
+            ]
+        };
+        let m = noio_metrics(&records(true)).unwrap();
+        assert!(m.reproduced(), "{:?}", m.not_reproduced);
+        let g = m.mglru.as_ref().unwrap();
+        assert_eq!(
+            (g.traced_calls, g.sums.anon_skipped, g.classic_passes),
+            (1, 192, Some(0))
+        );
+        let m = noio_metrics(&records(false)).unwrap();
+        assert_eq!(m.mglru, None);
+        assert_eq!(
+            m.not_reproduced,
+            [
+                "MGLRU was on (lru_gen/enabled 0x0007)",
+                "no dm-bufio GFP_NOIO call reached priority 0"
+            ]
+        );
     }
 }

@@ -4,7 +4,10 @@
 pub mod anatomy;
 pub mod catalog;
 pub mod disks;
+pub mod gfp;
 pub mod metrics;
+pub mod mglru;
+pub mod preconditions;
 pub mod report;
 pub mod rounds;
 
@@ -16,7 +19,10 @@ use crate::scenario::def::Def;
 use crate::scenario::def::Guard;
 use crate::scenario::ScenarioMetrics;
 
+pub use gfp::*;
 pub use metrics::*;
+pub use mglru::MglruStats;
+pub use preconditions::{Corner, Preconditions, ANON_TO_FILE_MIN};
 pub use rounds::{priority_0_us, rounds, RoundAnatomy};
 
 pub static DEF: Def = Def {

@@ -11,8 +11,8 @@ use crate::scenario::noio::{ClassStats, NoioMetrics, ANON_TO_FILE_MIN};
 use crate::scenario::report::{mib, ms_f, swap_text};
 use crate::scenario::ScenarioMetrics;
 
-/// Scenario B's guest and job lines: it always runs MGLRU off and an
-/// unlimited hog cgroup.
+/// Scenario B's guest and job lines: MGLRU off (on in the control cell)
+/// and an unlimited hog cgroup.
 pub fn guest(r: &GuestShape, job: &GuestJob) -> String {
     let hog = if job.hog_mb == 0 && job.apps > 0 {
         "MemTotal - 16 MiB - the apps'".to_string()
@@ -39,13 +39,14 @@ pub fn guest(r: &GuestShape, job: &GuestJob) -> String {
         format!("{} reads (at most {} s)", job.reads, job.duration_s)
     };
     format!(
-        "guest:   {}, {} vCPUs, {} MiB, {}, swappiness {}, MGLRU off\n\
+        "guest:   {}, {} vCPUs, {} MiB, {}, swappiness {}, MGLRU {}\n\
          job:     {}: hog {hog} ({} threads, {pace}){apps}, dm-verity {} MiB, {} O_DIRECT readers {reads}, dm-bufio cache {} B\n",
         r.arch,
         r.vcpus,
         r.memory_mb,
         swap_text(r, job),
         job.swappiness,
+        if job.noio_mglru { "on" } else { "off" },
         job.scenario,
         job.hog_threads,
         job.verity_mb,
@@ -157,6 +158,9 @@ pub fn noio_rows(m: &NoioMetrics) -> Vec<(String, String)> {
         "pswpin / pswpout".into(),
         format!("{} / {}", m.pswpin, m.pswpout),
     ));
+    if let Some(g) = &m.mglru {
+        rows.extend(crate::scenario::noio::mglru::rows(g));
+    }
     if m.lost_events > 0 || m.unpaired_begins > 0 || m.orphan_ends > 0 {
         rows.push((
             "trace: lost / unpaired begins / orphan ends".into(),
