@@ -532,13 +532,7 @@ mod tests {
                 orphan_ends: 1,
                 lost_events: 0,
             },
-            Record::Preconditions {
-                swappiness: p.swappiness,
-                lru_gen: p.lru_gen.clone(),
-                at_start: p.at_start.clone(),
-                at_end: p.at_end.clone(),
-                watermark: p.watermark.clone(),
-            },
+            super::super::preconditions::record_of(&p),
             Record::Reader {
                 reads: 1000,
                 errors: 0,
@@ -628,13 +622,7 @@ mod tests {
             vec![
                 hello(noio_mglru),
                 Record::ReclaimCall(isolated.clone()),
-                Record::Preconditions {
-                    swappiness: p.swappiness,
-                    lru_gen: p.lru_gen.clone(),
-                    at_start: p.at_start.clone(),
-                    at_end: p.at_end.clone(),
-                    watermark: p.watermark.clone(),
-                },
+                super::super::preconditions::record_of(&p),
             ]
         };
         let m = noio_metrics(&records(true)).unwrap();

@@ -155,6 +155,18 @@ fn pressure_failures(p: &Preconditions, noio_calls: u64, allocstall: u64) -> Vec
     failed
 }
 
+/// The guest's record of `p` (tests in metrics).
+#[cfg(test)]
+pub(super) fn record_of(p: &Preconditions) -> mmci_record::Record {
+    mmci_record::Record::Preconditions {
+        swappiness: p.swappiness,
+        lru_gen: p.lru_gen.clone(),
+        at_start: p.at_start.clone(),
+        at_end: p.at_end.clone(),
+        watermark: p.watermark.clone(),
+    }
+}
+
 /// Preconditions that hold on the classic LRU (tests here and in metrics).
 #[cfg(test)]
 pub(super) fn held() -> Preconditions {
