@@ -374,7 +374,19 @@ async fn scenario_c_thp_faults_compact_beside_the_reclaimers() {
     };
     let cfg = config("compaction", job, Duration::from_secs(300)).await;
     let start = Instant::now();
-    let r = run(&cfg, tmp.path()).await;
+    // The reclaimers beside the faults are scenario A's workload on the
+    // base kernel, with its premature memcg OOM under a busy host (seen
+    // once in 13 clean-clone runs: killed 0.9 s in, after which the faults
+    // found free memory and never compacted): repeated once, said on the
+    // terminal, as for scenario A.
+    let r = run_repeating_once(&cfg, tmp.path(), |r| {
+        let m = r.metrics.compaction().filter(|m| m.workload_oom_killed)?;
+        Some(format!(
+            "the reclaimers were OOM-killed after {} ms, {} touches (premature memcg OOM under a busy host)",
+            m.workload_ms, m.touches
+        ))
+    })
+    .await;
     eprintln!("scenario C run took {:?}", start.elapsed());
     assert_eq!(
         r.classification.outcome,
