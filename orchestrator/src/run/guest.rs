@@ -11,7 +11,7 @@ use crate::arch::Arch;
 use crate::guest::initramfs;
 use crate::guest::vm::{self, Accel, Disk, VmRun, VmSpec};
 use crate::results::{self, KernelInfo, RunResult, Timing};
-use crate::run::outcome::{self, Outcome};
+use crate::run::outcome::{self, Classification, Outcome};
 use crate::scenario::registry;
 
 /// Everything one guest run needs.
@@ -146,6 +146,18 @@ pub async fn run_guest(
             continue;
         }
         let records: Vec<Record> = run.records.iter().map(|r| r.record.clone()).collect();
+        if let Some(why) = outcome::job_echo_mismatch(&cfg.job, &records) {
+            if matches!(
+                classification.outcome,
+                Outcome::Completed | Outcome::NotReproduced | Outcome::CheckFailed
+            ) {
+                classification = Classification {
+                    outcome: Outcome::GuestError,
+                    reason: why,
+                    crash_report: None,
+                };
+            }
+        }
         let kernel = KernelInfo {
             release: records
                 .iter()

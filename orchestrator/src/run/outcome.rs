@@ -2,7 +2,7 @@
 //! statistics; infra failures are retried and never reported as regressions;
 //! boot failures, crashes and hangs are results in their own right.
 
-use mmci_record::Record;
+use mmci_record::{GuestJob, Record};
 
 use crate::guest::vm::VmRun;
 
@@ -226,8 +226,57 @@ pub fn classify(run: &VmRun) -> Classification {
     }
 }
 
+/// Why a run's records cannot be judged as the job the host sent: the
+/// guest's `Hello` echoes another job. The host decides which rules judge
+/// a run (scenario B's MGLRU cell has its own preconditions and hides the
+/// classic figures); a guest, which runs the candidate kernel, must not
+/// choose them by reporting a different job. None: the echo matches, or
+/// there is no `Hello` (the run failed earlier, classified on its own).
+pub fn job_echo_mismatch(sent: &GuestJob, records: &[Record]) -> Option<String> {
+    let echoed = records.iter().find_map(|r| match r {
+        Record::Hello { job, .. } => Some(job),
+        _ => None,
+    })?;
+    (echoed != sent).then(|| {
+        "the guest reported a job other than the one sent (its records are not judged)".to_string()
+    })
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_job_echo_other_than_the_job_sent_is_named() {
+        let sent = GuestJob {
+            scenario: mmci_record::Scenario::NoioVerity,
+            ..GuestJob::default()
+        };
+        let hello = |job: GuestJob| Record::Hello {
+            kernel_release: "6.12".into(),
+            arch: "x86_64".into(),
+            cpus: 2,
+            mem_total_kb: 1,
+            uptime_ms: 1,
+            job,
+        };
+        let forged = GuestJob {
+            noio_mglru: true,
+            ..sent.clone()
+        };
+        // (records, mismatch named)
+        for (records, named) in [
+            (vec![hello(sent.clone())], false),
+            (vec![], false),
+            (vec![hello(forged)], true),
+            (vec![hello(GuestJob::default())], true),
+        ] {
+            assert_eq!(
+                job_echo_mismatch(&sent, &records).is_some(),
+                named,
+                "{records:?}"
+            );
+        }
+    }
+
     use super::*;
     use crate::guest::vm::TimedRecord;
     use mmci_record::GuestJob;
