@@ -63,7 +63,7 @@ pub enum SeriesError {
         missing: Vec<u32>,
         newest_complete: Option<u32>,
     },
-    #[error("{source_name}: v{version} is completed through a chain of {depth} partial rerolls, each In-Reply-To the one before; the limit is {limit} (MAX_REROLL_DEPTH): refused")]
+    #[error("{source_name}: v{version} is completed through a chain of {depth} partial rerolls, each completed from the one before; the limit is {limit} (MAX_REROLL_DEPTH): refused")]
     TooDeep {
         source_name: String,
         version: u32,
@@ -643,7 +643,7 @@ mod tests {
         let err = assemble(&deep, "t").unwrap_err().to_string();
         assert_eq!(
             err,
-            "t: v1 is completed through a chain of 9999 partial rerolls, each In-Reply-To the one before; the limit is 1000 (MAX_REROLL_DEPTH): refused"
+            "t: v1 is completed through a chain of 9999 partial rerolls, each completed from the one before; the limit is 1000 (MAX_REROLL_DEPTH): refused"
         );
         // Another author's chain in the thread is not the series asked for.
         let mut mixed = vec![mail("[PATCH v2 1/1] mine", "m", DIFF)];

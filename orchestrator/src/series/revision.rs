@@ -71,7 +71,7 @@ pub enum Refusal {
         seen: Vec<u32>,
     },
     /// The revision picked is completed through more than
-    /// [`MAX_REROLL_DEPTH`] rerolls, each In-Reply-To the one before.
+    /// [`MAX_REROLL_DEPTH`] rerolls, each completed from the one before.
     TooDeep {
         version: u32,
         depth: usize,

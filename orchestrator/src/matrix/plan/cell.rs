@@ -153,17 +153,21 @@ pub(super) fn cell_of(
 /// scenario B cell so far was recorded with it on and unused): a `mglru:`
 /// given for a scenario B cell, in the matrix or by `--set`, is carried
 /// there, and `mglru` goes back to its default, so that `mglru: false`
-/// names the same cell as no `mglru:` at all.
+/// names the same cell as no `mglru:` at all. A `--set noio_mglru=` of
+/// the command line is the cell's own switch said outright: it wins.
 fn carry_mglru_to_scenario_b(cell: &mut Cell, combo: &Combo, sets: &[String]) {
     if cell.job.scenario != registry::OWN_MGLRU_SWITCH {
         return;
     }
-    let given = combo.contains_key("mglru")
-        || sets
-            .iter()
-            .any(|s| s.split_once('=').is_some_and(|(k, _)| k == "mglru"));
+    let set = |key: &str| {
+        sets.iter()
+            .any(|s| s.split_once('=').is_some_and(|(k, _)| k == key))
+    };
+    let given = combo.contains_key("mglru") || set("mglru");
     if given {
-        cell.job.noio_mglru = cell.job.mglru;
+        if !set("noio_mglru") {
+            cell.job.noio_mglru = cell.job.mglru;
+        }
         cell.job.mglru = GuestJob::default().mglru;
     }
 }
@@ -530,7 +534,7 @@ mod tests {
         assert_ne!(on_id, classic_id);
         // (what, matrix text, --sets, noio_mglru, mglru, the cell's id)
         type Case<'a> = (&'a str, String, &'a [&'a str], bool, bool, &'a String);
-        let cases: [Case; 5] = [
+        let cases: [Case; 6] = [
             (
                 "mglru: [false]",
                 axis("false"),
@@ -551,6 +555,14 @@ mod tests {
             (
                 "--set noio_mglru=y",
                 noio.to_string(),
+                &["noio_mglru=y"],
+                true,
+                true,
+                &on_id,
+            ),
+            (
+                "--set noio_mglru=y over mglru: [false]",
+                axis("false"),
                 &["noio_mglru=y"],
                 true,
                 true,

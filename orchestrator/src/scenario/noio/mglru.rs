@@ -53,20 +53,21 @@ pub fn mglru_stats<'a>(calls: impl IntoIterator<Item = &'a ReclaimCall>) -> Mglr
     };
     for c in calls {
         let Some(s) = &c.isolate else { continue };
+        // Guest numbers: summed without wrapping or a debug-build panic.
         m.traced_calls += 1;
         let t = &mut m.sums;
-        t.anon_passes += s.anon_passes;
-        t.anon_scanned += s.anon_scanned;
-        t.anon_skipped += s.anon_skipped;
-        t.anon_taken += s.anon_taken;
-        t.file_passes += s.file_passes;
-        t.file_scanned += s.file_scanned;
-        t.file_skipped += s.file_skipped;
-        t.file_taken += s.file_taken;
+        t.anon_passes = t.anon_passes.saturating_add(s.anon_passes);
+        t.anon_scanned = t.anon_scanned.saturating_add(s.anon_scanned);
+        t.anon_skipped = t.anon_skipped.saturating_add(s.anon_skipped);
+        t.anon_taken = t.anon_taken.saturating_add(s.anon_taken);
+        t.file_passes = t.file_passes.saturating_add(s.file_passes);
+        t.file_scanned = t.file_scanned.saturating_add(s.file_scanned);
+        t.file_skipped = t.file_skipped.saturating_add(s.file_skipped);
+        t.file_taken = t.file_taken.saturating_add(s.file_taken);
         m.max_anon_scanned_one_call = m.max_anon_scanned_one_call.max(s.anon_scanned);
         // A call without the count makes the run's total unknown, not smaller.
         m.classic_passes = match (m.classic_passes, c.classic_passes) {
-            (Some(n), Some(k)) => Some(n + u64::from(k)),
+            (Some(n), Some(k)) => Some(n.saturating_add(u64::from(k))),
             _ => None,
         };
     }

@@ -108,6 +108,20 @@ pub fn failed_preconditions_mglru(
             noio_calls - mglru.traced_calls
         ));
     }
+    // Every traced call carries sums, zero when no isolate line was read;
+    // a run whose calls read none at all (an event format the guest cannot
+    // parse) would report "no anon scanned" from a tracer that saw nothing.
+    if noio_calls > 0
+        && mglru
+            .sums
+            .anon_passes
+            .saturating_add(mglru.sums.file_passes)
+            == 0
+    {
+        failed.push(format!(
+            "no mm_vmscan_lru_isolate pass in {noio_calls} dm-bufio calls (the event's lines were not read)"
+        ));
+    }
     failed.extend(pressure_failures(p, noio_calls, allocstall));
     failed
 }
@@ -265,6 +279,10 @@ mod tests {
         };
         let traced = |n| MglruStats {
             traced_calls: n,
+            sums: mmci_record::IsolateSums {
+                anon_passes: u32::try_from(n).unwrap(),
+                ..Default::default()
+            },
             ..MglruStats::default()
         };
         let cases: Vec<(Preconditions, u64, u64, MglruStats, Vec<&str>)> = vec![
@@ -293,6 +311,17 @@ mod tests {
                 5,
                 traced(1),
                 vec!["2 of 3 dm-bufio calls without mm_vmscan_lru_isolate sums (the event was not traced)"],
+            ),
+            // Every call traced, but no isolate line read in any of them.
+            (
+                on(),
+                3,
+                5,
+                MglruStats {
+                    traced_calls: 3,
+                    ..MglruStats::default()
+                },
+                vec!["no mm_vmscan_lru_isolate pass in 3 dm-bufio calls (the event's lines were not read)"],
             ),
             (
                 on(),

@@ -20,10 +20,22 @@ use super::super::mail::Mail;
 use super::super::subject::SubjectTag;
 use super::{same_author, Kind, Thread};
 
+/// How much of a body the changelog is looked for in: a patch's notes come
+/// first and are short. [`replaces`] reads the old patch once for every
+/// patch replying to it, so a thread of many replies to one huge mail must
+/// not read all of it each time.
+const NOTES_SCAN_BYTES: usize = 16 * 1024;
+
 /// The versions a patch's notes name: `v4: ...`, `Changes in v3:`, `v2 ->
-/// v3:` (the later), `Changes since v2:` (the next, 3), up to its diff.
+/// v3:` (the later), `Changes since v2:` (the next, 3), up to its diff (in
+/// the first [`NOTES_SCAN_BYTES`] of the body).
 pub(super) fn changelog_versions(body: &str) -> Vec<u32> {
-    let notes = body.split("\ndiff --git ").next().unwrap_or(body);
+    let mut end = body.len().min(NOTES_SCAN_BYTES);
+    while !body.is_char_boundary(end) {
+        end -= 1;
+    }
+    let head = &body[..end];
+    let notes = head.split("\ndiff --git ").next().unwrap_or(head);
     notes.lines().filter_map(changelog_line).collect()
 }
 
@@ -104,14 +116,14 @@ impl Thread<'_> {
         self.tag(p).version.or(cover).unwrap_or(1)
     }
 
-    /// Patch `i`, without counter or version, In-Reply-To patch `p` without
-    /// a counter (each a single patch of one author) and not saying it
-    /// replaces it: a follow-up.
+    /// Patch `i`, without counter or version, In-Reply-To a single patch
+    /// `p` (no counter, or `1/1`) and not saying it replaces it: a
+    /// follow-up.
     pub(super) fn follows_up(&self, p: usize, i: usize) -> bool {
         let (tag, old) = (self.tag(i), self.tag(p));
         tag.version.is_none()
             && tag.counter.is_none()
-            && old.counter.is_none()
+            && old.counter.is_none_or(|(_, n)| n <= 1)
             && !replaces(
                 &self.mails[i],
                 tag,
@@ -174,6 +186,10 @@ mod tests {
         for &(body, want) in cases {
             assert_eq!(changelog_versions(body), want, "{body:?}");
         }
+        // Only the head of a body is read, cut on a character boundary.
+        let padding = "é".repeat(super::NOTES_SCAN_BYTES / 2 + 1);
+        let late = format!("v2: early\n{padding}\nv7: too far down\n");
+        assert_eq!(changelog_versions(&late), [2]);
     }
 
     /// Real shapes (tools/thread-corpus: linux-kselftest/00657, 00982,
@@ -295,6 +311,17 @@ mod tests {
                 "c",
                 "v1 = v1 1/4 + v1 2/4 + v1 3/4 + v1 4/4",
                 vec!["1", "2b", "3", "4"],
+            ),
+            // A `1/1` is a single patch: a new title In-Reply-To it is a
+            // follow-up too.
+            (
+                vec![
+                    p("[PATCH 1/1] mm: x", "x", &[]),
+                    p("[PATCH] mm: y, unrelated", "y", &["x"]),
+                ],
+                "x",
+                "v1 1/1",
+                vec!["x"],
             ),
             // ... without such notes, a follow-up: the posting as sent.
             (

@@ -21,36 +21,42 @@ use super::{same_author, Classified, Kind, Thread};
 
 /// Whether `cover` (no `[PATCH` tag, no reply) is the cover of the
 /// numbered patch `patch` (tag `patch_tag`) that replies to it; its tag
-/// when it is.
+/// when it is. The body is read last (`cover_has_diff`, which the caller
+/// may remember): a thread of many patches replying to one large note must
+/// not read the note once per patch.
 pub(super) fn untagged_cover(
     cover: &Mail,
     patch: &Mail,
     patch_tag: &SubjectTag,
+    cover_has_diff: &mut dyn FnMut() -> bool,
 ) -> Option<SubjectTag> {
     let (k, n) = patch_tag.counter?;
-    if k == 0 || cover.has_diff() {
+    if k == 0 {
         return None;
     }
-    let tag = subject::parse_untagged(&cover.subject)?;
     let parent = patch
         .in_reply_to
         .as_deref()
         .or(patch.references.last().map(String::as_str));
-    let replies = !cover.message_id.is_empty() && parent == Some(cover.message_id.as_str());
+    if cover.message_id.is_empty() || parent != Some(cover.message_id.as_str()) {
+        return None;
+    }
+    let tag = subject::parse_untagged(&cover.subject)?;
     let counted = tag.counter == Some((0, n));
     let starts_thread =
         tag.counter.is_none() && cover.in_reply_to.is_none() && cover.references.is_empty();
-    (replies
+    ((counted || starts_thread)
         && same_author(&cover.author_addresses(), &patch.author_addresses())
-        && (counted || starts_thread))
-        .then_some(tag)
+        && !cover_has_diff())
+    .then_some(tag)
 }
 
 impl Thread<'_> {
     /// Before placement: every mail that is not a patch but is, by
     /// [`untagged_cover`], the cover of a patch replying to it becomes a
-    /// cover.
+    /// cover. Whether a mail carries a diff is read once per mail.
     pub(super) fn adopt_untagged_covers(&mut self) {
+        let mut has_diff: Vec<Option<bool>> = vec![None; self.mails.len()];
         for i in 0..self.mails.len() {
             if self.classes[i].kind != Kind::Patch {
                 continue;
@@ -64,7 +70,9 @@ impl Thread<'_> {
             let Some(tag) = self.classes[i].tag.as_ref() else {
                 continue;
             };
-            if let Some(tag) = untagged_cover(&self.mails[p], &self.mails[i], tag) {
+            let mails = &self.mails;
+            let mut cover_has_diff = || *has_diff[p].get_or_insert_with(|| mails[p].has_diff());
+            if let Some(tag) = untagged_cover(&mails[p], &mails[i], tag, &mut cover_has_diff) {
                 self.classes[p] = Classified {
                     tag: Some(tag),
                     kind: Kind::Cover,
@@ -152,7 +160,8 @@ mod tests {
         ];
         for (i, (cover, p, want)) in cases.into_iter().enumerate() {
             let tag = parse_subject(&p.subject).expect("a patch");
-            let got = untagged_cover(&cover, &p, &tag).map(|t| (t.version, t.counter));
+            let got = untagged_cover(&cover, &p, &tag, &mut || cover.has_diff())
+                .map(|t| (t.version, t.counter));
             assert_eq!(got, want, "case {i}");
         }
     }
