@@ -181,6 +181,9 @@ async fn warn_and_panic_series_fail_with_their_traces_in_every_format() {
     }
 }
 
+/// Both kernels must hit the WARN in their one run each: after 50 reclaim
+/// batches, not 300 (one run of two did not reach 300 in the final CI of
+/// stop 42, and the splat read as the baseline's alone).
 #[tokio::test]
 async fn a_splat_on_both_kernels_is_pre_existing() {
     let tmp = tempfile::tempdir().unwrap();
@@ -188,8 +191,8 @@ async fn a_splat_on_both_kernels_is_pre_existing() {
         tmp.path(),
         &matrix(&format!(
             "{}{}",
-            faulty("tree", "warn:300"),
-            faulty("again", "warn:300")
+            faulty("tree", "warn:50"),
+            faulty("again", "warn:50")
         )),
     )
     .await;
