@@ -349,6 +349,9 @@ pub async fn build_kernel(
     // whatever included them (1,125 files for a comment in mm/vmscan.c,
     // after a debug-flavour build had reset include/linux/mmzone.h).
     let base_objs = object_dir(work, &tree.name, req.arch, &compiler, &req.fragments);
+    if series.is_some() && !base_objs.join(".config").is_file() {
+        build_baseline_first(tree, req, work).await;
+    }
     let slot = configuration_slot(req.arch, &compiler, &req.fragments);
     let _slot_lock = process::lock_file(&work.locks(), &format!("checkout-{}-{slot}", tree.name))
         .await
@@ -575,6 +578,21 @@ impl Drop for RemoveOnDrop {
 /// Makes `private` a copy of `base` (if `base` has been configured), with
 /// mtimes, so that make rebuilds only what the series changes. Reflinks
 /// where the filesystem has them (btrfs, xfs): then the copy is nearly free.
+/// A series is about to be built in a configuration whose baseline objects
+/// do not exist yet: builds the tree alone first (cached like any base
+/// kernel), so that the series' build is incremental over it. A series
+/// built first compiled the whole tree into its private copy, which is
+/// thrown away, and the base kernel every comparison also needs compiled it
+/// all again: on a cold CI run, a one-file series took 762 s where 17 s
+/// after its base would do. If the tree alone does not build, the series
+/// is still built, from scratch (it may be what fixes the build).
+async fn build_baseline_first(tree: &SourceTree, req: &BuildRequest, work: &WorkDir) {
+    tracing::info!(tree = %tree.name, "no baseline objects in this configuration yet: building the tree alone first");
+    if let Err(e) = Box::pin(build_kernel(tree, None, req, work)).await {
+        tracing::warn!(tree = %tree.name, error = %e, "the tree alone did not build: the series builds from scratch");
+    }
+}
+
 async fn seed_object_dir(base: &Path, private: &Path, log: &Path) -> Result<(), BuildError> {
     if private.exists() {
         std::fs::remove_dir_all(private).map_err(io_err(private))?;
