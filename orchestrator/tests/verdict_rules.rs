@@ -13,6 +13,7 @@ use mmci::analysis::verdict::verdict;
 use mmci::analysis::{compare, Options};
 use mmci::guest::vm::Accel;
 use mmci::matrix::file::{ExpectKind, Expectation};
+use mmci::results::outcome::Outcome;
 
 fn no_expect() -> BTreeMap<String, Expectation> {
     BTreeMap::new()
@@ -91,6 +92,40 @@ fn nothing_to_judge_is_no_verdict_never_a_pass() {
         "{}",
         c.verdict.summary
     );
+}
+
+#[test]
+fn expectations_met_with_no_guard_judged_are_no_verdict() {
+    // Under TCG, 3 runs of the candidate and 2 of base (the third an
+    // infra failure): no guard is judged (they need 3 a side), the
+    // candidate's own expectation is (3 of its runs). What the series
+    // claims holds, but nothing says it breaks nothing: not a pass (once
+    // "PASS: no regression found ... (guards: )").
+    let (mut m, mut runs, _) = synthetic(20);
+    runs.retain(|id, _| id.ends_with("-r1") || id.ends_with("-r2") || id.ends_with("-r3"));
+    for r in runs.values_mut() {
+        r.accel = Accel::Tcg;
+        if r.id.contains("-base-") && r.id.ends_with("-r3") {
+            r.classification.outcome = Outcome::InfraFailure;
+            r.classification.reason = "QEMU was killed by signal 9".into();
+        }
+    }
+    m.plan.repeats = 3;
+    m.plan.variants[1].expect = [(
+        "throttle_isolated".to_string(),
+        Expectation::Kind(ExpectKind::Nonzero),
+    )]
+    .into();
+    let c = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+    assert_eq!(c.verdict.status, Status::NoVerdict, "{:?}", c.verdict);
+    assert_eq!(c.verdict.expectations_passed, 2);
+    assert!(c.verdict.guards.is_empty());
+    assert_eq!(
+        c.verdict.summary,
+        "2 expectation(s) met in 10 runs on 2 cells, but no guard of the regression policy \
+         could be judged (more runs, or KVM for timings): a pass needs one"
+    );
+    assert!(!c.verdict.not_judged.is_empty());
 }
 
 #[test]

@@ -233,6 +233,15 @@ pub struct GuestJob {
     pub app_cache_mb: u64,
     /// Scenario B: anon of every other application memcg, in MiB. Default: 1.
     pub app_anon_mb: u64,
+    /// Scenario B: each application keeps reading data it has not read
+    /// recently, at this many KiB a second, through a range of the disk
+    /// [`APP_STREAM_SPAN`] times its cache (see [`app_span_mb`]), so that
+    /// the page cache outlives the hog's pressure the way a working
+    /// application's does. A re-read folio activates (and turns
+    /// cache_trim_mode off through DEACTIVATE_FILE); one read again only
+    /// after the range wrapped refaults too far apart to activate.
+    /// 0: each reads its cache once and sleeps. Default: 0.
+    pub app_stream_kb_s: u64,
     /// Scenario script: what to run (set from the matrix's `scripts:`).
     pub script: Option<ScriptJob>,
 }
@@ -258,6 +267,22 @@ pub struct ScriptJob {
 }
 
 /// Where a copied-in script is in the image's root.
+/// How many times its cache an application's range of the page-cache
+/// disk is when it streams (`app_stream_kb_s`): a folio is read again only
+/// after 15 times its memcg's cache was read and evicted since, a refault
+/// distance past anything that memcg holds, so it does not activate.
+pub const APP_STREAM_SPAN: u64 = 16;
+
+/// The MiB of the page-cache disk each application reads from: its cache,
+/// or [`APP_STREAM_SPAN`] times that when it streams.
+pub fn app_span_mb(job: &GuestJob) -> u64 {
+    if job.app_stream_kb_s > 0 {
+        job.app_cache_mb * APP_STREAM_SPAN
+    } else {
+        job.app_cache_mb
+    }
+}
+
 pub const SCRIPT_PATH: &str = "/mmci/script";
 
 impl ScriptJob {
@@ -340,6 +365,7 @@ impl Default for GuestJob {
             apps: 0,
             app_cache_mb: 2,
             app_anon_mb: 1,
+            app_stream_kb_s: 0,
             script: None,
         }
     }
@@ -397,7 +423,7 @@ fn parse_bool(key: &str, value: &str) -> Result<bool, ParamError> {
 
 impl GuestJob {
     /// Every key accepted by [`GuestJob::set`], in the order of the struct.
-    pub const PARAM_KEYS: [&'static str; 27] = [
+    pub const PARAM_KEYS: [&'static str; 28] = [
         "scenario",
         "threads",
         "working_set_mb",
@@ -425,13 +451,14 @@ impl GuestJob {
         "apps",
         "app_cache_mb",
         "app_anon_mb",
+        "app_stream_kb_s",
     ];
 
     /// Every parameter and its value as text, in [`Self::PARAM_KEYS`] order
     /// (a script sees them as `MMCI_<KEY>` environment variables).
     pub fn params(&self) -> Vec<(&'static str, String)> {
         let b = |v: bool| if v { "y" } else { "n" }.to_string();
-        let v: [String; 27] = [
+        let v: [String; 28] = [
             self.scenario.name().to_string(),
             self.threads.to_string(),
             self.working_set_mb.to_string(),
@@ -459,6 +486,7 @@ impl GuestJob {
             self.apps.to_string(),
             self.app_cache_mb.to_string(),
             self.app_anon_mb.to_string(),
+            self.app_stream_kb_s.to_string(),
         ];
         Self::PARAM_KEYS.into_iter().zip(v).collect()
     }
@@ -515,6 +543,7 @@ impl GuestJob {
             "apps" => self.apps = parse_num(key, value)?,
             "app_cache_mb" => self.app_cache_mb = parse_positive(key, value)?,
             "app_anon_mb" => self.app_anon_mb = parse_num(key, value)?,
+            "app_stream_kb_s" => self.app_stream_kb_s = parse_num(key, value)?,
             _ => {
                 return Err(ParamError::UnknownKey {
                     key: key.to_string(),

@@ -6,8 +6,10 @@
 //! contradicted with significance. INCONCLUSIVE: otherwise, an expectation
 //! that could not be decided or runs without a result. NO VERDICT:
 //! otherwise, nothing was judged (one kernel, too few runs, only timings
-//! under TCG): never a pass. PASS: the rest, read as "no regression found
-//! in N runs on M cells", naming the guards.
+//! under TCG), or expectations were met while none of the regression
+//! policy's guards could be: never a pass. PASS: the rest, read as "no
+//! regression found in N runs on M cells", naming the guards (or, where no
+//! guard applies, as script cells have none, the expectations met).
 
 use super::catalog;
 use super::model::*;
@@ -144,14 +146,31 @@ pub fn verdict(
     let runs: usize = variants.iter().map(|v| v.completed).sum();
     let n_cells = cells.len();
     let no_candidate = cells.iter().all(|c| c.candidates.is_empty());
+    // Expectations met say the series does what it claims, not that it
+    // breaks nothing: with guards in the policy and none of them judged,
+    // "no regression found" would be unsupported.
+    let guards_unjudged = guards.is_empty() && !not_judged.is_empty();
     let status = if !fails.is_empty() {
         Status::Fail
     } else if !unsure.is_empty() {
         Status::Inconclusive
-    } else if judged == 0 || no_candidate {
+    } else if judged == 0 || no_candidate || guards_unjudged {
         Status::NoVerdict
     } else {
         Status::Pass
+    };
+    let met = {
+        let mut parts = vec![];
+        if passed > 0 {
+            parts.push(format!("{passed} expectation(s) met"));
+        }
+        if counts.agree > 0 {
+            parts.push(format!(
+                "{} of the cover letter's claims agree",
+                counts.agree
+            ));
+        }
+        parts.join("; ")
     };
     let in_runs = format!(
         "in {runs} run{} on {n_cells} cell{}",
@@ -172,22 +191,22 @@ pub fn verdict(
         Status::NoVerdict if no_candidate => {
             format!("nothing to compare {in_runs}: the matrix has one kernel, no candidate")
         }
+        Status::NoVerdict if judged > 0 => format!(
+            "{met} {in_runs}, but no guard of the regression policy could be judged (more runs, or KVM for timings): a pass needs one"
+        ),
         Status::NoVerdict => format!(
             "nothing could be judged {in_runs}: every check needs more runs, or KVM for timings (see the regression policy)"
         ),
+        Status::Pass if guards.is_empty() => {
+            format!("{met} {in_runs}; no guard of the regression policy applies to these cells")
+        }
         Status::Pass => {
             let mut s = format!(
                 "no regression found {in_runs} (guards: {})",
                 guards.join(", ")
             );
-            if passed > 0 {
-                s.push_str(&format!("; {passed} expectation(s) met"));
-            }
-            if counts.agree > 0 {
-                s.push_str(&format!(
-                    "; {} of the cover letter's claims agree",
-                    counts.agree
-                ));
+            if !met.is_empty() {
+                s.push_str(&format!("; {met}"));
             }
             s
         }

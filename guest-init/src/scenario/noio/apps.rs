@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use mmci_record::{GuestJob, APP_CACHE_DISK_SERIAL};
+use mmci_record::{app_span_mb, GuestJob, APP_CACHE_DISK_SERIAL};
 
 use crate::app::{AppArgs, READY};
 use crate::blockdev::find_disk;
@@ -92,7 +92,8 @@ fn start_one(args: &AppArgs) -> Result<(Child, u64), String> {
 pub fn start(job: &GuestJob) -> Result<(Apps, String), StepError> {
     let (name, _, _, bytes) = find_disk(APP_CACHE_DISK_SERIAL).stage("apps")?;
     let device = format!("/dev/{name}");
-    let need = u64::from(job.apps) * job.app_cache_mb;
+    let span = app_span_mb(job);
+    let need = u64::from(job.apps) * span;
     if bytes >> 20 < need {
         return Err(StepError {
             stage: "apps",
@@ -106,9 +107,11 @@ pub fn start(job: &GuestJob) -> Result<(Apps, String), StepError> {
         let args = AppArgs {
             cgroup: dir.to_string_lossy().into_owned(),
             device: device.clone(),
-            offset_mb: u64::from(i) * job.app_cache_mb,
+            offset_mb: u64::from(i) * span,
             cache_mb: job.app_cache_mb,
             anon_mb: anon_mb(job, i),
+            span_mb: span,
+            stream_kb_s: job.app_stream_kb_s,
         };
         match start_one(&args) {
             Ok((child, n)) => {
@@ -127,8 +130,12 @@ pub fn start(job: &GuestJob) -> Result<(Apps, String), StepError> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let mib = |k| procfs::meminfo_kb(&meminfo, k).unwrap_or(0) >> 10;
     let with_anon = (0..job.apps).filter(|&i| anon_mb(job, i) > 0).count();
+    let then = match job.app_stream_kb_s {
+        0 => "read once".to_string(),
+        r => format!("then reading on at {r} KiB/s each through {span} MiB"),
+    };
     let detail = format!(
-        "{} memcgs mmci-app-00..{:02}, {} MiB of page cache each read once from {device} ({} MiB read), {with_anon} of them with {} MiB anon; node Cached {} MiB, Inactive(file) {} MiB, Active(file) {} MiB",
+        "{} memcgs mmci-app-00..{:02}, {} MiB of page cache each from {device} ({} MiB read), {then}, {with_anon} of them with {} MiB anon; node Cached {} MiB, Inactive(file) {} MiB, Active(file) {} MiB",
         job.apps,
         job.apps.saturating_sub(1),
         job.app_cache_mb,

@@ -174,7 +174,7 @@ fn carry_mglru_to_scenario_b(cell: &mut Cell, combo: &Combo, sets: &[String]) {
 
 /// Job keys added after cell ids were first recorded: left out of the hash
 /// at their default value, so that cells without them keep their ids.
-const KEYS_ADDED_LATER: [&str; 8] = [
+const KEYS_ADDED_LATER: [&str; 9] = [
     "thp",
     "memcgs",
     "neighbour_mb",
@@ -183,6 +183,7 @@ const KEYS_ADDED_LATER: [&str; 8] = [
     "app_cache_mb",
     "app_anon_mb",
     "noio_mglru",
+    "app_stream_kb_s",
 ];
 
 /// `<arch>-<scenario>-<10 hex>` (`<arch>-<scenario>-<flavour>-<10 hex>`
@@ -352,6 +353,8 @@ mod tests {
             ("app_cache_mb", "[4]", false),
             ("app_anon_mb", "[1]", true),
             ("app_anon_mb", "[0]", false),
+            ("app_stream_kb_s", "[0]", true),
+            ("app_stream_kb_s", "[256]", false),
         ];
         for (key, values, same) in later {
             assert_eq!(

@@ -2,13 +2,14 @@
 //! and hash disks, found in the guest by their serials.
 
 use mmci_record::{
-    verity_hash_disk_mb, GuestJob, APP_CACHE_DISK_SERIAL, VERITY_DATA_DISK_SERIAL,
+    app_span_mb, verity_hash_disk_mb, GuestJob, APP_CACHE_DISK_SERIAL, VERITY_DATA_DISK_SERIAL,
     VERITY_HASH_DISK_SERIAL,
 };
 
 /// (serial, size in MiB) of each disk, in the order they are attached: the
 /// verity data and hash disks, and with `apps` the application memcgs'
-/// page-cache disk (one range of `app_cache_mb` each).
+/// page-cache disk (one range each: its cache, or the span it streams
+/// through; sparse, so a large span costs the host nothing).
 pub fn verity_disks(job: &GuestJob) -> Vec<(String, u64)> {
     let mut disks = vec![
         (VERITY_DATA_DISK_SERIAL.to_string(), job.verity_mb),
@@ -20,7 +21,7 @@ pub fn verity_disks(job: &GuestJob) -> Vec<(String, u64)> {
     if job.apps > 0 {
         disks.push((
             APP_CACHE_DISK_SERIAL.to_string(),
-            u64::from(job.apps) * job.app_cache_mb,
+            u64::from(job.apps) * app_span_mb(job),
         ));
     }
     disks
@@ -51,11 +52,20 @@ mod tests {
         let apps = GuestJob {
             apps: 40,
             app_cache_mb: 2,
-            ..b
+            ..b.clone()
         };
         assert_eq!(
             (registry::of(apps.scenario).disks)(&apps).last(),
             Some(&("mmci-appcache".to_string(), 80))
+        );
+        // Streaming applications each read through 16 times their cache.
+        let streaming = GuestJob {
+            app_stream_kb_s: 256,
+            ..apps
+        };
+        assert_eq!(
+            (registry::of(streaming.scenario).disks)(&streaming).last(),
+            Some(&("mmci-appcache".to_string(), 40 * 2 * 16))
         );
     }
 }

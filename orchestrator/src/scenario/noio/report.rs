@@ -28,8 +28,12 @@ pub fn guest(r: &GuestShape, job: &GuestJob) -> String {
     let apps = if job.apps == 0 {
         String::new()
     } else {
+        let stream = match job.app_stream_kb_s {
+            0 => String::new(),
+            r => format!(", reading on at {r} KiB/s"),
+        };
         format!(
-            ", {} app memcgs ({} MiB page cache each, every other {} MiB anon)",
+            ", {} app memcgs ({} MiB page cache each{stream}, every other {} MiB anon)",
             job.apps, job.app_cache_mb, job.app_anon_mb
         )
     };
