@@ -531,8 +531,9 @@ mod tests {
         };
         let (off, _, classic_id) = cell(noio, &[]);
         assert!(!off);
-        // The id of matrix/noio.yaml's cell in its recorded base vs v2 runs.
-        assert_eq!(classic_id, "x86_64-noio_verity-79464d408f");
+        // The id of matrix/noio.yaml's cell (the seed's shape) in its runs
+        // of 3 Dec 2026 (docs/scenario-b.md).
+        assert_eq!(classic_id, "x86_64-noio_verity-e9d62fc06a");
         let (_, _, on_id) = cell(&axis("true"), &[]);
         assert_ne!(on_id, classic_id);
         // (what, matrix text, --sets, noio_mglru, mglru, the cell's id)
