@@ -5,7 +5,7 @@
 //! file folios charged to its memcg, read once so they stay on the
 //! inactive list; the device stays open, since its last close drops its
 //! cache) and says [`READY`]. Then, with `stream_kb_s`, it goes on reading
-//! forward through its `span_mb` at that rate, wrapping at the end (new
+//! forward through its `span_mb` at most at that rate, wrapping at the end (new
 //! inactive file folios for reclaim to take, none read twice while its
 //! memcg could still hold them); without, it sleeps until it is killed: an
 //! idle application whose cache reclaim may take, as on the seed's
@@ -89,9 +89,11 @@ impl AppArgs {
 }
 
 /// Reads `len` bytes of `file` from `offset` through the page cache.
-fn read_range(file: &mut File, offset: u64, len: u64) -> std::io::Result<u64> {
+/// `buf` is the caller's, reused: a streaming application reads a few
+/// times a second, and a fresh buffer each time would be anon churn in
+/// its memcg while memory is short.
+fn read_range(file: &mut File, offset: u64, len: u64, buf: &mut [u8]) -> std::io::Result<u64> {
     file.seek(SeekFrom::Start(offset))?;
-    let mut buf = vec![0u8; 1 << 20];
     let mut done = 0;
     while done < len {
         let want = (len - done).min(buf.len() as u64) as usize;
@@ -132,7 +134,13 @@ pub fn main(args: &[String]) -> i32 {
             return 4;
         }
     };
-    let cached = match read_range(&mut device, args.offset_mb << 20, args.cache_mb << 20) {
+    let mut buf = vec![0u8; 1 << 20];
+    let cached = match read_range(
+        &mut device,
+        args.offset_mb << 20,
+        args.cache_mb << 20,
+        &mut buf,
+    ) {
         Ok(n) => n,
         Err(e) => {
             eprintln!("app: read {}: {e}", args.device);
@@ -144,7 +152,7 @@ pub fn main(args: &[String]) -> i32 {
         let mut stream = Stream::new(&args);
         loop {
             let (offset, len) = stream.next_chunk();
-            if let Err(e) = read_range(&mut device, offset, len) {
+            if let Err(e) = read_range(&mut device, offset, len, &mut buf) {
                 eprintln!("app: read {}: {e}", args.device);
                 return 4;
             }
@@ -266,9 +274,16 @@ mod tests {
         let path = dir.join("disk");
         std::fs::write(&path, vec![7u8; 3 << 20]).unwrap();
         let mut f = File::open(&path).unwrap();
-        assert_eq!(read_range(&mut f, 1 << 20, 1 << 20).unwrap(), 1 << 20);
+        let mut buf = vec![0u8; 64 << 10];
+        assert_eq!(
+            read_range(&mut f, 1 << 20, 1 << 20, &mut buf).unwrap(),
+            1 << 20
+        );
         // Past the end: what is there.
-        assert_eq!(read_range(&mut f, 2 << 20, 4 << 20).unwrap(), 1 << 20);
+        assert_eq!(
+            read_range(&mut f, 2 << 20, 4 << 20, &mut buf).unwrap(),
+            1 << 20
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

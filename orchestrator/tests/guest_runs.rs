@@ -333,7 +333,7 @@ async fn scenario_b_gfp_noio_direct_reclaim_through_dm_verity() {
     let apps = setup("apps");
     assert!(
         apps.starts_with("40 memcgs mmci-app-00..39, 2 MiB of page cache each")
-            && apps.contains("then reading on at 128 KiB/s each through 32 MiB"),
+            && apps.contains("then reading on at up to 128 KiB/s each through 32 MiB"),
         "{apps}"
     );
     assert!(

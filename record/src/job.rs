@@ -234,7 +234,7 @@ pub struct GuestJob {
     /// Scenario B: anon of every other application memcg, in MiB. Default: 1.
     pub app_anon_mb: u64,
     /// Scenario B: each application keeps reading data it has not read
-    /// recently, at this many KiB a second, through a range of the disk
+    /// recently, at most this many KiB a second (a pause after each 64 KiB), through a range of the disk
     /// [`APP_STREAM_SPAN`] times its cache (see [`app_span_mb`]), so that
     /// the page cache outlives the hog's pressure the way a working
     /// application's does. A re-read folio activates (and turns
@@ -266,7 +266,6 @@ pub struct ScriptJob {
     pub timeout_s: u64,
 }
 
-/// Where a copied-in script is in the image's root.
 /// How many times its cache an application's range of the page-cache
 /// disk is when it streams (`app_stream_kb_s`): a folio is read again only
 /// after 15 times its memcg's cache was read and evicted since, a refault
@@ -277,12 +276,13 @@ pub const APP_STREAM_SPAN: u64 = 16;
 /// or [`APP_STREAM_SPAN`] times that when it streams.
 pub fn app_span_mb(job: &GuestJob) -> u64 {
     if job.app_stream_kb_s > 0 {
-        job.app_cache_mb * APP_STREAM_SPAN
+        job.app_cache_mb.saturating_mul(APP_STREAM_SPAN)
     } else {
         job.app_cache_mb
     }
 }
 
+/// Where a copied-in script is in the image's root.
 pub const SCRIPT_PATH: &str = "/mmci/script";
 
 impl ScriptJob {

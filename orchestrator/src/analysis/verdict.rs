@@ -9,7 +9,7 @@
 //! under TCG), or expectations were met while none of the regression
 //! policy's guards could be: never a pass. PASS: the rest, read as "no
 //! regression found in N runs on M cells", naming the guards (or, where no
-//! guard applies, as script cells have none, the expectations met).
+//! guard applies at all, the expectations met).
 
 use super::catalog;
 use super::model::*;

@@ -93,7 +93,7 @@ pub fn start(job: &GuestJob) -> Result<(Apps, String), StepError> {
     let (name, _, _, bytes) = find_disk(APP_CACHE_DISK_SERIAL).stage("apps")?;
     let device = format!("/dev/{name}");
     let span = app_span_mb(job);
-    let need = u64::from(job.apps) * span;
+    let need = u64::from(job.apps).saturating_mul(span);
     if bytes >> 20 < need {
         return Err(StepError {
             stage: "apps",
@@ -107,7 +107,7 @@ pub fn start(job: &GuestJob) -> Result<(Apps, String), StepError> {
         let args = AppArgs {
             cgroup: dir.to_string_lossy().into_owned(),
             device: device.clone(),
-            offset_mb: u64::from(i) * span,
+            offset_mb: u64::from(i).saturating_mul(span),
             cache_mb: job.app_cache_mb,
             anon_mb: anon_mb(job, i),
             span_mb: span,
@@ -132,7 +132,7 @@ pub fn start(job: &GuestJob) -> Result<(Apps, String), StepError> {
     let with_anon = (0..job.apps).filter(|&i| anon_mb(job, i) > 0).count();
     let then = match job.app_stream_kb_s {
         0 => "read once".to_string(),
-        r => format!("then reading on at {r} KiB/s each through {span} MiB"),
+        r => format!("then reading on at up to {r} KiB/s each through {span} MiB"),
     };
     let detail = format!(
         "{} memcgs mmci-app-00..{:02}, {} MiB of page cache each from {device} ({} MiB read), {then}, {with_anon} of them with {} MiB anon; node Cached {} MiB, Inactive(file) {} MiB, Active(file) {} MiB",

@@ -575,9 +575,6 @@ impl Drop for RemoveOnDrop {
     }
 }
 
-/// Makes `private` a copy of `base` (if `base` has been configured), with
-/// mtimes, so that make rebuilds only what the series changes. Reflinks
-/// where the filesystem has them (btrfs, xfs): then the copy is nearly free.
 /// A series is about to be built in a configuration whose baseline objects
 /// do not exist yet: builds the tree alone first (cached like any base
 /// kernel), so that the series' build is incremental over it. A series
@@ -587,12 +584,15 @@ impl Drop for RemoveOnDrop {
 /// after its base would do. If the tree alone does not build, the series
 /// is still built, from scratch (it may be what fixes the build).
 async fn build_baseline_first(tree: &SourceTree, req: &BuildRequest, work: &WorkDir) {
-    tracing::info!(tree = %tree.name, "no baseline objects in this configuration yet: building the tree alone first");
+    tracing::info!(tree = %tree.name, "no baseline objects in this configuration yet: the tree alone first (built, or found cached)");
     if let Err(e) = Box::pin(build_kernel(tree, None, req, work)).await {
         tracing::warn!(tree = %tree.name, error = %e, "the tree alone did not build: the series builds from scratch");
     }
 }
 
+/// Makes `private` a copy of `base` (if `base` has been configured), with
+/// mtimes, so that make rebuilds only what the series changes. Reflinks
+/// where the filesystem has them (btrfs, xfs): then the copy is nearly free.
 async fn seed_object_dir(base: &Path, private: &Path, log: &Path) -> Result<(), BuildError> {
     if private.exists() {
         std::fs::remove_dir_all(private).map_err(io_err(private))?;

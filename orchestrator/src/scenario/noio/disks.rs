@@ -21,7 +21,7 @@ pub fn verity_disks(job: &GuestJob) -> Vec<(String, u64)> {
     if job.apps > 0 {
         disks.push((
             APP_CACHE_DISK_SERIAL.to_string(),
-            u64::from(job.apps) * app_span_mb(job),
+            u64::from(job.apps).saturating_mul(app_span_mb(job)),
         ));
     }
     disks

@@ -30,7 +30,7 @@ pub fn guest(r: &GuestShape, job: &GuestJob) -> String {
     } else {
         let stream = match job.app_stream_kb_s {
             0 => String::new(),
-            r => format!(", reading on at {r} KiB/s"),
+            r => format!(", reading on at up to {r} KiB/s"),
         };
         format!(
             ", {} app memcgs ({} MiB page cache each{stream}, every other {} MiB anon)",
