@@ -66,8 +66,10 @@ mod envelope;
 mod job;
 mod records;
 mod scenario;
+mod script_job;
 
 pub use envelope::*;
 pub use job::*;
 pub use records::*;
 pub use scenario::*;
+pub use script_job::*;
