@@ -26,7 +26,7 @@ fn repo() -> PathBuf {
 const FAULT_SERIES: &str = "test-fault-after-batches.mbox";
 
 /// A kernel entry `name` of the fault series booted with `fault`
-/// (`warn:300`, `panic:300`, `warn:50`: the fault and after how many
+/// (`warn:50`, `panic:50`, `hang:300`: the fault and after how many
 /// reclaim batches).
 fn faulty(name: &str, fault: &str) -> String {
     assert!(repo().join("kernels/series").join(FAULT_SERIES).is_file());
@@ -83,8 +83,10 @@ async fn warn_and_panic_series_fail_with_their_traces_in_every_format() {
         tmp.path(),
         &matrix(&format!(
             "  - name: base\n{}{}",
-            faulty("warn", "warn:300"),
-            faulty("panic", "panic:300")
+            // After 50 batches, not 300: a run does not always reach 300
+            // (the WARN run of a clean CI did not, 3 Dec 2026).
+            faulty("warn", "warn:50"),
+            faulty("panic", "panic:50")
         )),
     )
     .await;
@@ -113,7 +115,7 @@ async fn warn_and_panic_series_fail_with_their_traces_in_every_format() {
     assert!(
         crash
             .reason
-            .starts_with("Kernel panic - not syncing: mm/vmscan: 301 reclaim batches"),
+            .starts_with("Kernel panic - not syncing: mm/vmscan: 51 reclaim batches"),
         "{crash:?}"
     );
     let panic = c
@@ -121,7 +123,7 @@ async fn warn_and_panic_series_fail_with_their_traces_in_every_format() {
         .iter()
         .find(|s| {
             s.title
-                .starts_with("kernel panic: mm/vmscan: 301 reclaim batches")
+                .starts_with("kernel panic: mm/vmscan: 51 reclaim batches")
         })
         .unwrap_or_else(|| panic!("{:#?}", c.splats));
     assert_eq!(panic.first_variant, "panic");
