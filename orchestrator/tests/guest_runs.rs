@@ -328,18 +328,15 @@ async fn scenario_b_gfp_noio_direct_reclaim_through_dm_verity() {
         "{}",
         setup("hog")
     );
-    // The applications were in place, renewing their cache, and some file
-    // cache outlived the hog.
+    // The applications were in place, renewing their cache, with inactive
+    // file cache on the node before the hog came. (At the end it may all
+    // be gone: a clean CI run ended with 0 MiB inactive, 4 MiB active.)
     let apps = setup("apps");
     assert!(
         apps.starts_with("40 memcgs mmci-app-00..39, 2 MiB of page cache each")
-            && apps.contains("then reading on at up to 128 KiB/s each through 32 MiB"),
+            && apps.contains("then reading on at up to 128 KiB/s each through 32 MiB")
+            && !apps.contains("Inactive(file) 0 MiB"),
         "{apps}"
-    );
-    assert!(
-        !setup("hog-end").contains("Inactive(file) 0 MiB"),
-        "{}",
-        setup("hog-end")
     );
     let calls: Vec<_> = recs
         .iter()
