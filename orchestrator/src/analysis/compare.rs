@@ -15,7 +15,6 @@ use super::model::*;
 use super::policy;
 use super::series;
 use super::stats::{self, min_attainable_p};
-use crate::guest::vm::Accel;
 use crate::matrix::file::Expectation;
 use crate::matrix::{Plan, Slot};
 use crate::results::dir::{self as results_dir, Manifest, ResultsDirError};
@@ -248,10 +247,7 @@ pub fn compare(
         let mut cands = Vec::with_capacity(candidates.len());
         for cand in &candidates {
             let cand_runs = completed(plan, runs, &cell.id, cand);
-            let tcg = base_runs
-                .iter()
-                .chain(&cand_runs)
-                .any(|r| r.accel == Accel::Tcg);
+            let tcg = base_runs.iter().chain(&cand_runs).any(|r| r.accel.is_tcg());
             let cell_metrics = catalog::of_cell(cell, &plan.scripts);
             let mut metrics: Vec<MetricComparison> = cell_metrics
                 .iter()
@@ -660,7 +656,7 @@ mod tests {
     fn failed_expectations_and_timings_under_tcg() {
         let (m, mut runs, _) = synthetic(20);
         for r in runs.values_mut() {
-            r.accel = Accel::Tcg;
+            r.accel = crate::guest::vm::Accel::Tcg;
         }
         let mut expect = m.plan.expect.clone();
         expect.insert(

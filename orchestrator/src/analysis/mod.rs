@@ -16,6 +16,7 @@ pub mod expect;
 pub mod model;
 pub mod policy;
 pub mod series;
+pub mod spread;
 pub mod stats;
 pub mod synthetic;
 pub mod text;

@@ -42,6 +42,11 @@ pub struct AnalyseArgs {
     /// it is fitted to the terminal, or to 100 columns in a log).
     #[arg(long)]
     pub wide: bool,
+    /// Instead of the comparison: each metric's spread over each kernel's
+    /// repeats of each cell (median, mean, sd, coefficient of variation);
+    /// one kernel is enough. With --json, the rows as JSON.
+    #[arg(long)]
+    pub spread: bool,
     /// The old `--json FILE`, folded (see [`super::deprecated`]): write
     /// FILE, print the table.
     #[arg(skip)]
@@ -170,6 +175,9 @@ pub fn merge(a: &MergeArgs) -> Result<i32, AppError> {
 /// `mmci analyse`: the verdict is the exit code.
 pub fn analyse(a: &AnalyseArgs) -> Result<i32, AppError> {
     let dir = results_dir("analyse", a.results.as_deref())?;
+    if a.spread {
+        return spread(a, &dir);
+    }
     let c = a.analysis.analyse(&dir)?;
     if let Some(path) = &a.json_and_table {
         analysis::write_json(path, &c)?;
@@ -195,6 +203,26 @@ pub fn analyse(a: &AnalyseArgs) -> Result<i32, AppError> {
         None => print!("{text}"),
     }
     Ok(error::verdict_exit_code(c.verdict.status))
+}
+
+/// `mmci analyse --spread`: the rows, as a table or JSON. No verdict: it
+/// exits 0 when the dir could be read.
+fn spread(a: &AnalyseArgs, dir: &Path) -> Result<i32, AppError> {
+    let rows = analysis::spread::spread_dir(dir)?;
+    let text = if a.json.is_some() {
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&rows).expect("serializable")
+        )
+    } else {
+        crate::report::spread::render(&rows)
+    };
+    match &a.output {
+        Some(path) => crate::host::fs::write_atomic(path, text.as_bytes())
+            .map_err(|e| AppError::BadOption(format!("--output {}: {e}", path.display())))?,
+        None => print!("{text}"),
+    }
+    Ok(exit::OK)
 }
 
 /// The email's trailers from `mmci report`'s options: the sender (for

@@ -47,7 +47,8 @@ pub struct RunArgs {
     /// duration_s, memcg_max_mb, swap, swap_delay_ms, mglru, ...); repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE", help_heading = help::MATRIX)]
     pub sets: Vec<String>,
-    /// Guest accelerator: auto (KVM if a probe guest really runs under it, else TCG), kvm or tcg.
+    /// Guest accelerator: auto (KVM if a probe guest really runs under it, else TCG), kvm, tcg, or
+    /// tcg-icount (TCG whose guest clock counts instructions, not host time).
     #[arg(long, value_enum, default_value = "auto", help_heading = help::MACHINE)]
     pub accel: AccelRequest,
     /// Kill a guest after this many seconds [default: 90 + 4 x duration_s]

@@ -20,6 +20,7 @@ pub mod reproduce;
 pub mod run;
 pub mod runs_table;
 pub mod screenshot;
+pub mod spread;
 pub mod svg;
 pub mod untrusted;
 pub mod view;

@@ -24,6 +24,9 @@ pub enum AccelRequest {
     Auto,
     Kvm,
     Tcg,
+    /// TCG with instruction counting: guest time follows executed
+    /// instructions, not the host's clock (see docs/accel.md).
+    TcgIcount,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,6 +55,14 @@ pub fn static_choice(req: AccelRequest, arch: Arch) -> Option<AccelChoice> {
     };
     match req {
         AccelRequest::Tcg => tcg("TCG requested".into()),
+        AccelRequest::TcgIcount => Some(AccelChoice {
+            accel: Accel::TcgIcount,
+            note: format!(
+                "TCG with icount requested (shift {}: guest time is instructions x {} ns)",
+                crate::guest::vm::ICOUNT_SHIFT,
+                1u32 << crate::guest::vm::ICOUNT_SHIFT
+            ),
+        }),
         AccelRequest::Kvm => Some(AccelChoice {
             accel: Accel::Kvm,
             note: "KVM requested (not probed)".into(),
@@ -141,6 +152,12 @@ mod tests {
                 .unwrap()
                 .accel,
             Accel::Kvm
+        );
+        assert_eq!(
+            static_choice(AccelRequest::TcgIcount, Arch::Arm64)
+                .unwrap()
+                .accel,
+            Accel::TcgIcount
         );
         if cfg!(target_arch = "x86_64") {
             let c = static_choice(AccelRequest::Auto, Arch::Arm64).unwrap();
