@@ -3,8 +3,10 @@
 //! (named, never followed, also by `merge`). The results dir is synthetic (the benchmark's runs:
 //! a patched kernel that throttles, isolates and touches more, under KVM).
 
+mod common;
+
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use mmci::analysis::{synthetic::synthetic, Comparison, Status};
 use mmci::error::exit;
@@ -23,7 +25,7 @@ fn results_dir(root: &Path) {
 }
 
 fn analyse(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmci"))
+    common::bin_blocking()
         .arg("analyse")
         .arg("--results")
         .args(args)
@@ -65,7 +67,7 @@ fn verdicts_are_exit_codes_and_json() {
     assert_eq!(c.verdict.status, Status::Pass);
     // The old spellings (`analyse DIR --json FILE`) as before, warned about.
     std::fs::remove_file(&json).unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let o = common::bin_blocking()
         .args(["analyse", d, "--json", json.to_str().unwrap()])
         .output()
         .unwrap();
@@ -134,7 +136,7 @@ fn the_table_fits_columns_unless_wide() {
     results_dir(&dir);
     let d = dir.to_str().unwrap();
     let run = |args: &[&str], columns: &str| {
-        let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+        let o = common::bin_blocking()
             .arg("analyse")
             .arg("--results")
             .args(args)
@@ -173,7 +175,7 @@ fn unreadable_and_unwritable_dirs_name_the_option_of_the_command() {
     let file = tmp.path().join("file");
     std::fs::write(&file, b"").unwrap();
     let into = file.join("merged");
-    let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let o = common::bin_blocking()
         .args([
             "merge",
             "--results",
@@ -260,7 +262,7 @@ fn hostile_results_files_are_named_and_never_followed() {
     assert!(!t.contains("SECRET"), "{t}");
 
     let merged = tmp.path().join("merged");
-    let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let o = common::bin_blocking()
         .args([
             "merge",
             "--results",

@@ -256,7 +256,7 @@ fn a_message_id_can_be_given_instead_of_the_message() {
         "<{}>",
         common::results::bundled_series().patches[0].message_id
     );
-    let o = Command::new(BIN)
+    let o = common::bin_blocking()
         .args([
             "b4-check",
             "--results",

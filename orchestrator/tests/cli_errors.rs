@@ -1,13 +1,15 @@
 //! Bad input on the command line: one-line errors that name the culprit and
 //! the fix, with the documented exit codes. None of these boots a guest.
 
-use std::process::{Command, Output};
+mod common;
+
+use std::process::Output;
 
 use mmci::error::exit;
 
 fn mmci(args: &[&str], path_env: Option<&str>) -> Output {
     let work = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = common::bin_blocking();
     cmd.args(args).env("MMCI_WORK_DIR", work.path());
     if let Some(p) = path_env {
         cmd.env("PATH", p);

@@ -7,6 +7,8 @@
 //! the bundled series' own cover letter. One of them (alloc-profiling-v1)
 //! has only a transposed table (a row per kernel), which the parser does
 //! not read: its expectation is no rows.
+mod common;
+
 use std::path::Path;
 
 fn dir() -> &'static Path {
@@ -92,7 +94,7 @@ fn series_show_lists_the_cover_letters_claims() {
     let mbox =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
     let work = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let out = common::bin_blocking()
         .args(["series", "show"])
         .arg(&mbox)
         .env("MMCI_WORK_DIR", work.path())

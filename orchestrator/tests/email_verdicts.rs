@@ -7,6 +7,8 @@
 //! `Auto-Submitted: auto-generated`. Synthetic results dirs (KVM), the
 //! FAIL made by tripling the candidate's swap-out traffic.
 
+mod common;
+
 use std::path::Path;
 
 use mmci::analysis::model::{ClaimCheck, Comparison, Finding, Status};
@@ -254,12 +256,11 @@ fn no_verdict_is_never_mailed_to_the_thread_nor_tested() {
 /// `--tested-by` the verdict refuses is left out with a note.
 #[test]
 fn the_report_names_the_message_id_post_sends_under() {
-    use std::process::Command;
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-matrix");
     let tmp = tempfile::tempdir().unwrap();
     let body = tmp.path().join("report.txt");
     // Every run has 0 OOM kills: `nonzero` fails.
-    let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let o = common::bin_blocking()
         .arg("report")
         .arg("--results")
         .arg(&dir)
@@ -294,7 +295,7 @@ fn the_report_names_the_message_id_post_sends_under() {
     );
     let mbox =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
-    let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let o = common::bin_blocking()
         .args(["post", "email", "--series"])
         .arg(&mbox)
         .arg("--body")

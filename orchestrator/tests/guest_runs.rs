@@ -550,7 +550,7 @@ async fn ctrl_c_leaves_no_qemu_behind() {
     let _one = ONE_GUEST_AT_A_TIME.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("results");
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let mut child = common::bin()
         .args([
             "run",
             "--accel",

@@ -5,12 +5,12 @@
 
 mod common;
 
-use std::process::{Command, Output};
+use std::process::Output;
 
 use mmci::error::exit;
 
 fn mmci(args: &[&str], work: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmci"))
+    common::bin_blocking()
         .args(args)
         .env("MMCI_WORK_DIR", work)
         .output()

@@ -6,6 +6,8 @@
 //! test ends. `--lore` fetches t.mbox.gz from it and `mmci watch --atom`
 //! reads its Atom feed, exactly as from lore.
 
+mod common;
+
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
@@ -204,7 +206,7 @@ async fn lore_threads_and_atom_feed_from_a_real_public_inbox() {
 
     // `mmci series show --lore` through the binary.
     let work = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let out = common::bin()
         .args(["--work-dir"])
         .arg(work.path())
         .args([
@@ -225,7 +227,7 @@ async fn lore_threads_and_atom_feed_from_a_real_public_inbox() {
     );
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     insta::assert_snapshot!("series_show_numa_partial_reroll", text);
-    let out = Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let out = common::bin()
         .args(["--work-dir"])
         .arg(work.path())
         .args([

@@ -180,7 +180,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 }
 
 fn mmci(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmci"))
+    common::bin_blocking()
         .args(["post", "email"])
         .args(args)
         .env_remove("MMCI_EMAIL_FROM")
@@ -630,7 +630,7 @@ fn smtp_auth_over_starttls_and_the_password_is_never_printed() {
     std::fs::write(&body, BODY).unwrap();
     let smtp = format!("127.0.0.1:{}", server.port);
     let send = |password: &str| {
-        Command::new(env!("CARGO_BIN_EXE_mmci"))
+        common::bin_blocking()
             .args(["post", "email", "--results", results.to_str().unwrap()])
             .args(["--body", body.to_str().unwrap(), "--from", FROM, "--send"])
             .args(["--verdict", "fail"])
@@ -736,7 +736,7 @@ fn the_processs_secrets_never_leave_in_the_body() {
         format!("{BODY}console: {smtp}\nrelease: 6.12-{github}\n"),
     )
     .unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let o = common::bin_blocking()
         .args(["post", "email", "--results"])
         .arg(&results)
         .arg("--body")

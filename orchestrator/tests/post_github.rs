@@ -347,7 +347,7 @@ fn sending<'a>(args: &[&'a str]) -> Vec<&'a str> {
 
 /// Runs `mmci post github ARGS` with a clean environment plus `env`.
 async fn mmci(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = common::bin();
     cmd.arg("post").arg("github").args(sending(args));
     for k in [
         "GITHUB_TOKEN",

@@ -579,13 +579,14 @@ fn qemus_of(needle: &str) -> Vec<i32> {
     pids
 }
 
-/// 30 smoke runs while an outside process SIGKILLs 10% of their QEMUs at
-/// random moments: each killed run is an infra failure, retried; every run
+/// 20 smoke runs while an outside process SIGKILLs 10% of their QEMUs at
+/// random moments (20, not 30: the same faults, a minute less of a cold
+/// CI): each killed run is an infra failure, retried; every run
 /// ends completed, once; the verdict (exit 0, all completed) is the one
 /// without faults.
 #[tokio::test]
 async fn killed_qemus_are_retried_and_nothing_is_lost() {
-    const RUNS: u32 = 30;
+    const RUNS: u32 = 20;
     let tmp = tempfile::tempdir().unwrap();
     let results = tmp.path().join("results");
     let needle = results.to_string_lossy().into_owned();
@@ -653,7 +654,7 @@ async fn killed_qemus_are_retried_and_nothing_is_lost() {
     };
     let stderr_text = std::fs::read_to_string(&stderr).unwrap_or_default();
     assert_eq!(status.code(), Some(0), "{stderr_text}");
-    assert!(kills >= 3, "only {kills} QEMUs were killed");
+    assert_eq!(kills as usize, doomed.len(), "QEMUs killed");
 
     let runs: Vec<PathBuf> = std::fs::read_dir(results.join("runs"))
         .unwrap()
@@ -694,7 +695,9 @@ async fn in_own_mount_namespace(script: &str) -> (tempfile::TempDir, PathBuf, Pa
     let (dir, out) = (tmp.path().join("mnt"), tmp.path().join("out"));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::create_dir_all(&out).unwrap();
-    let run = tokio::process::Command::new("unshare")
+    let mut unshare = std::process::Command::new("unshare");
+    mmci::host::process::die_with_this_process(&mut unshare).unwrap();
+    let run = tokio::process::Command::from(unshare)
         .args([
             "--user",
             "--map-root-user",

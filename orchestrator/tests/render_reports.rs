@@ -4,6 +4,8 @@
 //! 72-column ASCII rule, GitHub's 65,535-byte cap, and the HTML as headless
 //! Chromium draws it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -324,7 +326,7 @@ fn report_command_writes_files_and_the_job_summary() {
     let email = tmp.path().join("report.txt");
     let cover = tmp.path().join("cover.txt");
     std::fs::write(&cover, COVER).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let out = common::bin_blocking()
         .arg("report")
         .arg("--results")
         .arg(fixture("smoke-matrix"))
@@ -364,7 +366,7 @@ fn report_command_writes_files_and_the_job_summary() {
     // Three runs a side under TCG: nothing the policy can judge.
     assert!(md.contains("## mmci: NO VERDICT"), "{md}");
     // JSON to standard output: the comparison, format 2.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let out = common::bin_blocking()
         .arg("report")
         .arg("--results")
         .arg(fixture("smoke-matrix"))
@@ -375,7 +377,7 @@ fn report_command_writes_files_and_the_job_summary() {
     let c: mmci::analysis::Comparison = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(c.format, mmci::analysis::COMPARISON_FORMAT);
     // A bad cover letter path is a bad option (exit 2), named.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+    let out = common::bin_blocking()
         .arg("report")
         .arg("--results")
         .arg(fixture("smoke-matrix"))
@@ -720,7 +722,7 @@ fn report_command_never_writes_an_empty_report_and_redacts_secrets() {
     let out_dir = tempfile::tempdir().unwrap();
     let md = out_dir.path().join("report.md");
     let run = |dir: &Path, format: &str, output: &Path| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_mmci"))
+        common::bin_blocking()
             .arg("report")
             .arg("--results")
             .arg(dir)

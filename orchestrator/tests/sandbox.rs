@@ -15,7 +15,7 @@ use mmci::error::exit;
 mod common;
 
 fn mmci(work: &Path, args: &[&str], path: Option<&Path>) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = common::bin_blocking();
     cmd.args(args).env("MMCI_WORK_DIR", work);
     if let Some(p) = path {
         cmd.env("PATH", p);

@@ -6,6 +6,8 @@
 //! falls back to the cascade too; a cascade entry may be another tree by
 //! URL. Applied commits carry a lore Link: trailer.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -82,7 +84,7 @@ fn patch_mail(id: &str, from: &str, to: &str, base_commit: Option<&str>) -> Stri
 
 /// `mmci --work-dir WORK series show ARGS SOURCE`.
 fn series_show(work: &Path, args: &[&str], source: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_mmci"))
+    common::bin_blocking()
         .arg("--work-dir")
         .arg(work)
         .args(["series", "show"])

@@ -5,6 +5,8 @@
 //! None of these boots a guest. Missing tools (`script`, `zsh`) fail the
 //! test with what to install, never a silent skip.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -89,7 +91,7 @@ fn no_color_under_a_terminal_prints_no_escape_sequences() {
 
 /// `mmci completions SHELL` written to a file.
 fn completions(shell: &str, dir: &Path) -> PathBuf {
-    let o = Command::new(BIN)
+    let o = common::bin_blocking()
         .args(["completions", shell])
         .output()
         .unwrap();
@@ -147,7 +149,7 @@ fn zsh_completions_source_and_register_mmci() {
 #[test]
 fn man_pages_are_written_for_every_command() {
     let t = tempfile::tempdir().unwrap();
-    let o = Command::new(BIN)
+    let o = common::bin_blocking()
         .args(["man", "--dir", t.path().to_str().unwrap()])
         .output()
         .unwrap();
@@ -182,7 +184,7 @@ fn config_show_names_the_layer_of_every_value() {
         "github_repo = \"user/linux\"\nemail_from = \"User <user@example.org>\"\n",
     )
     .unwrap();
-    let o = Command::new(BIN)
+    let o = common::bin_blocking()
         .args(["--work-dir", "/flag/work", "config", "show"])
         .current_dir(&sub)
         .env("XDG_CONFIG_HOME", &xdg)
@@ -234,7 +236,7 @@ fn config_show_names_the_layer_of_every_value() {
     }
     // A mistyped key is an error naming the file, the line and the keys.
     std::fs::write(repo.join("mmci.toml"), "\nsmpt = \"x\"\n").unwrap();
-    let o = Command::new(BIN)
+    let o = common::bin_blocking()
         .args(["config", "show"])
         .current_dir(&sub)
         .env("XDG_CONFIG_HOME", &xdg)

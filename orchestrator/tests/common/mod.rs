@@ -30,16 +30,33 @@ pub fn work_dir() -> WorkDir {
     WorkDir::new(root)
 }
 
-/// `mmci` (the binary under test) told to use the tests' [`work_dir`].
+/// `mmci`, the binary under test, as it is, in a process group that dies
+/// with the test binary: a test killed, or one that panics while its mmci
+/// builds or runs guests, leaves no mmci, make or QEMU behind (mmci's own
+/// children die with it).
+pub fn bin_blocking() -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    mmci::host::process::die_with_this_process(&mut cmd).expect("a watchdog pipe");
+    cmd
+}
+
+/// The same for tokio; dropped before it ends, it is killed.
+pub fn bin() -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::from(bin_blocking());
+    cmd.kill_on_drop(true);
+    cmd
+}
+
+/// `mmci` told to use the tests' [`work_dir`].
 pub fn mmci() -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = bin();
     cmd.env("MMCI_WORK_DIR", work_dir().root());
     cmd
 }
 
 /// The same as a blocking command.
 pub fn mmci_blocking() -> std::process::Command {
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = bin_blocking();
     cmd.env("MMCI_WORK_DIR", work_dir().root());
     cmd
 }

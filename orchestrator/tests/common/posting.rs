@@ -26,7 +26,7 @@ pub fn work() -> tempfile::TempDir {
 /// Runs `mmci ARGS` with a clean environment plus `env`, logging
 /// everything every crate logs, its cache in `work`.
 pub async fn mmci(args: &[&str], env: &[(&str, &str)], work: &Path) -> Output {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_mmci"));
+    let mut cmd = super::bin();
     cmd.arg("--work-dir").arg(work.join("cache")).args(args);
     for k in ["MMCI_PATCHWORK_TOKEN", "GITHUB_TOKEN", "GITHUB_API_URL"] {
         cmd.env_remove(k);

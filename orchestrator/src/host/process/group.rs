@@ -88,6 +88,22 @@ pub(super) fn arm_watchdog(read_fd: i32, write_fd: i32) -> io::Result<()> {
     }
 }
 
+/// Makes `cmd` die with this process: its own process group, with the
+/// watchdog that kills that group once this process is gone, however it
+/// ended. For processes that run mmci itself (the integration tests): their
+/// mmci and, through its own watchdogs, every build and QEMU it started go
+/// when the test binary is killed.
+pub fn die_with_this_process(cmd: &mut std::process::Command) -> io::Result<()> {
+    use std::os::unix::process::CommandExt;
+    let (read_fd, write_fd) = watchdog_pipe()?;
+    cmd.process_group(0);
+    // SAFETY: arm_watchdog makes only async-signal-safe calls.
+    unsafe {
+        cmd.pre_exec(move || arm_watchdog(read_fd, write_fd));
+    }
+    Ok(())
+}
+
 /// Closes every fd but `keep` (close_range where the kernel has it).
 ///
 /// # Safety
