@@ -48,7 +48,8 @@ pub struct RunArgs {
     #[arg(long = "set", value_name = "KEY=VALUE", help_heading = help::MATRIX)]
     pub sets: Vec<String>,
     /// Guest accelerator: auto (KVM if a probe guest really runs under it, else TCG), kvm, tcg, or
-    /// tcg-icount (TCG whose guest clock counts instructions, not host time).
+    /// tcg-icount (TCG whose guest clock counts instructions, not host time; its timings are
+    /// functional only as under TCG, see docs/accel.md).
     #[arg(long, value_enum, default_value = "auto", help_heading = help::MACHINE)]
     pub accel: AccelRequest,
     /// Kill a guest after this many seconds [default: 90 + 4 x duration_s]
