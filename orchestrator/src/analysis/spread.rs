@@ -13,7 +13,6 @@ use serde::Serialize;
 use super::catalog;
 use super::stats::{summary, Summary};
 use super::AnalysisError;
-use crate::guest::vm::Accel;
 use crate::results::dir as results_dir;
 use crate::results::outcome::Outcome;
 use crate::results::RunResult;
@@ -60,13 +59,9 @@ pub fn spreads(plan: &crate::matrix::Plan, runs: &BTreeMap<String, RunResult>) -
                 })
                 .filter(|r| r.classification.outcome == Outcome::Completed)
                 .collect();
-            let mut accels: Vec<Accel> = done.iter().map(|r| r.accel).collect();
-            accels.dedup();
-            let accel = accels
-                .iter()
-                .map(|a| a.name())
-                .collect::<Vec<_>>()
-                .join("+");
+            let accels: std::collections::BTreeSet<&str> =
+                done.iter().map(|r| r.accel.name()).collect();
+            let accel = accels.into_iter().collect::<Vec<_>>().join("+");
             for m in &metrics {
                 let values: Vec<f64> = done.iter().filter_map(|r| catalog::value(m, r)).collect();
                 let Some(summary) = summary(&values) else {
