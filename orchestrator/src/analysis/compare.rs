@@ -132,7 +132,7 @@ pub fn judge_per_work(metrics: &mut [MetricComparison]) {
 }
 
 /// The completed runs of one cell and variant, in repeat order.
-fn completed<'a>(
+pub(crate) fn completed<'a>(
     plan: &Plan,
     runs: &'a BTreeMap<String, RunResult>,
     cell: &str,

@@ -14,7 +14,6 @@ use super::catalog;
 use super::stats::{summary, Summary};
 use super::AnalysisError;
 use crate::results::dir as results_dir;
-use crate::results::outcome::Outcome;
 use crate::results::RunResult;
 
 /// One metric of one cell and kernel over its completed runs.
@@ -46,19 +45,7 @@ pub fn spreads(plan: &crate::matrix::Plan, runs: &BTreeMap<String, RunResult>) -
     for cell in &plan.cells {
         let metrics = catalog::of_cell(cell, &plan.scripts);
         for variant in &plan.variants {
-            let done: Vec<&RunResult> = (1..=plan.repeats)
-                .filter_map(|repeat| {
-                    runs.get(
-                        &crate::matrix::Slot {
-                            cell: cell.id.clone(),
-                            variant: variant.name.clone(),
-                            repeat,
-                        }
-                        .id(),
-                    )
-                })
-                .filter(|r| r.classification.outcome == Outcome::Completed)
-                .collect();
+            let done = super::compare::completed(plan, runs, &cell.id, &variant.name);
             let accels: std::collections::BTreeSet<&str> =
                 done.iter().map(|r| r.accel.name()).collect();
             let accel = accels.into_iter().collect::<Vec<_>>().join("+");
@@ -133,7 +120,7 @@ mod tests {
             .find(|(_, r)| r.id.contains("-base-"))
             .map(|(k, _)| k.clone())
             .unwrap();
-        runs.get_mut(&id).unwrap().classification.outcome = Outcome::Hang;
+        runs.get_mut(&id).unwrap().classification.outcome = crate::results::outcome::Outcome::Hang;
         let after = touches(&spreads(&m.plan, &runs), "base");
         assert_eq!(after.summary.n, before.summary.n - 1);
         assert!(all
