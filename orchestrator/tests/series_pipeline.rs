@@ -26,10 +26,23 @@ fn bundled_mbox() -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-/// The mails of the bundled mbox: [cover, patch 1, patch 2].
-fn bundled_mails() -> Vec<String> {
-    bundled_mbox()
-        .split("\nFrom ")
+/// The series `mmci run` builds in the tests below: one patch to
+/// mm/vmscan.c, whose kernel matrix_runs and the splat tests build too (one
+/// build for all of them, incremental over the base). The bundled MGLRU
+/// series touches include/linux/mmzone.h, a rebuild of the whole tree (about
+/// 5 minutes of a cold CI) for a test of how a series arrives.
+fn fault_mbox() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../kernels/series/test-fault-after-batches.mbox");
+    std::fs::read_to_string(path).unwrap()
+}
+
+/// The cover's Message-ID in the fault series' mbox.
+const FAULT_COVER: &str = "cover.1796299200.git.mmci-dev@example.org";
+
+/// An mbox's mails, each ending with a newline.
+fn mails_of(mbox: &str) -> Vec<String> {
+    mbox.split("\nFrom ")
         .enumerate()
         .map(|(i, m)| {
             if i == 0 {
@@ -46,6 +59,11 @@ fn bundled_mails() -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The mails of the bundled mbox: [cover, patch 1, patch 2].
+fn bundled_mails() -> Vec<String> {
+    mails_of(&bundled_mbox())
 }
 
 /// A one-patch series (patch 1: touches only mm/vmscan.c) in two revisions,
@@ -368,11 +386,16 @@ async fn corrupt_gzip_is_an_error() {
 /// GitHub's `pulls/5` of mmci/linux as the patch media type: the bundled
 /// series' two patches.
 async fn pull_request() -> MockServer {
+    serving_pull_request(bundled_mails()[1..].concat()).await
+}
+
+/// GitHub's `pulls/5` of mmci/linux, its patch media type being `patches`.
+async fn serving_pull_request(patches: String) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("GET"))
         .and(path("/api/v3/repos/mmci/linux/pulls/5"))
         .and(no_query)
-        .respond_with(ResponseTemplate::new(200).set_body_string(bundled_mails()[1..].concat()))
+        .respond_with(ResponseTemplate::new(200).set_body_string(patches))
         .mount(&server)
         .await;
     server
@@ -437,7 +460,10 @@ async fn a_series_is_fetched_once_for_its_base_and_its_build() {
         .await
         .unwrap()
         .expect("a series");
-    assert_eq!(loaded.series.hash, bundled_series_hash().await);
+    assert_eq!(
+        loaded.series.hash,
+        series_hash_of("mglru-isolation-v1.mbox").await
+    );
     assert_eq!(http::calls(&server).await.len(), 1);
     server.verify().await;
 }
@@ -469,9 +495,10 @@ async fn run_binary_with(
     (out, results, tmp)
 }
 
-async fn bundled_series_hash() -> String {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox");
+async fn series_hash_of(mbox: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../kernels/series")
+        .join(mbox);
     series::load(&SeriesSpec::Mbox(path), &quick_fetcher(), store().path())
         .await
         .unwrap()
@@ -507,8 +534,8 @@ fn check_base_and_patched(out: &std::process::Output, results: &Path, hash: &str
 
 #[tokio::test]
 async fn mmci_run_tests_a_lore_thread_against_its_base() {
-    let server = lore(bundled_mbox().as_bytes()).await;
-    let msgid = "cover.1796033954.git.mmci-dev@example.org";
+    let server = lore(fault_mbox().as_bytes()).await;
+    let msgid = FAULT_COVER;
     let (out, results, _tmp) = run_binary_with(
         &[
             "--lore".into(),
@@ -522,7 +549,7 @@ async fn mmci_run_tests_a_lore_thread_against_its_base() {
     check_base_and_patched(
         &out,
         &results,
-        &bundled_series_hash().await,
+        &series_hash_of("test-fault-after-batches.mbox").await,
         &format!("lore {msgid}"),
     );
     // `mmci run` reads the series once: the base is pinned for, and the
@@ -533,7 +560,7 @@ async fn mmci_run_tests_a_lore_thread_against_its_base() {
 
 #[tokio::test]
 async fn mmci_run_tests_a_pull_request_against_its_base() {
-    let server = pull_request().await;
+    let server = serving_pull_request(mails_of(&fault_mbox())[1..].concat()).await;
     let (out, results, _tmp) = run_binary_with(
         &[
             "--github-pr".into(),
@@ -547,7 +574,7 @@ async fn mmci_run_tests_a_pull_request_against_its_base() {
     check_base_and_patched(
         &out,
         &results,
-        &bundled_series_hash().await,
+        &series_hash_of("test-fault-after-batches.mbox").await,
         "pull request mmci/linux#5",
     );
     // Read once, as a lore thread is (above), with the token.
