@@ -358,7 +358,7 @@ async fn mmci(args: &[&str], env: &[(&str, &str)]) -> Output {
     ] {
         cmd.env_remove(k);
     }
-    // Everything every crate logs (octocrab, hyper too): no token in it.
+    // Everything every crate logs (reqwest, hyper too): no token in it.
     cmd.env("MMCI_LOG", "trace");
     for (k, v) in env {
         cmd.env(k, v);

@@ -1,12 +1,25 @@
 //! The GitHub REST client: one authenticated client per API base, the
 //! check run and sticky comment it creates or updates, and how an API
 //! failure is worded (secrets redacted).
+//!
+//! Plain reqwest with JSON bodies, as the other HTTP clients of mmci: the
+//! posting uses nine REST calls and a GitHub App's RS256 JWT (jsonwebtoken),
+//! and octocrab, which served them before, was the longest crate of a cold
+//! release build (94 s of CPU, on its critical path) for that.
 
-use octocrab::Octocrab;
-use serde::Deserialize;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use reqwest::{header, Method};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::*;
+
+/// A request's whole exchange; a stalled GitHub fails the post, never hangs it.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// The REST API version the bodies are written for.
+const API_VERSION: &str = "2022-11-28";
 
 /// What a completed posting did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,11 +31,36 @@ pub struct Posted {
 
 /// An authenticated client for one API base.
 pub struct Client {
-    crab: Octocrab,
-    /// A GitHub App's own client (its JWT), which alone may read `GET /app`.
-    app: Option<Octocrab>,
+    http: reqwest::Client,
+    /// The API base, without a trailing slash (`/api/v3` kept for GHE).
     api: String,
+    /// The token every call but the App's own carries.
+    token: String,
+    /// A GitHub App's JWT, which alone may read `GET /app`.
+    app_jwt: Option<String>,
     secrets: Vec<String>,
+}
+
+/// The claims of a GitHub App's JWT: issued a minute back (clock skew, as
+/// GitHub advises), valid for nine minutes (GitHub's limit is ten).
+#[derive(Serialize)]
+struct AppClaims {
+    iat: u64,
+    exp: u64,
+    iss: u64,
+}
+
+#[derive(Deserialize)]
+struct InstallationToken {
+    token: String,
+}
+
+/// GitHub's error body: `message`, and for a 422 the fields it refused.
+#[derive(Deserialize)]
+struct ErrorBody {
+    message: String,
+    #[serde(default)]
+    errors: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -81,72 +119,111 @@ impl Client {
     /// here, before anything is posted.
     pub async fn connect(api: &str, auth: &Auth, repo: &Repo) -> Result<Client, GitHubError> {
         check_api(api)?;
-        // Rustls needs one process-wide crypto provider; octocrab picks ring
-        // itself when none is installed, as does reqwest.
-        let builder = || {
-            Octocrab::builder()
-                .base_uri(api)
-                .map_err(|_| GitHubError::BadApi(api.to_string()))
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("mmci/", env!("CARGO_PKG_VERSION")))
+            .timeout(REQUEST_TIMEOUT)
+            .connect_timeout(CONNECT_TIMEOUT)
+            .build()
+            .map_err(|e| GitHubError::Transport {
+                what: "building the client".into(),
+                message: chain(&e),
+            })?;
+        let mut client = Client {
+            http,
+            api: api.trim_end_matches('/').to_string(),
+            token: String::new(),
+            app_jwt: None,
+            secrets: vec![],
         };
         match auth {
             Auth::Token(token) => {
-                let crab = builder()?
-                    .personal_token(token.clone())
-                    .build()
-                    .map_err(|e| transport("building the client", &e, &[token]))?;
-                Ok(Client {
-                    crab,
-                    app: None,
-                    api: api.to_string(),
-                    secrets: vec![token.clone()],
-                })
+                client.token = token.clone();
+                client.secrets = vec![token.clone()];
+                Ok(client)
             }
             Auth::App {
                 app_id,
                 key_pem,
                 installation_id,
             } => {
-                let key = jsonwebtoken::EncodingKey::from_rsa_pem(key_pem).map_err(|e| {
-                    GitHubError::AppKey {
-                        path: PathBuf::from("(App key)"),
-                        why: e.to_string(),
-                    }
-                })?;
-                let app = builder()?
-                    .app((*app_id).into(), key)
-                    .build()
-                    .map_err(|e| transport("building the client", &e, &[]))?;
+                let jwt = app_jwt(*app_id, key_pem, now_secs())?;
+                client.secrets = vec![jwt.clone()];
                 let installation = match installation_id {
                     Some(id) => *id,
                     None => {
                         let what = format!("finding the App's installation on {repo}");
-                        let i: Installation = app
-                            .get(format!("/repos/{repo}/installation"), None::<&()>)
-                            .await
-                            .map_err(|e| api_error(&what, &e, &[]))?;
-                        i.id
+                        let v = client
+                            .call(
+                                &what,
+                                Method::GET,
+                                &format!("/repos/{repo}/installation"),
+                                None,
+                                &jwt,
+                            )
+                            .await?;
+                        parse::<Installation>(v, &what)?.id
                     }
                 };
-                let (crab, token) = app
-                    .installation_and_token(installation.into())
-                    .await
-                    .map_err(|e| {
-                        api_error(
-                            &format!("getting an installation token (installation {installation})"),
-                            &e,
-                            &[],
-                        )
-                    })?;
-                use secrecy::ExposeSecret;
-                let token = token.expose_secret().to_string();
-                Ok(Client {
-                    crab,
-                    app: Some(app),
-                    api: api.to_string(),
-                    secrets: vec![token],
-                })
+                let what = format!("getting an installation token (installation {installation})");
+                let v = client
+                    .call(
+                        &what,
+                        Method::POST,
+                        &format!("/app/installations/{installation}/access_tokens"),
+                        None,
+                        &jwt,
+                    )
+                    .await?;
+                let token = parse::<InstallationToken>(v, &what)?.token;
+                client.secrets.push(token.clone());
+                client.token = token;
+                client.app_jwt = Some(jwt);
+                Ok(client)
             }
         }
+    }
+
+    /// One REST call with `bearer` as its credential: the answer's JSON
+    /// (null for an empty body, as a 204's), or GitHub's refusal worded
+    /// with its status and message, secrets redacted.
+    async fn call(
+        &self,
+        what: &str,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+        bearer: &str,
+    ) -> Result<Value, GitHubError> {
+        tracing::debug!(%method, %path, "GitHub API");
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.api))
+            .header(header::AUTHORIZATION, format!("Bearer {bearer}"))
+            .header(header::ACCEPT, "application/vnd.github+json")
+            .header("X-GitHub-Api-Version", API_VERSION);
+        if let Some(body) = body {
+            req = req
+                .header(header::CONTENT_TYPE, "application/json")
+                .body(body.to_string());
+        }
+        let secrets = self.secrets();
+        let transport = |e: reqwest::Error| GitHubError::Transport {
+            what: what.to_string(),
+            message: crate::post::redact(&chain(&e), &secrets),
+        };
+        let resp = req.send().await.map_err(&transport)?;
+        let status = resp.status();
+        let text = resp.text().await.map_err(&transport)?;
+        if !status.is_success() {
+            return Err(api_error(what, status.as_u16(), &text, &secrets));
+        }
+        if text.trim().is_empty() {
+            return Ok(Value::Null);
+        }
+        serde_json::from_str(&text).map_err(|e| GitHubError::Transport {
+            what: what.to_string(),
+            message: format!("unexpected answer: {e}"),
+        })
     }
 
     fn secrets(&self) -> Vec<&str> {
@@ -154,13 +231,17 @@ impl Client {
     }
 
     async fn send(&self, what: &str, req: &Request) -> Result<Value, GitHubError> {
-        tracing::debug!(method = req.method, path = %req.path, "GitHub API");
-        let r: Result<Value, octocrab::Error> = match req.method {
-            "POST" => self.crab.post(&req.path, Some(&req.body)).await,
-            "PATCH" => self.crab.patch(&req.path, Some(&req.body)).await,
-            _ => self.crab.get(&req.path, None::<&()>).await,
+        let method = match req.method {
+            "POST" => Method::POST,
+            "PATCH" => Method::PATCH,
+            _ => Method::GET,
         };
-        r.map_err(|e| api_error(what, &e, &self.secrets()))
+        let body = (method != Method::GET).then_some(&req.body);
+        self.call(what, method, &req.path, body, &self.token).await
+    }
+
+    async fn get(&self, what: &str, path: &str) -> Result<Value, GitHubError> {
+        self.call(what, Method::GET, path, None, &self.token).await
     }
 
     /// Creates the `in_progress` check run; returns its id.
@@ -209,15 +290,7 @@ impl Client {
             t.head_sha,
             query_escape(&t.name)
         );
-        let v: Value = self
-            .crab
-            .get(&path, None::<&()>)
-            .await
-            .map_err(|e| api_error(what, &e, &self.secrets()))?;
-        let list: CheckRunList = serde_json::from_value(v).map_err(|e| GitHubError::Transport {
-            what: what.into(),
-            message: format!("unexpected answer: {e}"),
-        })?;
+        let list: CheckRunList = parse(self.get(what, &path).await?, what)?;
         Ok(list
             .check_runs
             .iter()
@@ -227,31 +300,18 @@ impl Client {
 
     /// Who this client's comments are by (see the module's comment).
     pub async fn own_login(&self) -> Result<String, GitHubError> {
-        if let Some(app) = &self.app {
+        if let Some(jwt) = &self.app_jwt {
             let what = "reading the App's name (GET /app)";
-            let v: Value = app
-                .get("/app", None::<&()>)
-                .await
-                .map_err(|e| api_error(what, &e, &self.secrets()))?;
-            let info: AppInfo = serde_json::from_value(v).map_err(|e| GitHubError::Transport {
-                what: what.into(),
-                message: format!("unexpected answer: {e}"),
-            })?;
+            let v = self.call(what, Method::GET, "/app", None, jwt).await?;
+            let info: AppInfo = parse(v, what)?;
             return Ok(format!("{}[bot]", info.slug));
         }
         let what = "reading the token's user (GET /user)";
-        match self.crab.get::<Value, _, _>("/user", None::<&()>).await {
-            Ok(v) => serde_json::from_value::<Login>(v)
-                .map(|l| l.login)
-                .map_err(|e| GitHubError::Transport {
-                    what: what.into(),
-                    message: format!("unexpected answer: {e}"),
-                }),
-            Err(e) => match api_error(what, &e, &self.secrets()) {
-                // An installation token (as $GITHUB_TOKEN is) has no user.
-                GitHubError::Api { status: 403, .. } => Ok(ACTIONS_BOT.to_string()),
-                other => Err(other),
-            },
+        match self.get(what, "/user").await {
+            Ok(v) => parse::<Login>(v, what).map(|l| l.login),
+            // An installation token (as $GITHUB_TOKEN is) has no user.
+            Err(GitHubError::Api { status: 403, .. }) => Ok(ACTIONS_BOT.to_string()),
+            Err(other) => Err(other),
         }
     }
 
@@ -272,16 +332,7 @@ impl Client {
             "/repos/{repo}/pulls?state=open&head={}&per_page=100",
             query_escape(&format!("{}:{branch}", head_repo.owner))
         );
-        let v: Value = self
-            .crab
-            .get(&path, None::<&()>)
-            .await
-            .map_err(|e| api_error(&what, &e, &self.secrets()))?;
-        let list: Vec<PullItem> =
-            serde_json::from_value(v).map_err(|e| GitHubError::Transport {
-                what: what.clone(),
-                message: format!("unexpected answer: {e}"),
-            })?;
+        let list: Vec<PullItem> = parse(self.get(&what, &path).await?, &what)?;
         pick_pull_request(&list, head_repo, branch, sha).ok_or_else(|| GitHubError::NoPullRequest {
             repo: repo.to_string(),
             head: format!("{head_repo}:{branch}"),
@@ -305,16 +356,7 @@ impl Client {
         let mut existing = None;
         for page in 1..=50 {
             let path = format!("/repos/{repo}/issues/{pr}/comments?per_page=100&page={page}");
-            let v: Value = self
-                .crab
-                .get(&path, None::<&()>)
-                .await
-                .map_err(|e| api_error(&what, &e, &self.secrets()))?;
-            let comments: Vec<Comment> =
-                serde_json::from_value(v).map_err(|e| GitHubError::Transport {
-                    what: what.clone(),
-                    message: format!("unexpected answer: {e}"),
-                })?;
+            let comments: Vec<Comment> = parse(self.get(&what, &path).await?, &what)?;
             existing = comments.iter().find_map(|c| {
                 let mine = c
                     .user
@@ -359,16 +401,9 @@ impl Client {
     pub async fn dispatch(&self, repo: &Repo, body: &Value) -> Result<(), GitHubError> {
         let what = format!("sending a repository_dispatch to {repo}");
         let path = format!("/repos/{repo}/dispatches");
-        tracing::debug!(method = "POST", %path, "GitHub API");
-        let resp = self
-            .crab
-            ._post(path, Some(body))
+        self.call(&what, Method::POST, &path, Some(body), &self.token)
             .await
-            .map_err(|e| api_error(&what, &e, &self.secrets()))?;
-        octocrab::map_github_error(resp)
-            .await
-            .map_err(|e| api_error(&what, &e, &self.secrets()))?;
-        Ok(())
+            .map(drop)
     }
 
     pub fn api(&self) -> &str {
@@ -406,32 +441,32 @@ fn hint(status: u16) -> &'static str {
     }
 }
 
-/// A short, token-free description of an octocrab error.
-fn api_error(what: &str, e: &octocrab::Error, secrets: &[&str]) -> GitHubError {
-    if let octocrab::Error::GitHub { source, .. } = e {
-        let mut message = source.message.clone();
-        if let Some(errors) = &source.errors {
-            if !errors.is_empty() {
-                message.push_str(&format!(
-                    " {}",
-                    serde_json::to_string(errors).unwrap_or_default()
-                ));
+/// GitHub's refusal, token-free: its status, its message (and for a 422
+/// the fields it names), else the body's first line.
+fn api_error(what: &str, status: u16, body: &str, secrets: &[&str]) -> GitHubError {
+    let message = match serde_json::from_str::<ErrorBody>(body) {
+        Ok(ErrorBody { message, errors }) => match errors {
+            Some(errors) if errors.as_array().is_some_and(|a| !a.is_empty()) => {
+                format!("{message} {errors}")
             }
+            _ => message,
+        },
+        Err(_) => {
+            let line = body.lines().map(str::trim).find(|l| !l.is_empty());
+            line.unwrap_or("(no message)").chars().take(200).collect()
         }
-        let status = source.status_code.as_u16();
-        return GitHubError::Api {
-            what: what.to_string(),
-            status,
-            message: crate::post::redact(&message, secrets),
-            hint: hint(status),
-        };
+    };
+    GitHubError::Api {
+        what: what.to_string(),
+        status,
+        message: crate::post::redact(&message, secrets),
+        hint: hint(status),
     }
-    transport(what, e, secrets)
 }
 
-fn transport(what: &str, e: &octocrab::Error, secrets: &[&str]) -> GitHubError {
-    // octocrab's Display appends a backtrace to some variants: keep the
-    // first line of each cause.
+/// An error and its causes, one line each (hyper's and rustls' causes say
+/// what actually failed: refused, timed out, bad certificate).
+fn chain(e: &dyn std::error::Error) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut cur: Option<&dyn std::error::Error> = Some(e);
     while let Some(err) = cur {
@@ -442,8 +477,39 @@ fn transport(what: &str, e: &octocrab::Error, secrets: &[&str]) -> GitHubError {
         }
         cur = err.source();
     }
-    GitHubError::Transport {
+    parts.join(": ")
+}
+
+/// An answer as `T`, or a transport error naming the call.
+fn parse<T: serde::de::DeserializeOwned>(v: Value, what: &str) -> Result<T, GitHubError> {
+    serde_json::from_value(v).map_err(|e| GitHubError::Transport {
         what: what.to_string(),
-        message: crate::post::redact(&parts.join(": "), secrets),
-    }
+        message: format!("unexpected answer: {e}"),
+    })
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A GitHub App's JWT (RS256, `iss` the App id as a number) signed at `now`.
+fn app_jwt(app_id: u64, key_pem: &[u8], now: u64) -> Result<String, GitHubError> {
+    let key_error = |e: jsonwebtoken::errors::Error| GitHubError::AppKey {
+        path: PathBuf::from("(App key)"),
+        why: e.to_string(),
+    };
+    let key = jsonwebtoken::EncodingKey::from_rsa_pem(key_pem).map_err(key_error)?;
+    let claims = AppClaims {
+        iat: now.saturating_sub(60),
+        exp: now + 540,
+        iss: app_id,
+    };
+    jsonwebtoken::encode(
+        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256),
+        &claims,
+        &key,
+    )
+    .map_err(key_error)
 }

@@ -19,8 +19,8 @@
 //! pull request's own code wrote cannot be trusted. The lookup is refused
 //! unless an open pull request has exactly that head.
 //!
-//! Requests go through octocrab (token or GitHub App installation auth,
-//! configurable API base for GitHub Enterprise and the tests). Their bodies
+//! Requests go through reqwest (client.rs: token or GitHub App installation
+//! auth, configurable API base for GitHub Enterprise and the tests). Their bodies
 //! are built here by small pure functions, so that `--dry-run` prints
 //! exactly what would be sent. Tokens live only in the client: errors are
 //! built from status codes and GitHub's messages, and redacted anyway.
