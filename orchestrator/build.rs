@@ -37,30 +37,39 @@ fn main() {
 
     let target_dir = workspace.join("target").join("guest-init");
     let installed = installed_targets();
+    let usable: Vec<(&str, &str)> = GUEST_TARGETS
+        .into_iter()
+        .filter(|(arch, triple)| {
+            let ok = installed
+                .as_ref()
+                .is_none_or(|list| list.iter().any(|t| t == triple))
+                && !skip.split(',').any(|s| s.trim() == *arch);
+            if !ok {
+                println!(
+                    "cargo:warning=guest-init not built for {arch}: rust target {triple} is not installed \
+                     (run ./mmci-setup or `rustup target add {triple}`)"
+                );
+            }
+            ok
+        })
+        .collect();
+    let triples: Vec<&str> = usable.iter().map(|(_, triple)| *triple).collect();
+    if !triples.is_empty() {
+        build_guest_init(&workspace, &target_dir, &triples);
+    }
     let mut generated = String::new();
     for (arch, triple) in GUEST_TARGETS {
         let konst = format!("GUEST_INIT_{}", arch.to_uppercase());
-        let usable = installed
-            .as_ref()
-            .is_none_or(|list| list.iter().any(|t| t == triple))
-            && !skip.split(',').any(|s| s.trim() == arch);
-        let binary = if usable {
-            build_guest_init(&workspace, &target_dir, triple)
-        } else {
-            println!(
-                "cargo:warning=guest-init not built for {arch}: rust target {triple} is not installed \
-                 (run ./mmci-setup or `rustup target add {triple}`)"
-            );
-            None
-        };
-        match binary {
-            Some(path) => writeln!(
+        if triples.contains(&triple) {
+            let path = target_dir.join(triple).join("guest").join("guest-init");
+            writeln!(
                 generated,
                 "pub const {konst}: Option<&[u8]> = Some(include_bytes!({:?}));",
                 path.display().to_string()
             )
-            .unwrap(),
-            None => writeln!(generated, "pub const {konst}: Option<&[u8]> = None;").unwrap(),
+            .unwrap();
+        } else {
+            writeln!(generated, "pub const {konst}: Option<&[u8]> = None;").unwrap();
         }
     }
     let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("guest_bins.rs");
@@ -112,22 +121,25 @@ fn installed_targets() -> Option<Vec<String>> {
     )
 }
 
-fn build_guest_init(workspace: &Path, target_dir: &Path, triple: &str) -> Option<PathBuf> {
+/// Builds guest-init for every triple in one cargo invocation, so that
+/// cargo compiles the targets side by side and their shared host crates
+/// (proc macros) once: one invocation per triple ran them one after the
+/// other, on the critical path of a cold `cargo install`.
+fn build_guest_init(workspace: &Path, target_dir: &Path, triples: &[&str]) {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(workspace)
-        .args([
-            "build",
-            "--locked",
-            "-p",
-            "guest-init",
-            "--profile",
-            "guest",
-            "--target",
-            triple,
-        ])
-        .arg("--target-dir")
-        .arg(target_dir);
+    cmd.current_dir(workspace).args([
+        "build",
+        "--locked",
+        "-p",
+        "guest-init",
+        "--profile",
+        "guest",
+    ]);
+    for triple in triples {
+        cmd.args(["--target", triple]);
+    }
+    cmd.arg("--target-dir").arg(target_dir);
     // The outer build's settings are not the guest's: a clippy or coverage
     // wrapper, host RUSTFLAGS or a forced target would break a static binary.
     for var in [
@@ -142,14 +154,15 @@ fn build_guest_init(workspace: &Path, target_dir: &Path, triple: &str) -> Option
     ] {
         cmd.env_remove(var);
     }
-    // rust-lld links static aarch64 binaries without a cross gcc.
-    if triple.starts_with("aarch64") {
-        cmd.env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER", "rust-lld");
-    }
-    let status = cmd.status();
-    match status {
-        Ok(s) if s.success() => Some(target_dir.join(triple).join("guest").join("guest-init")),
-        Ok(s) => panic!("building guest-init for {triple} failed ({s}); see the output above"),
-        Err(e) => panic!("cannot run cargo to build guest-init for {triple}: {e}"),
+    // rust-lld links static aarch64 binaries without a cross gcc (the
+    // variable applies to that target only).
+    cmd.env("CARGO_TARGET_AARCH64_UNKNOWN_LINUX_MUSL_LINKER", "rust-lld");
+    match cmd.status() {
+        Ok(s) if s.success() => {}
+        Ok(s) => panic!(
+            "building guest-init for {} failed ({s}); see the output above",
+            triples.join(", ")
+        ),
+        Err(e) => panic!("cannot run cargo to build guest-init: {e}"),
     }
 }

@@ -3,7 +3,7 @@
 //! failure is worded (secrets redacted).
 //!
 //! Plain reqwest with JSON bodies, as the other HTTP clients of mmci: the
-//! posting uses nine REST calls and a GitHub App's RS256 JWT (jsonwebtoken),
+//! posting uses nine REST calls and a GitHub App's RS256 JWT (signed with ring),
 //! and octocrab, which served them before, was the longest crate of a cold
 //! release build (94 s of CPU, on its critical path) for that.
 
@@ -495,21 +495,133 @@ fn now_secs() -> u64 {
 }
 
 /// A GitHub App's JWT (RS256, `iss` the App id as a number) signed at `now`.
+///
+/// Signed with ring, which rustls already brings for TLS: jsonwebtoken's RSA
+/// backend compiled 47 more crates (rsa, num-bigint-dig, p256, p384,
+/// ed25519-dalek, time, ...) into a cold release build for this one
+/// signature. The JWT is three base64url parts, header.claims.signature
+/// (RFC 7519); the tests verify it with jsonwebtoken.
 fn app_jwt(app_id: u64, key_pem: &[u8], now: u64) -> Result<String, GitHubError> {
-    let key_error = |e: jsonwebtoken::errors::Error| GitHubError::AppKey {
+    let key_error = |why: String| GitHubError::AppKey {
         path: PathBuf::from("(App key)"),
-        why: e.to_string(),
+        why,
     };
-    let key = jsonwebtoken::EncodingKey::from_rsa_pem(key_pem).map_err(key_error)?;
+    let key = app_key(key_pem).map_err(key_error)?;
     let claims = AppClaims {
         iat: now.saturating_sub(60),
         exp: now + 540,
         iss: app_id,
     };
-    jsonwebtoken::encode(
-        &jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256),
-        &claims,
-        &key,
+    let claims = serde_json::to_vec(&claims).map_err(|e| key_error(e.to_string()))?;
+    let signing_input = format!(
+        "{}.{}",
+        base64url(br#"{"alg":"RS256","typ":"JWT"}"#),
+        base64url(&claims)
+    );
+    let mut signature = vec![0; key.public().modulus_len()];
+    key.sign(
+        &ring::signature::RSA_PKCS1_SHA256,
+        &ring::rand::SystemRandom::new(),
+        signing_input.as_bytes(),
+        &mut signature,
     )
-    .map_err(key_error)
+    .map_err(|_| key_error("RSA signing failed".to_string()))?;
+    Ok(format!("{signing_input}.{}", base64url(&signature)))
+}
+
+/// A GitHub App's private key from its PEM file: PKCS#1 (`BEGIN RSA PRIVATE
+/// KEY`, what GitHub hands out) or PKCS#8 (`BEGIN PRIVATE KEY`), RSA only.
+pub(super) fn app_key(pem: &[u8]) -> Result<ring::signature::RsaKeyPair, String> {
+    use ring::signature::RsaKeyPair;
+    use rustls_pki_types::{pem::PemObject, PrivateKeyDer};
+    const NOT_RSA: &str = "not an RSA key (a GitHub App's key is RSA)";
+    let rejected = |e: ring::error::KeyRejected| match e.to_string().as_str() {
+        // A PKCS#8 key of another algorithm (EC, Ed25519).
+        "WrongAlgorithm" => NOT_RSA.to_string(),
+        why => format!("not a usable RSA key: {why}"),
+    };
+    match PrivateKeyDer::from_pem_slice(pem) {
+        Ok(PrivateKeyDer::Pkcs1(key)) => {
+            RsaKeyPair::from_der(key.secret_pkcs1_der()).map_err(rejected)
+        }
+        Ok(PrivateKeyDer::Pkcs8(key)) => {
+            RsaKeyPair::from_pkcs8(key.secret_pkcs8_der()).map_err(rejected)
+        }
+        Ok(_) => Err(NOT_RSA.to_string()),
+        Err(e) => Err(format!("no PEM private key in it ({e})")),
+    }
+}
+
+fn base64url(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A throwaway key made by openssl (installed by ./mmci-setup), as PEM.
+    fn openssl_key(args: &[&str]) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("key.pem");
+        // genrsa takes its options before the key size.
+        let st = std::process::Command::new("openssl")
+            .arg(args[0])
+            .arg("-out")
+            .arg(&path)
+            .args(&args[1..])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("openssl is installed by ./mmci-setup");
+        assert!(st.success(), "openssl {args:?}");
+        std::fs::read(path).unwrap()
+    }
+
+    /// GitHub hands out PKCS#1 keys; PKCS#8 works too; anything else is
+    /// refused with what it is, before any request.
+    #[test]
+    fn app_keys_pkcs1_and_pkcs8_sign_others_are_named() {
+        let pkcs1 = openssl_key(&["genrsa", "-traditional", "2048"]);
+        let pkcs8 = openssl_key(&[
+            "genpkey",
+            "-algorithm",
+            "RSA",
+            "-pkeyopt",
+            "rsa_keygen_bits:2048",
+        ]);
+        let ec = openssl_key(&[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+        ]);
+        for key in [&pkcs1, &pkcs8] {
+            let jwt = app_jwt(7, key, 1_000_000).unwrap();
+            let parts: Vec<&str> = jwt.split('.').collect();
+            assert_eq!(parts.len(), 3, "{jwt}");
+            use base64::Engine as _;
+            let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+            let header: Value = serde_json::from_slice(&b64.decode(parts[0]).unwrap()).unwrap();
+            let claims: Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+            assert_eq!(header, json!({"alg": "RS256", "typ": "JWT"}));
+            assert_eq!(claims, json!({"iat": 999_940, "exp": 1_000_540, "iss": 7}));
+            // A 2048-bit key's RS256 signature is 256 bytes.
+            assert_eq!(b64.decode(parts[2]).unwrap().len(), 256);
+        }
+        for (pem, why) in [
+            (&ec[..], "not an RSA key"),
+            (
+                &b"-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n"[..],
+                "not a usable RSA key",
+            ),
+            (&b"ghp_not_a_key"[..], "no PEM private key"),
+        ] {
+            match app_jwt(7, pem, 1_000_000) {
+                Err(GitHubError::AppKey { why: w, .. }) => assert!(w.contains(why), "{w}"),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 }

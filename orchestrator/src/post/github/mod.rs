@@ -146,9 +146,9 @@ impl AuthOptions {
                 source,
             })?;
             // Parse now: a bad key is bad input, found before any request.
-            jsonwebtoken::EncodingKey::from_rsa_pem(&key_pem).map_err(|e| GitHubError::AppKey {
+            client::app_key(&key_pem).map_err(|why| GitHubError::AppKey {
                 path: path.clone(),
-                why: e.to_string(),
+                why,
             })?;
             return Ok(Auth::App {
                 app_id,
