@@ -10,10 +10,11 @@ fn series_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series")
 }
 
-/// The bundled thread: v1, then v2 in reply to v1's cover. The default
-/// is v2; `revision 1` is v1, the very patches of the v1-only mbox.
+/// The bundled thread: v1, then v2 in reply to v1's cover, then v3 in
+/// reply to v2's. The default is v3; `revision 1` is v1, the very patches
+/// of the v1-only mbox.
 #[test]
-fn bundled_thread_holds_two_revisions() {
+fn bundled_thread_holds_three_revisions() {
     let dir = series_dir();
     let thread = mails_from_mbox(&std::fs::read(dir.join("mglru-isolation.mbox")).unwrap());
     let v1_alone = assemble(
@@ -33,11 +34,13 @@ fn bundled_thread_holds_two_revisions() {
         )
     };
     let v1 = pick(1).unwrap();
-    assert_eq!((newest.version, newest.total), (2, 2));
+    let v2 = pick(2).unwrap();
+    assert_eq!((newest.version, newest.total), (3, 2));
     assert_eq!(
         newest.cover.as_ref().unwrap().subject,
-        "[PATCH v2 0/2] mm/vmscan: account and throttle MGLRU isolation"
+        "[PATCH v3 0/2] mm/vmscan: account and throttle MGLRU isolation"
     );
+    assert_eq!(v2.version, 2);
     assert_eq!(
         newest.base_commit.as_deref(),
         Some("2a7be210a22a8655e73e347054808314e73be671")
@@ -48,7 +51,8 @@ fn bundled_thread_holds_two_revisions() {
         "v1 out of the thread is v1 as posted"
     );
     assert_ne!(newest.hash, v1.hash);
-    // Patch 1 is unchanged in v2, patch 2 is not.
+    assert_ne!(newest.hash, v2.hash);
+    // Patch 1 is unchanged in v2 and v3, patch 2 changes each time.
     let diff = |p: &Patch| {
         let text = String::from_utf8_lossy(&p.raw).to_string();
         text[text.find("\ndiff --git").expect("a diff")..]
@@ -56,8 +60,10 @@ fn bundled_thread_holds_two_revisions() {
             .to_string()
     };
     assert_eq!(diff(&newest.patches[0]), diff(&v1.patches[0]));
+    assert_eq!(diff(&v2.patches[0]), diff(&v1.patches[0]));
     assert_ne!(diff(&newest.patches[1]), diff(&v1.patches[1]));
-    assert!(pick(3).is_err());
+    assert_ne!(diff(&newest.patches[1]), diff(&v2.patches[1]));
+    assert!(pick(4).is_err());
 }
 
 /// The bundled RFC thread: v1, then v2 (the review's three fixes) in

@@ -1,7 +1,7 @@
 //! Patchwork through the binary and the library against a real Patchwork
 //! 3.2.1 on loopback (tests/common/patchwork.rs: the upstream release, its
 //! REST API, sqlite), loaded with `parsearchive` from the bundled series
-//! (v1 and v2) and real lore threads: `series show --patchwork`, `post
+//! (v1, v2 and v3) and real lore threads: `series show --patchwork`, `post
 //! patchwork --send` with the checks read back through the API (refusals
 //! as patchwork words them, a rerun that posts nothing again), `watch
 //! --patchwork` (series-completed events in pages, the cursor across
@@ -680,6 +680,7 @@ async fn watch_follows_real_series_completed_events() {
     let pw = Patchwork::start(&[bundled(), thread(KMEM), thread(NUMA)], 2).await;
     let (v1, _) = series_id(&pw, "MGLRU isolation", 1).await;
     let (v2, _) = series_id(&pw, "MGLRU isolation", 2).await;
+    let (v3, _) = series_id(&pw, "MGLRU isolation", 3).await;
     let (kmem, kmem_patches) = series_id(&pw, "kmem_cache", 3).await;
     // A maintainer took a patch of the kmem series: it is not tested.
     pw.shell(&format!(
@@ -717,9 +718,11 @@ async fn watch_follows_real_series_completed_events() {
     assert!(o.status.success(), "{err}\n{}", pw.log());
     assert_no_secret(&o, &[GH_TOKEN]);
     let first = dispatched(&gh).await;
-    // v2 is tested; v1, whose v2 completed in the same events, is not.
-    assert!(first.contains(&v2), "{first:?}\n{so}");
+    // v3 is tested; v1 and v2, whose v3 completed in the same events, are
+    // not.
+    assert!(first.contains(&v3), "{first:?}\n{so}");
     assert!(!first.contains(&v1), "stale v1 dispatched: {first:?}");
+    assert!(!first.contains(&v2), "stale v2 dispatched: {first:?}");
     assert!(
         err.contains("skipped: a newer revision of the series completed too (stale)"),
         "{err}"

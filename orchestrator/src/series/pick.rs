@@ -241,7 +241,7 @@ mod tests {
             .collect();
         assert_eq!(
             not_picked,
-            ["[PATCH v2 2/2] mm/vmscan: throttle MGLRU eviction when isolated folios pile up"]
+            ["[PATCH v3 2/2] mm/vmscan: throttle MGLRU eviction when isolated folios pile up"]
         );
 
         let both = "1-2".parse::<PatchPick>().unwrap().apply(&whole).unwrap();
