@@ -525,7 +525,7 @@ fn app_jwt(app_id: u64, key_pem: &[u8], now: u64) -> Result<String, GitHubError>
         signing_input.as_bytes(),
         &mut signature,
     )
-    .map_err(|_| key_error("RSA signing failed".to_string()))?;
+    .map_err(|_| key_error("signing with it failed".to_string()))?;
     Ok(format!("{signing_input}.{}", base64url(&signature)))
 }
 
@@ -534,11 +534,11 @@ fn app_jwt(app_id: u64, key_pem: &[u8], now: u64) -> Result<String, GitHubError>
 pub(super) fn app_key(pem: &[u8]) -> Result<ring::signature::RsaKeyPair, String> {
     use ring::signature::RsaKeyPair;
     use rustls_pki_types::{pem::PemObject, PrivateKeyDer};
-    const NOT_RSA: &str = "not an RSA key (a GitHub App's key is RSA)";
+    const NOT_RSA: &str = "a key of another algorithm; a GitHub App's key is RSA";
     let rejected = |e: ring::error::KeyRejected| match e.to_string().as_str() {
         // A PKCS#8 key of another algorithm (EC, Ed25519).
         "WrongAlgorithm" => NOT_RSA.to_string(),
-        why => format!("not a usable RSA key: {why}"),
+        why => format!("ring refused it: {why}"),
     };
     match PrivateKeyDer::from_pem_slice(pem) {
         Ok(PrivateKeyDer::Pkcs1(key)) => {
@@ -548,7 +548,27 @@ pub(super) fn app_key(pem: &[u8]) -> Result<ring::signature::RsaKeyPair, String>
             RsaKeyPair::from_pkcs8(key.secret_pkcs8_der()).map_err(rejected)
         }
         Ok(_) => Err(NOT_RSA.to_string()),
-        Err(e) => Err(format!("no PEM private key in it ({e})")),
+        Err(e) => Err(pem_error(&e).to_string()),
+    }
+}
+
+/// What is wrong with a key file's PEM, in fixed words: the parser's own
+/// messages quote the offending line or section label, and a key whose line
+/// breaks a secret store flattened is all one line, so they would print the
+/// key (as a byte list no log masking recognises).
+fn pem_error(e: &rustls_pki_types::pem::Error) -> &'static str {
+    use rustls_pki_types::pem::Error;
+    match e {
+        Error::MissingSectionEnd { .. } => {
+            "a PEM section without its END line (are the key's line breaks kept? a secret store may have joined its lines)"
+        }
+        Error::IllegalSectionStart { .. } => {
+            "a malformed PEM BEGIN line (are the key's line breaks kept? a secret store may have joined its lines)"
+        }
+        Error::Base64Decode(_) => "the PEM section's base64 does not decode",
+        Error::NoItemsFound => "no PEM private key in it",
+        Error::SectionTooLarge => "a PEM section larger than 256 MB",
+        _ => "not readable as PEM",
     }
 }
 
@@ -578,8 +598,9 @@ mod tests {
         std::fs::read(path).unwrap()
     }
 
-    /// GitHub hands out PKCS#1 keys; PKCS#8 works too; anything else is
-    /// refused with what it is, before any request.
+    /// GitHub hands out PKCS#1 keys; PKCS#8 works too, and both sign JWTs
+    /// that verify; anything else is refused with what it is, before any
+    /// request, and a flattened key's error quotes none of it.
     #[test]
     fn app_keys_pkcs1_and_pkcs8_sign_others_are_named() {
         let pkcs1 = openssl_key(&["genrsa", "-traditional", "2048"]);
@@ -597,6 +618,8 @@ mod tests {
             "-pkeyopt",
             "ec_paramgen_curve:P-256",
         ]);
+        assert!(pkcs1.starts_with(b"-----BEGIN RSA PRIVATE KEY-----"));
+        assert!(pkcs8.starts_with(b"-----BEGIN PRIVATE KEY-----"));
         for key in [&pkcs1, &pkcs8] {
             let jwt = app_jwt(7, key, 1_000_000).unwrap();
             let parts: Vec<&str> = jwt.split('.').collect();
@@ -607,14 +630,38 @@ mod tests {
             let claims: Value = serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
             assert_eq!(header, json!({"alg": "RS256", "typ": "JWT"}));
             assert_eq!(claims, json!({"iat": 999_940, "exp": 1_000_540, "iss": 7}));
-            // A 2048-bit key's RS256 signature is 256 bytes.
-            assert_eq!(b64.decode(parts[2]).unwrap().len(), 256);
+            // The signature verifies with the key's public half, over the
+            // first two parts as sent.
+            use ring::signature::KeyPair as _;
+            let public = app_key(key).unwrap().public_key().as_ref().to_vec();
+            ring::signature::UnparsedPublicKey::new(
+                &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+                public,
+            )
+            .verify(
+                format!("{}.{}", parts[0], parts[1]).as_bytes(),
+                &b64.decode(parts[2]).unwrap(),
+            )
+            .expect("the JWT's signature verifies");
+        }
+        // A key whose line breaks a secret store joined (spaces, or a
+        // literal \n): refused, and nothing of the key in the words.
+        let text = String::from_utf8(pkcs1.clone()).unwrap();
+        let body_line = text.lines().nth(1).unwrap().to_string();
+        for flat in [text.replace('\n', " "), text.replace('\n', "\\n")] {
+            let Err(GitHubError::AppKey { why, .. }) = app_jwt(7, flat.as_bytes(), 1_000_000)
+            else {
+                panic!("a flattened key was accepted");
+            };
+            assert!(why.contains("line breaks"), "{why}");
+            assert!(!why.contains(&body_line[..16]), "{why}");
+            assert!(!why.contains("77, 73, 73"), "the key as bytes: {why}");
         }
         for (pem, why) in [
-            (&ec[..], "not an RSA key"),
+            (&ec[..], "a key of another algorithm"),
             (
                 &b"-----BEGIN RSA PRIVATE KEY-----\nAAAA\n-----END RSA PRIVATE KEY-----\n"[..],
-                "not a usable RSA key",
+                "ring refused it",
             ),
             (&b"ghp_not_a_key"[..], "no PEM private key"),
         ] {
