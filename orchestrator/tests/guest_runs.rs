@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use mmci::arch::Arch;
 use mmci::guest::bin as guest_bin;
+use mmci::guest::vm::Accel;
 use mmci::kernel::{self, KernelSource};
 use mmci::results::RunResult;
-use mmci::run::accel::{self, AccelRequest};
+use mmci::run::accel::{self, AccelRequest, EarlyProbes};
 use mmci::run::guest::{self, RunConfig};
 use mmci::run::outcome::Outcome;
 use mmci_record::{GuestJob, Record, Scenario, SwapBackend};
@@ -586,6 +587,69 @@ async fn ctrl_c_leaves_no_qemu_behind() {
         qemu_processes_mentioning(&needle).is_empty(),
         "QEMU left behind after Ctrl-C"
     );
+}
+
+/// The KVM probe `mmci run` starts beside the remaining kernel builds
+/// decides as a probe after them does (here: nested KVM that never starts
+/// the kernel, so TCG; on a host with working KVM, KVM), leaves no QEMU and
+/// no probe dir behind, and a run that stops before asking for the choice
+/// takes the probe's QEMU with it.
+#[tokio::test]
+async fn early_kvm_probe_decides_as_the_late_one_and_dies_with_its_run() {
+    let (kernel, late) = kernel_and_accel().await;
+    let _one = ONE_GUEST_AT_A_TIME.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("scratch");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let needle = scratch.to_string_lossy().into_owned();
+    let probes_needed = accel::static_choice(AccelRequest::Auto, Arch::X86_64).is_none();
+
+    let probes = EarlyProbes::new(AccelRequest::Auto, scratch.clone());
+    probes.start(Arch::X86_64, kernel);
+    let early = probes
+        .choice(Arch::X86_64, kernel, common::guest::guest_init())
+        .await;
+    assert_eq!(
+        early.accel, late.accel,
+        "early: {}; late: {}",
+        early.note, late.note
+    );
+    assert!(
+        qemu_processes_mentioning(&needle).is_empty(),
+        "probe QEMU left behind"
+    );
+    let left: Vec<_> = std::fs::read_dir(&scratch)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with("kvm-probe"))
+        .collect();
+    assert!(left.is_empty(), "probe dirs left: {left:?}");
+
+    let probes = EarlyProbes::new(AccelRequest::Auto, scratch.clone());
+    probes.start(Arch::X86_64, kernel);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut seen = false;
+    while Instant::now() < deadline && !seen {
+        seen = !qemu_processes_mentioning(&needle).is_empty();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    if !probes_needed {
+        // Without a usable /dev/kvm there is nothing to probe.
+        assert!(!seen, "a probe QEMU started though /dev/kvm is not usable");
+    } else if late.accel == Accel::Tcg {
+        // A KVM that fails here holds the probe until its timeout (10 s):
+        // long enough to be seen, and then dropped mid-probe.
+        assert!(seen, "no probe QEMU within 20 s of start");
+    }
+    drop(probes);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !qemu_processes_mentioning(&needle).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the dropped probe's QEMU still runs"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test]

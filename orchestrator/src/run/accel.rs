@@ -85,10 +85,35 @@ pub async fn choose(
     guest_init: &[u8],
     scratch: &Path,
 ) -> AccelChoice {
-    if let Some(choice) = static_choice(req, arch) {
-        return choice;
+    match static_choice(req, arch) {
+        Some(choice) => choice,
+        None => {
+            probe(arch, kernel, guest_init, scratch, "kvm-probe")
+                .await
+                .choice
+        }
     }
-    let probe_dir = scratch.join("kvm-probe");
+}
+
+/// A probe's choice, and whether it holds whatever else the host was doing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Probed {
+    pub choice: AccelChoice,
+    /// False for a failure a busy host could explain (the kernel started but
+    /// did not reach PID 1 in time). A kernel that printed nothing at all in
+    /// [`PROBE_TIMEOUT`], or a KVM guest that ran, is the same on an idle host.
+    pub conclusive: bool,
+}
+
+/// Boots `kernel` under KVM with the probe job in `scratch`/`dir`.
+async fn probe(
+    arch: Arch,
+    kernel: &KernelInfo,
+    guest_init: &[u8],
+    scratch: &Path,
+    dir: &str,
+) -> Probed {
+    let probe_dir = scratch.join(dir);
     let cfg = RunConfig {
         id: "kvm-probe".into(),
         arch,
@@ -111,27 +136,114 @@ pub async fn choose(
         image: None,
     };
     let result = guest::run_guest(&cfg, &probe_dir, scratch).await;
+    let silent = std::fs::read(probe_dir.join("console.log"))
+        .map(|c| c.iter().all(u8::is_ascii_whitespace))
+        .unwrap_or(true);
     let _ = std::fs::remove_dir_all(&probe_dir);
     match result {
-        Ok(r) if r.classification.outcome == Outcome::Completed => AccelChoice {
-            accel: Accel::Kvm,
-            note: format!(
-                "KVM probe booted to PID 1 in {:.0} ms",
-                r.timing.first_record_ms.unwrap_or(0.0)
-            ),
+        Ok(r) if r.classification.outcome == Outcome::Completed => Probed {
+            choice: AccelChoice {
+                accel: Accel::Kvm,
+                note: format!(
+                    "KVM probe booted to PID 1 in {:.0} ms",
+                    r.timing.first_record_ms.unwrap_or(0.0)
+                ),
+            },
+            conclusive: true,
         },
-        Ok(r) => AccelChoice {
-            accel: Accel::Tcg,
-            note: format!(
-                "KVM probe failed ({}: {}); using TCG",
-                r.classification.outcome.name(),
-                r.classification.reason
-            ),
+        Ok(r) => Probed {
+            choice: AccelChoice {
+                accel: Accel::Tcg,
+                note: format!(
+                    "KVM probe failed ({}: {}); using TCG",
+                    r.classification.outcome.name(),
+                    r.classification.reason
+                ),
+            },
+            conclusive: r.timed_out && silent,
         },
-        Err(e) => AccelChoice {
-            accel: Accel::Tcg,
-            note: format!("KVM probe could not run ({e}); using TCG"),
+        Err(e) => Probed {
+            choice: AccelChoice {
+                accel: Accel::Tcg,
+                note: format!("KVM probe could not run ({e}); using TCG"),
+            },
+            conclusive: true,
         },
+    }
+}
+
+/// KVM probes started as soon as an arch's first kernel is built, so that a
+/// broken nested KVM's [`PROBE_TIMEOUT`] passes while the other kernels
+/// build instead of after them. A failure the builds could explain (see
+/// [`Probed::conclusive`]) is probed again once they are done.
+pub struct EarlyProbes {
+    req: AccelRequest,
+    scratch: std::path::PathBuf,
+    started: std::sync::Mutex<std::collections::BTreeMap<Arch, tokio::task::JoinHandle<Probed>>>,
+}
+
+impl EarlyProbes {
+    pub fn new(req: AccelRequest, scratch: std::path::PathBuf) -> EarlyProbes {
+        EarlyProbes {
+            req,
+            scratch,
+            started: Default::default(),
+        }
+    }
+
+    /// Starts `arch`'s probe with `kernel` unless one is running or none is
+    /// needed (an explicit request, a foreign arch, no /dev/kvm).
+    pub fn start(&self, arch: Arch, kernel: &KernelInfo) {
+        if static_choice(self.req, arch).is_some() {
+            return;
+        }
+        let Some(guest_init) = crate::guest::bin::guest_init(arch) else {
+            return;
+        };
+        let mut started = self.started.lock().expect("probe table");
+        if started.contains_key(&arch) {
+            return;
+        }
+        let (kernel, scratch) = (kernel.clone(), self.scratch.clone());
+        let dir = format!("kvm-probe-early-{arch}");
+        started.insert(
+            arch,
+            tokio::spawn(async move { probe(arch, &kernel, guest_init, &scratch, &dir).await }),
+        );
+    }
+
+    /// `arch`'s choice: the early probe's when it holds, else a probe now.
+    pub async fn choice(&self, arch: Arch, kernel: &KernelInfo, guest_init: &[u8]) -> AccelChoice {
+        if let Some(choice) = static_choice(self.req, arch) {
+            return choice;
+        }
+        let early = self.started.lock().expect("probe table").remove(&arch);
+        if let Some(handle) = early {
+            match handle.await {
+                Ok(p) if p.conclusive => return p.choice,
+                Ok(p) => tracing::info!(
+                    %arch,
+                    first = %p.choice.note,
+                    "KVM probe run beside a kernel build failed in a way a busy host can explain: probing again"
+                ),
+                Err(e) => tracing::warn!(%arch, "early KVM probe task: {e}; probing again"),
+            }
+        }
+        probe(arch, kernel, guest_init, &self.scratch, "kvm-probe")
+            .await
+            .choice
+    }
+}
+
+impl Drop for EarlyProbes {
+    /// A run that stops before it asks for a choice (a failed build, an
+    /// error) takes its probes' QEMUs with it.
+    fn drop(&mut self) {
+        if let Ok(started) = self.started.get_mut() {
+            for handle in started.values() {
+                handle.abort();
+            }
+        }
     }
 }
 

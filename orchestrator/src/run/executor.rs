@@ -23,7 +23,7 @@ use crate::results::dir::{
     self as rd, Host, Manifest, ResultsDirError, VariantFailure, VariantKernel,
 };
 use crate::results::{KernelInfo, RunResult};
-use crate::run::accel::{self, AccelChoice, AccelRequest};
+use crate::run::accel::{AccelChoice, AccelRequest, EarlyProbes};
 use crate::run::guest::{self, RunConfig, RunError};
 use crate::run::outcome::Outcome;
 use crate::run::progress::Progress;
@@ -152,6 +152,7 @@ async fn build_kernels(
     opts: &MatrixOptions,
     needed: &[KernelNeed],
     progress: &Progress,
+    probes: &EarlyProbes,
 ) -> (Vec<VariantKernel>, Vec<KernelFailure>) {
     let jobs = needed.iter().map(|(variant, arch, flavour)| {
         let source = opts.sources.get(variant).cloned().map(|mut s| {
@@ -169,6 +170,9 @@ async fn build_kernels(
                     "<no source for kernel `{variant}`>"
                 )))),
             };
+            if let Ok(k) = &r {
+                probes.start(*arch, k);
+            }
             let line = match &r {
                 Ok(k) => format!(
                     "kernel {what}: {} in {:.1} s{}",
@@ -314,7 +318,8 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
         }
     }
     let mut progress = Progress::new(needed.len() as u64, pending.len() as u64);
-    let (mut kernels, kernel_failures) = build_kernels(opts, &needed, &progress).await;
+    let probes = EarlyProbes::new(opts.accel, opts.work.scratch());
+    let (mut kernels, kernel_failures) = build_kernels(opts, &needed, &progress, &probes).await;
     rd::check_same_kernels(&opts.results, &manifest.kernels, &kernels)?;
     // Each build's .config, kept with the results for the reports to link.
     for k in &mut kernels {
@@ -393,7 +398,8 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
         images.insert(script.name.clone(), image);
     }
 
-    // One accelerator decision per arch, probed with the first kernel built.
+    // One accelerator decision per arch, probed with the first kernel built
+    // while the others build.
     let scratch = opts.work.scratch();
     let mut accels: BTreeMap<Arch, AccelChoice> = BTreeMap::new();
     for k in &kernels {
@@ -401,7 +407,7 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
             continue;
         }
         let guest = guest_bin::guest_init(k.arch).expect("checked in preflight");
-        let choice = accel::choose(opts.accel, k.arch, &k.kernel, guest, &scratch).await;
+        let choice = probes.choice(k.arch, &k.kernel, guest).await;
         tracing::info!(arch = %k.arch, accel = %choice.accel, note = %choice.note, "accelerator");
         manifest.accel.insert(
             k.arch.to_string(),
