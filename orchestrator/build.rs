@@ -40,17 +40,21 @@ fn main() {
     let usable: Vec<(&str, &str)> = GUEST_TARGETS
         .into_iter()
         .filter(|(arch, triple)| {
-            let ok = installed
+            let skipped = skip.split(',').any(|s| s.trim() == *arch);
+            let installed = installed
                 .as_ref()
-                .is_none_or(|list| list.iter().any(|t| t == triple))
-                && !skip.split(',').any(|s| s.trim() == *arch);
-            if !ok {
+                .is_none_or(|list| list.iter().any(|t| t == triple));
+            if skipped {
+                println!(
+                    "cargo:warning=guest-init not built for {arch}: MMCI_SKIP_GUEST_TARGETS names it"
+                );
+            } else if !installed {
                 println!(
                     "cargo:warning=guest-init not built for {arch}: rust target {triple} is not installed \
                      (run ./mmci-setup or `rustup target add {triple}`)"
                 );
             }
-            ok
+            installed && !skipped
         })
         .collect();
     let triples: Vec<&str> = usable.iter().map(|(_, triple)| *triple).collect();

@@ -485,6 +485,49 @@ mod tests {
     }
 
     #[test]
+    fn analyse_spread_refuses_the_comparisons_options() {
+        use clap::error::ErrorKind;
+        let cases: &[(&[&str], Option<ErrorKind>)] = &[
+            (&["--spread"], None),
+            (&["--spread", "--json"], None),
+            (&["--spread", "--output", "f"], None),
+            (&["--alpha", "0.05"], None),
+            (
+                &["--spread", "--alpha", "0.05"],
+                Some(ErrorKind::ArgumentConflict),
+            ),
+            (
+                &["--spread", "--noise-floor", "0.1"],
+                Some(ErrorKind::ArgumentConflict),
+            ),
+            (
+                &["--spread", "--metric-noise-floor", "touches=0.1"],
+                Some(ErrorKind::ArgumentConflict),
+            ),
+            (
+                &["--spread", "--min-runs", "2"],
+                Some(ErrorKind::ArgumentConflict),
+            ),
+            (
+                &["--spread", "--test", "welch"],
+                Some(ErrorKind::ArgumentConflict),
+            ),
+            (
+                &["--spread", "--expect", "touches=increase"],
+                Some(ErrorKind::ArgumentConflict),
+            ),
+            (&["--spread", "--wide"], Some(ErrorKind::ArgumentConflict)),
+        ];
+        for (args, want) in cases {
+            let argv = ["mmci", "analyse", "--results", "d"]
+                .iter()
+                .chain(args.iter());
+            let got = Cli::try_parse_from(argv).err().map(|e| e.kind());
+            assert_eq!(got, *want, "{args:?}");
+        }
+    }
+
+    #[test]
     fn kernel_build_says_what_its_kernel_option_does() {
         use clap::CommandFactory;
         let mut cmd = Cli::command();

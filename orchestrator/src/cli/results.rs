@@ -44,8 +44,12 @@ pub struct AnalyseArgs {
     pub wide: bool,
     /// Instead of the comparison: each metric's spread over each kernel's
     /// repeats of each cell (median, mean, sd, coefficient of variation);
-    /// one kernel is enough. With --json, the rows as JSON.
-    #[arg(long)]
+    /// one kernel is enough. With --json, the rows as JSON. The comparison's
+    /// options (--alpha, --expect, ...) are refused with it: a spread has no
+    /// test to give them to.
+    #[arg(long, conflicts_with_all = [
+        "alpha", "noise_floor", "metric_noise_floors", "min_runs", "test", "expect", "wide",
+    ])]
     pub spread: bool,
     /// The old `--json FILE`, folded (see [`super::deprecated`]): write
     /// FILE, print the table.
