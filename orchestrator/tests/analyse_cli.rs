@@ -100,6 +100,46 @@ fn verdicts_are_exit_codes_and_json() {
     );
 }
 
+/// `--spread`: the table, the rows as JSON with `--json` (on standard
+/// output or in `--output`), and the old `--json FILE` writes FILE and
+/// prints the table, as its deprecation notice says; the comparison's
+/// options are refused.
+#[test]
+fn spread_as_table_json_and_the_old_json_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("results");
+    results_dir(&dir);
+    let d = dir.to_str().unwrap();
+    let rows = |bytes: &[u8]| -> Vec<serde_json::Value> { serde_json::from_slice(bytes).unwrap() };
+
+    let o = analyse(&[d, "--spread"]);
+    assert_eq!(o.status.code(), Some(exit::OK), "{}", text(&o));
+    let table = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(table.contains("touches"), "{table}");
+    let o = analyse(&[d, "--spread", "--json"]);
+    assert_eq!(o.status.code(), Some(exit::OK), "{}", text(&o));
+    let on_stdout = rows(&o.stdout);
+    assert!(!on_stdout.is_empty());
+
+    let file = tmp.path().join("spread.json");
+    let o = common::bin_blocking()
+        .args(["analyse", d, "--spread", "--json", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(exit::OK), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--json FILE is deprecated"),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(String::from_utf8_lossy(&o.stdout), table);
+    assert_eq!(rows(&std::fs::read(&file).unwrap()), on_stdout);
+
+    let o = analyse(&[d, "--spread", "--alpha", "0.05"]);
+    assert_eq!(o.status.code(), Some(exit::USAGE), "{}", text(&o));
+    assert!(text(&o).contains("--alpha"), "{}", text(&o));
+}
+
 #[test]
 fn bad_options_and_dirs_are_usage_errors() {
     let tmp = tempfile::tempdir().unwrap();

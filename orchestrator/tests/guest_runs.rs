@@ -606,9 +606,26 @@ async fn early_kvm_probe_decides_as_the_late_one_and_dies_with_its_run() {
 
     let probes = EarlyProbes::new(AccelRequest::Auto, scratch.clone());
     probes.start(Arch::X86_64, kernel);
+    // The builds would run here: the probe has had twice its timeout.
+    tokio::time::sleep(accel::PROBE_TIMEOUT * 2).await;
+    let asked = Instant::now();
     let early = probes
         .choice(Arch::X86_64, kernel, common::guest::guest_init())
         .await;
+    if probes_needed {
+        // Its answer was taken, not probed for again (a silent KVM takes
+        // PROBE_TIMEOUT again), and the note says where it came from.
+        assert!(
+            asked.elapsed() < accel::PROBE_TIMEOUT / 2,
+            "choice took {:?}: probed again",
+            asked.elapsed()
+        );
+        assert!(
+            early.note.ends_with("(probed beside the kernel builds)"),
+            "{}",
+            early.note
+        );
+    }
     assert_eq!(
         early.accel, late.accel,
         "early: {}; late: {}",
@@ -618,12 +635,11 @@ async fn early_kvm_probe_decides_as_the_late_one_and_dies_with_its_run() {
         qemu_processes_mentioning(&needle).is_empty(),
         "probe QEMU left behind"
     );
-    let left: Vec<_> = std::fs::read_dir(&scratch)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| n.to_string_lossy().starts_with("kvm-probe"))
-        .collect();
-    assert!(left.is_empty(), "probe dirs left: {left:?}");
+    assert!(
+        probe_dirs(&scratch).is_empty(),
+        "probe dirs left: {:?}",
+        probe_dirs(&scratch)
+    );
 
     let probes = EarlyProbes::new(AccelRequest::Auto, scratch.clone());
     probes.start(Arch::X86_64, kernel);
@@ -643,13 +659,23 @@ async fn early_kvm_probe_decides_as_the_late_one_and_dies_with_its_run() {
     }
     drop(probes);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while !qemu_processes_mentioning(&needle).is_empty() {
+    while !qemu_processes_mentioning(&needle).is_empty() || !probe_dirs(&scratch).is_empty() {
         assert!(
             Instant::now() < deadline,
-            "the dropped probe's QEMU still runs"
+            "the dropped probe left its QEMU or its dir: {:?}",
+            probe_dirs(&scratch)
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The probe dirs in a scratch dir.
+fn probe_dirs(scratch: &Path) -> Vec<std::ffi::OsString> {
+    std::fs::read_dir(scratch)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with("kvm-probe"))
+        .collect()
 }
 
 #[tokio::test]

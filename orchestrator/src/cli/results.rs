@@ -213,6 +213,16 @@ pub fn analyse(a: &AnalyseArgs) -> Result<i32, AppError> {
 /// exits 0 when the dir could be read.
 fn spread(a: &AnalyseArgs, dir: &Path) -> Result<i32, AppError> {
     let rows = analysis::spread::spread_dir(dir)?;
+    // The old `--json FILE`: the rows as JSON in FILE, the table printed,
+    // as its deprecation notice says.
+    if let Some(path) = &a.json_and_table {
+        let json = format!(
+            "{}\n",
+            serde_json::to_string_pretty(&rows).expect("serializable")
+        );
+        crate::host::fs::write_atomic(path, json.as_bytes())
+            .map_err(|e| AppError::BadOption(format!("--json {}: {e}", path.display())))?;
+    }
     let text = if a.json.is_some() {
         format!(
             "{}\n",

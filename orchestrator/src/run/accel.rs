@@ -4,6 +4,7 @@
 //! of a clean run falls back to TCG, and the reason travels with every result.
 
 use std::path::Path;
+use std::sync::PoisonError;
 use std::time::Duration;
 
 use mmci_record::{GuestJob, Scenario};
@@ -99,10 +100,42 @@ pub async fn choose(
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Probed {
     pub choice: AccelChoice,
-    /// False for a failure a busy host could explain (the kernel started but
-    /// did not reach PID 1 in time). A kernel that printed nothing at all in
-    /// [`PROBE_TIMEOUT`], or a KVM guest that ran, is the same on an idle host.
+    /// See [`conclusive`].
     pub conclusive: bool,
+}
+
+/// How a probe ended, as far as [`conclusive`] asks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProbeEnd {
+    /// The guest reached PID 1 and powered off under KVM.
+    Completed,
+    /// QEMU ran until the timeout and the kernel printed nothing.
+    SilentTimeout,
+    /// Anything else: the kernel printed but did not finish, QEMU said the
+    /// accelerator failed or exited early, or QEMU could not be started.
+    Other,
+}
+
+/// Would the same probe on an idle host have ended the same way? A KVM
+/// guest that ran did; so did one whose kernel printed nothing at all in
+/// [`PROBE_TIMEOUT`]: the probe's QEMU gets at least a third of the CPUs
+/// beside a `make -j` of the host's CPUs, a few CPU-seconds in 10 s, where
+/// a working KVM prints its first line in well under one (a broken nested
+/// KVM, as on the development host, never does). Every other failure may be
+/// the builds' doing (a slow boot, a spawn that failed for want of memory),
+/// or is cheap to see again (an accelerator error fails at once), so it is
+/// probed again once the builds are done.
+pub fn conclusive(end: ProbeEnd) -> bool {
+    matches!(end, ProbeEnd::Completed | ProbeEnd::SilentTimeout)
+}
+
+/// Removes a probe's dir however the probe ends, an aborted one included.
+struct RemoveDir(std::path::PathBuf);
+
+impl Drop for RemoveDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Boots `kernel` under KVM with the probe job in `scratch`/`dir`.
@@ -114,6 +147,7 @@ async fn probe(
     dir: &str,
 ) -> Probed {
     let probe_dir = scratch.join(dir);
+    let _remove = RemoveDir(probe_dir.clone());
     let cfg = RunConfig {
         id: "kvm-probe".into(),
         arch,
@@ -139,20 +173,19 @@ async fn probe(
     let silent = std::fs::read(probe_dir.join("console.log"))
         .map(|c| c.iter().all(u8::is_ascii_whitespace))
         .unwrap_or(true);
-    let _ = std::fs::remove_dir_all(&probe_dir);
-    match result {
-        Ok(r) if r.classification.outcome == Outcome::Completed => Probed {
-            choice: AccelChoice {
+    let (choice, end) = match result {
+        Ok(r) if r.classification.outcome == Outcome::Completed => (
+            AccelChoice {
                 accel: Accel::Kvm,
                 note: format!(
                     "KVM probe booted to PID 1 in {:.0} ms",
                     r.timing.first_record_ms.unwrap_or(0.0)
                 ),
             },
-            conclusive: true,
-        },
-        Ok(r) => Probed {
-            choice: AccelChoice {
+            ProbeEnd::Completed,
+        ),
+        Ok(r) => (
+            AccelChoice {
                 accel: Accel::Tcg,
                 note: format!(
                     "KVM probe failed ({}: {}); using TCG",
@@ -160,15 +193,23 @@ async fn probe(
                     r.classification.reason
                 ),
             },
-            conclusive: r.timed_out && silent,
-        },
-        Err(e) => Probed {
-            choice: AccelChoice {
+            if r.timed_out && silent {
+                ProbeEnd::SilentTimeout
+            } else {
+                ProbeEnd::Other
+            },
+        ),
+        Err(e) => (
+            AccelChoice {
                 accel: Accel::Tcg,
                 note: format!("KVM probe could not run ({e}); using TCG"),
             },
-            conclusive: true,
-        },
+            ProbeEnd::Other,
+        ),
+    };
+    Probed {
+        choice,
+        conclusive: conclusive(end),
     }
 }
 
@@ -200,7 +241,7 @@ impl EarlyProbes {
         let Some(guest_init) = crate::guest::bin::guest_init(arch) else {
             return;
         };
-        let mut started = self.started.lock().expect("probe table");
+        let mut started = self.started.lock().unwrap_or_else(PoisonError::into_inner);
         if started.contains_key(&arch) {
             return;
         }
@@ -217,10 +258,19 @@ impl EarlyProbes {
         if let Some(choice) = static_choice(self.req, arch) {
             return choice;
         }
-        let early = self.started.lock().expect("probe table").remove(&arch);
+        let early = self
+            .started
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&arch);
         if let Some(handle) = early {
             match handle.await {
-                Ok(p) if p.conclusive => return p.choice,
+                Ok(p) if p.conclusive => {
+                    return AccelChoice {
+                        note: format!("{} (probed beside the kernel builds)", p.choice.note),
+                        ..p.choice
+                    }
+                }
                 Ok(p) => tracing::info!(
                     %arch,
                     first = %p.choice.note,
@@ -239,10 +289,12 @@ impl Drop for EarlyProbes {
     /// A run that stops before it asks for a choice (a failed build, an
     /// error) takes its probes' QEMUs with it.
     fn drop(&mut self) {
-        if let Ok(started) = self.started.get_mut() {
-            for handle in started.values() {
-                handle.abort();
-            }
+        let started = self
+            .started
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        for handle in started.values() {
+            handle.abort();
         }
     }
 }
@@ -250,6 +302,18 @@ impl Drop for EarlyProbes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_run_or_a_silent_kernel_is_conclusive_beside_builds() {
+        let cases = [
+            (ProbeEnd::Completed, true),
+            (ProbeEnd::SilentTimeout, true),
+            (ProbeEnd::Other, false),
+        ];
+        for (end, want) in cases {
+            assert_eq!(conclusive(end), want, "{end:?}");
+        }
+    }
 
     #[test]
     fn explicit_requests_and_foreign_arches_need_no_probe() {

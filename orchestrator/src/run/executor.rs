@@ -170,7 +170,12 @@ async fn build_kernels(
                     "<no source for kernel `{variant}`>"
                 )))),
             };
-            if let Ok(k) = &r {
+            // The arch's first kernel in `needed` (the baseline when it has
+            // one) is the one the accelerator is chosen with below; a
+            // candidate's kernel that hangs at boot must not decide it.
+            let first_of_arch =
+                needed.iter().find(|n| n.1 == *arch) == Some(&(variant.clone(), *arch, *flavour));
+            if let (Ok(k), true) = (&r, first_of_arch) {
                 probes.start(*arch, k);
             }
             let line = match &r {
