@@ -201,41 +201,44 @@ pub fn analyse(a: &AnalyseArgs) -> Result<i32, AppError> {
         }
         t
     };
-    match &a.output {
-        Some(path) => crate::host::fs::write_atomic(path, text.as_bytes())
-            .map_err(|e| AppError::BadOption(format!("--output {}: {e}", path.display())))?,
-        None => print!("{text}"),
-    }
+    write_output(a.output.as_deref(), &text)?;
     Ok(error::verdict_exit_code(c.verdict.status))
+}
+
+/// `text` into `--output`'s file, else on standard output.
+fn write_output(output: Option<&Path>, text: &str) -> Result<(), AppError> {
+    match output {
+        Some(path) => crate::host::fs::write_atomic(path, text.as_bytes())
+            .map_err(|e| AppError::BadOption(format!("--output {}: {e}", path.display()))),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
 }
 
 /// `mmci analyse --spread`: the rows, as a table or JSON. No verdict: it
 /// exits 0 when the dir could be read.
 fn spread(a: &AnalyseArgs, dir: &Path) -> Result<i32, AppError> {
     let rows = analysis::spread::spread_dir(dir)?;
-    // The old `--json FILE`: the rows as JSON in FILE, the table printed,
-    // as its deprecation notice says.
-    if let Some(path) = &a.json_and_table {
-        let json = format!(
-            "{}\n",
-            serde_json::to_string_pretty(&rows).expect("serializable")
-        );
-        crate::host::fs::write_atomic(path, json.as_bytes())
-            .map_err(|e| AppError::BadOption(format!("--json {}: {e}", path.display())))?;
-    }
-    let text = if a.json.is_some() {
+    let json = || {
         format!(
             "{}\n",
             serde_json::to_string_pretty(&rows).expect("serializable")
         )
+    };
+    // The old `--json FILE`: the rows as JSON in FILE, the table printed,
+    // as its deprecation notice says.
+    if let Some(path) = &a.json_and_table {
+        crate::host::fs::write_atomic(path, json().as_bytes())
+            .map_err(|e| AppError::BadOption(format!("--json {}: {e}", path.display())))?;
+    }
+    let text = if a.json.is_some() {
+        json()
     } else {
         crate::report::spread::render(&rows)
     };
-    match &a.output {
-        Some(path) => crate::host::fs::write_atomic(path, text.as_bytes())
-            .map_err(|e| AppError::BadOption(format!("--output {}: {e}", path.display())))?,
-        None => print!("{text}"),
-    }
+    write_output(a.output.as_deref(), &text)?;
     Ok(exit::OK)
 }
 

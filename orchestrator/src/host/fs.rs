@@ -1,11 +1,22 @@
 //! Files written so that an interrupted mmci never leaves a half-written
 //! one that looks complete (temporary file, fsync, rename), and files read
 //! with a cap on the bytes actually read: a size from metadata says nothing
-//! about /dev/zero, a FIFO or a file that grows while it is read.
+//! about /dev/zero, a FIFO or a file that grows while it is read; and
+//! directories removed however their owner ends.
 
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
+
+/// A directory removed when dropped: no way out of its owner (an error, a
+/// cancelled task, Ctrl-C) leaves it behind.
+pub struct RemoveDirOnDrop(pub std::path::PathBuf);
+
+impl Drop for RemoveDirOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
 
 /// Writes `bytes` to `path` atomically.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

@@ -129,15 +129,6 @@ pub fn conclusive(end: ProbeEnd) -> bool {
     matches!(end, ProbeEnd::Completed | ProbeEnd::SilentTimeout)
 }
 
-/// Removes a probe's dir however the probe ends, an aborted one included.
-struct RemoveDir(std::path::PathBuf);
-
-impl Drop for RemoveDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Boots `kernel` under KVM with the probe job in `scratch`/`dir`.
 async fn probe(
     arch: Arch,
@@ -147,7 +138,8 @@ async fn probe(
     dir: &str,
 ) -> Probed {
     let probe_dir = scratch.join(dir);
-    let _remove = RemoveDir(probe_dir.clone());
+    // Removed however the probe ends, an aborted one included.
+    let _remove = crate::host::fs::RemoveDirOnDrop(probe_dir.clone());
     let cfg = RunConfig {
         id: "kvm-probe".into(),
         arch,

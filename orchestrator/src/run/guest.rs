@@ -69,16 +69,6 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
     }
 }
 
-/// A run's scratch dir (disk images, initramfs, record socket), removed on
-/// drop so that no way out of a run leaves gigabytes behind.
-struct ScratchDir(PathBuf);
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Creates a sparse file of `mb` MiB.
 fn sparse_file(path: &Path, mb: u64) -> std::io::Result<()> {
     let f = std::fs::File::create(path)?;
@@ -222,7 +212,7 @@ async fn attempt(
     std::fs::create_dir_all(&scratch).map_err(io_err(&scratch))?;
     // Removed when this attempt ends in any way, Ctrl-C included: then the
     // future is dropped (the task aborted) before `launch` returns.
-    let _scratch_guard = ScratchDir(scratch.clone());
+    let _scratch_guard = crate::host::fs::RemoveDirOnDrop(scratch.clone());
 
     let t_image = Instant::now();
     let initrd = scratch.join("initrd.cpio");

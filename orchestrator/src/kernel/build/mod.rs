@@ -390,7 +390,9 @@ pub async fn build_kernel(
             private
         }
     };
-    let _private_objs = series_hash.is_some().then(|| RemoveOnDrop(objs.clone()));
+    let _private_objs = series_hash
+        .is_some()
+        .then(|| crate::host::fs::RemoveDirOnDrop(objs.clone()));
     std::fs::create_dir_all(&objs).map_err(io_err(&objs))?;
     // ccache is opt-in (MMCI_CCACHE=1): base and patched builds already share
     // one object dir, and on a cold cache every miss runs the preprocessor
@@ -564,15 +566,6 @@ pub async fn build_kernel(
     .map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, &stamp).map_err(io_err(&stamp))?;
     Ok(build)
-}
-
-/// A directory removed when dropped.
-struct RemoveOnDrop(PathBuf);
-
-impl Drop for RemoveOnDrop {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// A series is about to be built in a configuration whose baseline objects
