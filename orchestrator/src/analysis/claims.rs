@@ -345,6 +345,9 @@ pub fn check(
             c.reason
         );
     }
+    if let Some(s) = m.survivors {
+        c.reason = format!("{}; {}", c.reason, s.text());
+    }
     c
 }
 
@@ -517,6 +520,7 @@ mod tests {
             min_attainable_p: 0.0079,
             significant: false,
             assessment: Assessment::NoChange,
+            survivors: None,
         };
         let big = Change::Relative { rel: 4.0, ci: None };
         let c = check("s", &row, Some("threads=64"), Some(&measured(big)));

@@ -234,6 +234,36 @@ pub struct MetricComparison {
     /// p <= alpha and |change| >= the noise floor.
     pub significant: bool,
     pub assessment: Assessment,
+    /// Set when only the runs without an OOM kill were compared (see
+    /// [`Survivors`]); None: every completed run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub survivors: Option<Survivors>,
+}
+
+/// A cell where one side had more runs cut short by an OOM kill than the
+/// other: its metrics that accumulate over a run (counters, and rates per
+/// unit of work) compare only the runs without an OOM kill, because a
+/// killed run's counts cover only the start of its run (the working set
+/// faulted in, little of it swapped back yet). Mixing them in reads a base
+/// killed at 8 s against a candidate that ran its 20 s as "+141% swap-ins
+/// per 1,000 touches" when it is the candidate surviving.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Survivors {
+    /// Base runs without an OOM kill, of its completed runs.
+    pub base: usize,
+    pub base_of: usize,
+    pub candidate: usize,
+    pub candidate_of: usize,
+}
+
+impl Survivors {
+    /// One line, for reasons and reports.
+    pub fn text(&self) -> String {
+        format!(
+            "only the runs without an OOM kill compared: base {} of {}, candidate {} of {}",
+            self.base, self.base_of, self.candidate, self.candidate_of
+        )
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]

@@ -56,7 +56,10 @@ pub fn no_work(m: &MetricComparison, cand_runs: usize) -> Option<String> {
             text::num(b.iter().sum::<f64>() / b.len() as f64)
         ));
     }
+    // Compared on the runs without an OOM kill, a side without values had
+    // every run killed: the OOM guard's case, not "no work".
     if crate::analysis::catalog::is_per_work(&m.metric)
+        && m.survivors.is_none()
         && !b.is_empty()
         && c.is_empty()
         && cand_runs > 0
@@ -67,23 +70,6 @@ pub fn no_work(m: &MetricComparison, cand_runs: usize) -> Option<String> {
         ));
     }
     None
-}
-
-/// Why a cell's rates per unit of work cannot be compared: one side has
-/// more runs cut short by an OOM kill than the other, and a killed run's
-/// rates cover only the start of its run (the working set faulted in,
-/// little of it swapped back yet), not the thrashing that follows. The
-/// OOM guard judges that cell instead. None when both sides have as many.
-pub fn cut_short(oom: &MetricComparison) -> Option<String> {
-    let hits = |v: &[f64]| v.iter().filter(|x| **x > 0.0).count();
-    let (b, c) = (hits(&oom.base_values), hits(&oom.candidate_values));
-    (b != c).then(|| {
-        format!(
-            "runs cut short by an OOM kill: base {b} of {}, candidate {c} of {}; a killed run's rates per unit of work cover only the start of its run, so they are not compared (the OOM guard judges this cell)",
-            oom.base_values.len(),
-            oom.candidate_values.len()
-        )
-    })
 }
 
 /// Fisher's exact test on the runs with an OOM kill: fails when the
@@ -164,25 +150,25 @@ pub fn check_cell(
         .map(|m| m.candidate_values.len())
         .max()
         .unwrap_or(0);
-    let cut_short = find(OOM_METRIC).and_then(cut_short);
     for g in guards(scenario) {
         let found = find(g.metric).map(|m| (m, no_work(m, cand_runs)));
         let (status, reason) = match found {
             None => (None, "no completed run has it".to_string()),
             Some((_, Some(why))) => (Some(Status::Fail), why),
-            Some((m, None))
-                if cut_short.is_some() && crate::analysis::catalog::is_per_work(&m.metric) =>
-            {
-                (None, cut_short.clone().unwrap_or_default())
+            Some((m, None)) => {
+                let (status, reason) = match guard(m, opts) {
+                    None => (
+                        None,
+                        "a timing under TCG: its size means little".to_string(),
+                    ),
+                    Some(r) if r.status == Status::Inconclusive => (None, r.reason),
+                    Some(r) => (Some(r.status), r.reason),
+                };
+                match m.survivors {
+                    Some(s) => (status, format!("{}: {reason}", s.text())),
+                    None => (status, reason),
+                }
             }
-            Some((m, None)) => match guard(m, opts) {
-                None => (
-                    None,
-                    "a timing under TCG: its size means little".to_string(),
-                ),
-                Some(r) if r.status == Status::Inconclusive => (None, r.reason),
-                Some(r) => (Some(r.status), r.reason),
-            },
         };
         out.push(GuardResult {
             metric: g.metric.into(),
@@ -199,7 +185,6 @@ mod tests {
     use super::*;
     use crate::analysis::catalog::Better;
     use crate::analysis::model::Assessment;
-    use crate::analysis::stats;
 
     fn comparison(metric: &str, base: &[f64], cand: &[f64]) -> MetricComparison {
         MetricComparison {
@@ -220,48 +205,82 @@ mod tests {
             min_attainable_p: 0.0,
             significant: false,
             assessment: Assessment::NoChange,
+            survivors: None,
         }
     }
 
     #[test]
-    fn rates_per_work_are_not_compared_when_one_side_was_cut_short() {
+    fn guards_on_the_runs_without_an_oom_kill_say_so() {
+        use crate::analysis::compare::metric_comparison;
+        use crate::analysis::model::Survivors;
         let opts = Options::default();
-        // Base OOM-killed in every run, the candidate in none: its swap-ins
-        // per 1,000 touches cover whole runs, base's only their start.
-        let (b, c) = (
-            [270.0, 268.0, 281.0, 262.0, 275.0],
-            [650.0, 661.0, 640.0, 672.0, 655.0],
+        let metric = crate::analysis::catalog::metric("pswpin_per_ktouch").unwrap();
+        // Every run completed and touched pages (check_cell counts the
+        // completed candidate runs on the metric most runs have).
+        let touches = metric_comparison(
+            crate::analysis::catalog::metric("touches").unwrap(),
+            vec![40_000.0; 5],
+            vec![40_000.0; 5],
+            false,
+            &opts,
         );
-        let mut per_work = comparison("pswpin_per_ktouch", &b, &c);
-        let (sb, sc) = (stats::summary(&b).unwrap(), stats::summary(&c).unwrap());
-        per_work.mann_whitney = stats::mann_whitney(&b, &c);
-        per_work.p = per_work.mann_whitney.as_ref().map(|m| m.p);
-        per_work.change = Some(stats::change(&sb, &sc, None));
-        per_work.base = Some(sb);
-        per_work.candidate = Some(sc);
-        per_work.significant = true;
-        per_work.assessment = Assessment::Regression;
-        let oom = |b: &[f64], c: &[f64]| comparison(OOM_METRIC, b, c);
-        let status = |oom: MetricComparison| {
-            check_cell("mglru_isolation", &[oom, per_work.clone()], &opts)
+        let guard_of = |m: MetricComparison| {
+            check_cell("mglru_isolation", &[touches.clone(), m], &opts)
                 .into_iter()
                 .find(|g| g.metric == "pswpin_per_ktouch")
                 .unwrap()
         };
-        let killed = status(oom(&[1.0; 5], &[0.0; 5]));
-        assert_eq!(killed.status, None, "{}", killed.reason);
-        assert!(
-            killed
-                .reason
-                .starts_with("runs cut short by an OOM kill: base 5 of 5, candidate 0 of 5"),
-            "{}",
-            killed.reason
+        let with = |b: &[f64], c: &[f64], s: Option<Survivors>| MetricComparison {
+            survivors: s,
+            ..metric_comparison(metric, b.to_vec(), c.to_vec(), false, &opts)
+        };
+        let (b4, c5) = (
+            [270.0, 268.0, 281.0, 262.0],
+            [650.0, 661.0, 640.0, 672.0, 655.0],
         );
-        // As many killed runs on each side: compared as usual.
-        let whole = status(oom(&[0.0; 5], &[0.0; 5]));
-        assert_eq!(whole.status, Some(Status::Fail), "{}", whole.reason);
-        assert_eq!(cut_short(&oom(&[0.0; 5], &[0.0; 5])), None);
-        assert_eq!(cut_short(&oom(&[1.0, 0.0], &[0.0, 2.0])), None);
+        // compare.rs kept base's 4 runs without an OOM kill: 4 against 5
+        // cannot reach p <= 0.01 (2/126 at best), and the guard says why.
+        let s = Survivors {
+            base: 4,
+            base_of: 5,
+            candidate: 5,
+            candidate_of: 5,
+        };
+        let g = guard_of(with(&b4, &c5, Some(s)));
+        assert_eq!(g.status, None, "{}", g.reason);
+        assert!(
+            g.reason.starts_with(
+                "only the runs without an OOM kill compared: base 4 of 5, candidate 5 of 5: "
+            ),
+            "{}",
+            g.reason
+        );
+        // Ten runs a side, two base runs killed: 8 against 10 is judged.
+        let s = Survivors {
+            base: 8,
+            base_of: 10,
+            candidate: 10,
+            candidate_of: 10,
+        };
+        let (b8, c10) = ([270.0; 8], [650.0; 10]);
+        let g = guard_of(with(&b8, &c10, Some(s)));
+        assert_eq!(g.status, Some(Status::Fail), "{}", g.reason);
+        assert!(g.reason.contains("base 8 of 10"), "{}", g.reason);
+        // Every candidate run killed leaves it no values: that is the OOM
+        // guard's to judge, not "the workload did no work".
+        let s = Survivors {
+            base: 5,
+            base_of: 5,
+            candidate: 0,
+            candidate_of: 5,
+        };
+        let m = with(&[270.0; 5], &[], Some(s));
+        assert_eq!(no_work(&m, 5), None);
+        assert_eq!(guard_of(m).status, None);
+        // The same empty side with every run compared is no work.
+        let m = with(&[270.0; 5], &[], None);
+        assert!(no_work(&m, 5).is_some());
+        assert_eq!(guard_of(m).status, Some(Status::Fail));
     }
 
     #[test]

@@ -8,7 +8,9 @@ use crate::analysis::catalog;
 use crate::analysis::compare::cell_name;
 use crate::analysis::model::{Comparison, MetricComparison};
 use crate::analysis::text;
-use crate::report::comparison_text::{change_column, rank, result_text, runs_line};
+use crate::report::comparison_text::{
+    change_column, rank, result_text, runs_line, SURVIVORS_LEGEND, SURVIVORS_MARK, SURVIVORS_NOTE,
+};
 
 fn side(s: &Option<crate::analysis::stats::Summary>) -> String {
     s.as_ref().map_or("-".into(), text::summary)
@@ -111,8 +113,14 @@ fn rows_at(c: &Comparison, level: u8) -> (Vec<String>, Rows) {
                 } else {
                     p_text(m)
                 });
-                let mut result = if level >= 6 && m.functional_only {
-                    format!("{}*", m.assessment.name())
+                let mut result = if level >= 6 {
+                    let tcg = if m.functional_only { "*" } else { "" };
+                    let cut = if m.survivors.is_some() {
+                        SURVIVORS_MARK
+                    } else {
+                        ""
+                    };
+                    format!("{}{tcg}{cut}", m.assessment.name())
                 } else {
                     result_text(m)
                 };
@@ -201,6 +209,16 @@ pub fn render_table_fitted(c: &Comparison, width: Option<usize>) -> String {
         }
         if out.contains("*") && !out.contains("(TCG: functional only)") {
             out.push_str("*: TCG, functional only\n");
+        }
+        let survivors = c
+            .cells
+            .iter()
+            .flat_map(|cell| &cell.candidates)
+            .flat_map(|cand| &cand.metrics)
+            .any(|m| m.survivors.is_some());
+        if survivors && !out.contains(SURVIVORS_NOTE) {
+            out.push_str(SURVIVORS_LEGEND);
+            out.push('\n');
         }
         out.push_str(&format!(
             "(table fitted to {width} columns: p is {}'s; --wide for every column)\n",

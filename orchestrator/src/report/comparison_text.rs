@@ -46,12 +46,24 @@ pub fn rank(m: &MetricComparison, e: Option<&ExpectationResult>) -> u8 {
 }
 
 pub fn result_text(m: &MetricComparison) -> String {
+    let mut s = m.assessment.name().to_string();
     if m.functional_only {
-        format!("{} (TCG: functional only)", m.assessment.name())
-    } else {
-        m.assessment.name().to_string()
+        s.push_str(" (TCG: functional only)");
     }
+    if m.survivors.is_some() {
+        s.push_str(SURVIVORS_NOTE);
+    }
+    s
 }
+
+/// After the result of a row that compares only the runs without an OOM
+/// kill (see `analysis::model::Survivors`); the terminal table folds it
+/// to [`SURVIVORS_MARK`].
+pub const SURVIVORS_NOTE: &str = " (runs without an OOM kill)";
+pub const SURVIVORS_MARK: &str = "^";
+/// The fitted table's legend for [`SURVIVORS_MARK`].
+pub const SURVIVORS_LEGEND: &str =
+    "^: only the runs without an OOM kill (one side had more runs killed; a killed run's counts cover only its start)";
 
 /// The change without its interval, short enough for a fixed column.
 pub fn change_column(c: &Change) -> String {
