@@ -285,8 +285,12 @@ pub fn check(
     };
     c.measured = Some(measured_text(m));
     c.p = m.p;
+    let survivors = m.survivors.map(|s| format!("; {}", s.text()));
     let Some(sign) = claimed_sign(row) else {
-        c.reason = "the claim has no two comparable numbers".into();
+        c.reason = format!(
+            "the claim has no two comparable numbers{}",
+            survivors.unwrap_or_default()
+        );
         return c;
     };
     let measured_sign = m.change.as_ref().map_or(0.0, |ch| ch.sign());
@@ -345,8 +349,8 @@ pub fn check(
             c.reason
         );
     }
-    if let Some(s) = m.survivors {
-        c.reason = format!("{}; {}", c.reason, s.text());
+    if let Some(s) = survivors {
+        c.reason.push_str(&s);
     }
     c
 }

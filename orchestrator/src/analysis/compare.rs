@@ -15,7 +15,7 @@ use super::model::*;
 use super::policy;
 use super::series;
 use super::stats::{self, min_attainable_p};
-use crate::matrix::file::Expectation;
+use crate::matrix::file::{ExpectKind, Expectation};
 use crate::matrix::{Plan, Slot};
 use crate::results::dir::{self as results_dir, Manifest, ResultsDirError};
 use crate::results::RunResult;
@@ -152,15 +152,15 @@ pub(crate) fn completed<'a>(
         .collect()
 }
 
-/// `m`'s value in each of `runs` that has it.
 /// Which runs a cell's accumulating metrics compare, from the runs
 /// without an OOM kill and the completed runs of each side: only those
-/// without one when one side had more runs killed than the other (see
-/// [`Survivors`]), else every completed run (None). Equal counts keep
-/// every run: then both sides mix cut-short runs alike.
+/// without one when one side had a larger share of its runs killed than
+/// the other (see [`Survivors`]), else every completed run (None). Equal
+/// shares keep every run: then both sides mix cut-short runs alike.
 pub fn survivors(base: (usize, usize), candidate: (usize, usize)) -> Option<Survivors> {
     let killed = |(kept, of): (usize, usize)| of.saturating_sub(kept);
-    (killed(base) != killed(candidate)).then_some(Survivors {
+    // killed_b / of_b != killed_c / of_c, without division.
+    (killed(base) * candidate.1 != killed(candidate) * base.1).then_some(Survivors {
         base: base.0,
         base_of: base.1,
         candidate: candidate.0,
@@ -179,6 +179,7 @@ pub fn accumulates(m: &Metric, cell_metrics: &[Metric]) -> bool {
             .any(|x| x.per_work_of == Some(m.name.as_ref()))
 }
 
+/// `m`'s value in each of `runs` that has it.
 fn values(runs: &[&RunResult], m: &Metric) -> Vec<f64> {
     runs.iter().filter_map(|r| catalog::value(m, r)).collect()
 }
@@ -276,7 +277,9 @@ pub fn compare(
             let cand_runs = completed(plan, runs, &cell.id, cand);
             let tcg = base_runs.iter().chain(&cand_runs).any(|r| r.accel.is_tcg());
             let cell_metrics = catalog::of_cell(cell, &plan.scripts);
-            let oom = cell_metrics.iter().find(|m| m.name == policy::OOM_METRIC);
+            let oom = policy::RUN_ENDING_KILLS
+                .iter()
+                .find_map(|k| cell_metrics.iter().find(|m| m.name == *k));
             let killed = |r: &&RunResult| {
                 oom.and_then(|m| catalog::value(m, r))
                     .is_some_and(|v| v > 0.0)
@@ -289,19 +292,29 @@ pub fn compare(
                 (base_kept.len(), base_runs.len()),
                 (cand_kept.len(), cand_runs.len()),
             );
+            // Every completed run, and (in a cell cut short) the runs
+            // without an OOM kill for the metrics that add up over a run.
+            let mut every_run = vec![];
             let mut metrics: Vec<MetricComparison> = cell_metrics
                 .iter()
                 .filter_map(|metric| {
-                    let only_survivors = cut.filter(|_| accumulates(metric, &cell_metrics));
-                    let (b, c) = match only_survivors {
-                        Some(_) => (values(&base_kept, metric), values(&cand_kept, metric)),
-                        None => (values(&base_runs, metric), values(&cand_runs, metric)),
-                    };
+                    let (b, c) = (values(&base_runs, metric), values(&cand_runs, metric));
                     // A metric no run has (e.g. no scan at all) is left out.
-                    (!b.is_empty() || !c.is_empty()).then(|| MetricComparison {
-                        survivors: only_survivors,
-                        ..metric_comparison(metric, b, c, tcg, opts)
-                    })
+                    if b.is_empty() && c.is_empty() {
+                        return None;
+                    }
+                    let whole = metric_comparison(metric, b, c, tcg, opts);
+                    match cut.filter(|_| accumulates(metric, &cell_metrics)) {
+                        None => Some(whole),
+                        Some(s) => {
+                            every_run.push(whole);
+                            let (b, c) = (values(&base_kept, metric), values(&cand_kept, metric));
+                            Some(MetricComparison {
+                                survivors: Some(s),
+                                ..metric_comparison(metric, b, c, tcg, opts)
+                            })
+                        }
+                    }
                 })
                 .collect();
             judge_per_work(&mut metrics);
@@ -319,6 +332,16 @@ pub fn compare(
                 })
                 .map(
                     |(name, e)| match metrics.iter().find(|x| &x.metric == name) {
+                        // `zero` and `nonzero` read the candidate's runs
+                        // alone, and a killed run's count is a lower bound:
+                        // nonzero in a killed run is nonzero.
+                        Some(mc)
+                            if mc.survivors.is_some()
+                                && matches!(e.kind(), ExpectKind::Zero | ExpectKind::Nonzero) =>
+                        {
+                            let whole = every_run.iter().find(|x| &x.metric == name);
+                            expect::evaluate(e, whole.unwrap_or(mc), opts)
+                        }
                         Some(mc) => {
                             let mut r = expect::evaluate(e, mc, opts);
                             if let Some(s) = mc.survivors {
@@ -619,7 +642,11 @@ mod tests {
             ((4, 5), (4, 5), false),
             ((0, 5), (5, 5), true),
             ((5, 5), (0, 5), true),
-            ((3, 4), (4, 5), false),
+            // Shares, not counts: 1 of 4 killed against 1 of 5, 1 of 5
+            // against 2 of 10, all 5 against 5 of 10.
+            ((3, 4), (4, 5), true),
+            ((4, 5), (8, 10), false),
+            ((0, 5), (5, 10), true),
             ((0, 0), (5, 5), false),
         ];
         for (b, c, cut) in cases {
@@ -693,6 +720,25 @@ mod tests {
         assert!(mixed.contains(&200.0), "{mixed:?}");
         let back: Comparison = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
         assert_eq!(back, c);
+
+        // `zero` reads the candidate's runs alone, and a killed run's
+        // count is a lower bound: a candidate run killed after it swapped
+        // in still fails "pswpin zero", though the run is left out of the
+        // comparison with base.
+        for r in runs.values_mut() {
+            let killed = r.id.starts_with(&cell) && r.id.ends_with("-patched-r2");
+            let x = r.metrics.mglru_mut().unwrap();
+            x.oom_kills = u64::from(killed);
+            x.pswpin = if killed { 3_000 } else { 0 };
+        }
+        let expect: BTreeMap<String, Expectation> =
+            [("pswpin".to_string(), Expectation::Kind(ExpectKind::Zero))].into();
+        let c = compare(&m, &runs, &expect, vec![], &Options::default());
+        let cand = &c.cells[0].candidates[0];
+        let pswpin = cand.metrics.iter().find(|x| x.metric == "pswpin").unwrap();
+        assert_eq!(pswpin.candidate_values, vec![0.0; 4]);
+        let e = &cand.expectations[0];
+        assert_eq!(e.status, Status::Fail, "{}", e.reason);
     }
 
     #[test]

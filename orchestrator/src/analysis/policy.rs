@@ -28,6 +28,12 @@ pub use crate::scenario::def::Guard;
 /// run with an OOM kill).
 pub const OOM_METRIC: &str = "oom_kills";
 
+/// Per-run counts of the OOM kills that end a scenario's run early, the
+/// first a cell has is its own: scenario A's (and the scripts')
+/// `oom_kills`, scenario C's `reclaimer_oom_kills` (see
+/// `compare::survivors`).
+pub const RUN_ENDING_KILLS: [&str; 2] = [OOM_METRIC, "reclaimer_oom_kills"];
+
 /// The guards of a scenario (by its name in a cell, `mglru_isolation`):
 /// each scenario's `Def` lists its own (scenario/<name>/mod.rs).
 pub fn guards(scenario: &str) -> &'static [Guard] {
@@ -56,16 +62,17 @@ pub fn no_work(m: &MetricComparison, cand_runs: usize) -> Option<String> {
             text::num(b.iter().sum::<f64>() / b.len() as f64)
         ));
     }
-    // Compared on the runs without an OOM kill, a side without values had
-    // every run killed: the OOM guard's case, not "no work".
-    if crate::analysis::catalog::is_per_work(&m.metric)
-        && m.survivors.is_none()
-        && !b.is_empty()
-        && c.is_empty()
-        && cand_runs > 0
+    // Compared on the runs without an OOM kill (see Survivors), only those
+    // count: a candidate whose every run was killed is the OOM guard's
+    // case, not "no work".
+    let (runs, which) = match m.survivors {
+        Some(s) => (s.candidate, "candidate runs without an OOM kill"),
+        None => (cand_runs, "completed candidate runs"),
+    };
+    if crate::analysis::catalog::is_per_work(&m.metric) && !b.is_empty() && c.is_empty() && runs > 0
     {
         return Some(format!(
-            "the workload did no work in any of {cand_runs} completed candidate runs (nothing to divide by), base did in {} runs",
+            "the workload did no work in any of {runs} {which} (nothing to divide by), base did in {} runs",
             b.len()
         ));
     }
@@ -277,6 +284,16 @@ mod tests {
         let m = with(&[270.0; 5], &[], Some(s));
         assert_eq!(no_work(&m, 5), None);
         assert_eq!(guard_of(m).status, None);
+        // Two candidate runs survived and neither did any work: that is
+        // no work, counted on the survivors.
+        let s = Survivors { candidate: 2, ..s };
+        let m = with(&[270.0; 5], &[], Some(s));
+        let why = no_work(&m, 5).unwrap();
+        assert!(
+            why.contains("any of 2 candidate runs without an OOM kill"),
+            "{why}"
+        );
+        assert_eq!(guard_of(m).status, Some(Status::Fail));
         // The same empty side with every run compared is no work.
         let m = with(&[270.0; 5], &[], None);
         assert!(no_work(&m, 5).is_some());

@@ -30,7 +30,8 @@ fn p_text(m: &MetricComparison) -> String {
 ///  4. expect: folded into the result column;
 ///  5. the kernel column with one candidate, the cell column with one cell
 ///     (both are named above the table);
-///  6. result: `(TCG: functional only)` becomes `*`, explained below.
+///  6. result: `(TCG: functional only)` becomes `*` and `(runs without an
+///     OOM kill)` becomes `^`, both explained below.
 ///
 /// Past that, comfy-table wraps the cells that are still too wide.
 pub const FIT_LEVELS: u8 = 6;

@@ -63,7 +63,7 @@ pub const SURVIVORS_NOTE: &str = " (runs without an OOM kill)";
 pub const SURVIVORS_MARK: &str = "^";
 /// The fitted table's legend for [`SURVIVORS_MARK`].
 pub const SURVIVORS_LEGEND: &str =
-    "^: only the runs without an OOM kill (one side had more runs killed; a killed run's counts cover only its start)";
+    "^: only the runs without an OOM kill (one side had a larger share of its runs killed; a killed run's counts cover only its start)";
 
 /// The change without its interval, short enough for a fixed column.
 pub fn change_column(c: &Change) -> String {

@@ -17,6 +17,7 @@
 
 use serde::Serialize;
 
+use super::comparison_text::{SURVIVORS_LEGEND, SURVIVORS_MARK, SURVIVORS_NOTE};
 use super::view::{self, scenario_name, RowView};
 use super::{email_verdict, fill, untrusted, ReportInput};
 use crate::analysis::compare::cell_name;
@@ -171,8 +172,16 @@ pub fn header(base: &str, candidate: &str) -> Vec<String> {
 /// One metric as a 0-day line; a significant row gets its verdict and p
 /// in brackets, on the next line if they do not fit.
 pub fn line(r: &RowView) -> Vec<String> {
+    // A folded row shows no verdict, so the survivors' note (see
+    // comparison_text::SURVIVORS_NOTE) becomes a mark before its name, in
+    // the gap that is there anyway: a long name stays on its line.
+    let mark = if r.folded && r.verdict.contains(SURVIVORS_NOTE) {
+        SURVIVORS_MARK
+    } else {
+        " "
+    };
     let main = format!(
-        "{:>9} {:>6} {:>8} {:>9} {:>6}  {}",
+        "{:>9} {:>6} {:>8} {:>9} {:>6} {mark}{}",
         r.base_mean,
         sd(&r.base_sd),
         r.change_short,
@@ -464,6 +473,9 @@ pub fn render(input: &ReportInput) -> String {
             if !folded.is_empty() {
                 lines.push(format!("{:>44}no significant change:", ""));
                 lines.extend(folded.iter().flat_map(line));
+                if folded.iter().any(|r| r.verdict.contains(SURVIVORS_NOTE)) {
+                    lines.push(SURVIVORS_LEGEND.to_string());
+                }
             }
             tables.push(EmailTable {
                 heading: format!(
