@@ -145,12 +145,29 @@ pub fn render_policy(c: &Comparison) -> String {
         if !fail.is_empty() {
             parts.push(format!("FAILED in {} cell(s)", fail.len()));
         }
-        if let Some(first) = unjudged.first() {
-            parts.push(format!(
+        // One reason when every cell gives the same; else each with its
+        // cells, since a reason may carry a cell's own run counts.
+        let mut reasons: Vec<(&str, Vec<&str>)> = vec![];
+        for g in &unjudged {
+            match reasons.iter_mut().find(|(r, _)| *r == g.reason) {
+                Some((_, cells)) => cells.push(&g.cell),
+                None => reasons.push((&g.reason, vec![&g.cell])),
+            }
+        }
+        match reasons.as_slice() {
+            [] => {}
+            [(reason, _)] => parts.push(format!(
+                "not judged in {} cell(s): {reason}",
+                unjudged.len()
+            )),
+            many => parts.push(format!(
                 "not judged in {} cell(s): {}",
                 unjudged.len(),
-                first.reason
-            ));
+                many.iter()
+                    .map(|(reason, cells)| format!("{}: {reason}", cells.join(", ")))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )),
         }
         out.push_str(&format!("  {metric} ({why}): {}\n", parts.join(", ")));
     }
