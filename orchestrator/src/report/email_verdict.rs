@@ -86,6 +86,15 @@ fn fail_line(c: &Comparison) -> Option<String> {
                     None => format!("mmci noticed more runs with an OOM kill {on}"),
                 });
             }
+            // A guard judged on the runs without an OOM kill says so: its
+            // numbers are not every run's.
+            let on = match m.and_then(|m| m.survivors) {
+                Some(s) => format!(
+                    "{on} (runs without an OOM kill: {} {} of {}, {} {} of {})",
+                    c.baseline, s.base, s.base_of, cand.variant, s.candidate, s.candidate_of
+                ),
+                None => on,
+            };
             let what = format!("{} ({})", g.metric, g.why);
             return Some(match m.and_then(|m| m.change.as_ref()) {
                 Some(Change::Relative { rel, .. }) => format!(
@@ -333,6 +342,27 @@ mod tests {
                 },
                 "mmci noticed a 31.2% regression of pswpout_per_ktouch (swap-out \
                  traffic per 1,000 touches) on threads=1 (x86_64) with patched",
+            ),
+            (
+                "a guard judged on the runs without an OOM kill",
+                Status::Fail,
+                |c| {
+                    guard_fails(c, "pswpin_per_ktouch", Change::Relative { rel: 0.2, ci: None });
+                    let m = c.cells[0].candidates[0]
+                        .metrics
+                        .iter_mut()
+                        .find(|m| m.metric == "pswpin_per_ktouch")
+                        .unwrap();
+                    m.survivors = Some(crate::analysis::model::Survivors {
+                        base: 8,
+                        base_of: 10,
+                        candidate: 10,
+                        candidate_of: 10,
+                    });
+                },
+                "mmci noticed a 20.0% regression of pswpin_per_ktouch (swap-in traffic \
+                 per 1,000 touches) on threads=1 (x86_64) with patched (runs without an \
+                 OOM kill: base 8 of 10, patched 10 of 10)",
             ),
             (
                 "a guard from zero",
