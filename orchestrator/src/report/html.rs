@@ -74,10 +74,24 @@ fn plots(c: &Comparison, cell: &CellComparison, cand: &CandidateComparison) -> P
         .filter(|m| crate::scenario::registry::histograms().any(|h| h == m.metric))
         .map(|m| svg::histogram(&m.metric, &m.unit, sides(m)))
         .collect();
+    // A row compared on the runs without an OOM kill plots those runs,
+    // and its columns say so (the title has no room for it).
     let metrics = cand
         .metrics
         .iter()
-        .map(|m| svg::strip(&m.metric, &m.unit, sides(m)))
+        .map(|m| match m.survivors {
+            Some(_) => {
+                // The chart adds "(n=...)": the runs kept.
+                let base = format!("{}, no OOM", c.baseline);
+                let kept = format!("{}, no OOM", cand.variant);
+                svg::strip(
+                    &m.metric,
+                    &m.unit,
+                    [(&base, &m.base_values), (&kept, &m.candidate_values)],
+                )
+            }
+            None => svg::strip(&m.metric, &m.unit, sides(m)),
+        })
         .collect();
     Plots {
         heading: format!("{}, {} vs {}", cell_name(cell), c.baseline, cand.variant),
