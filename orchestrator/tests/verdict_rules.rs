@@ -2,12 +2,16 @@
 //! alone decides for a series without expectations, a guard that regresses
 //! fails and is named, nothing to judge is NO VERDICT, a candidate's own
 //! expectations are its alone, a contradicted claim fails and an agreement
-//! true by construction counts for nothing, and a cover letter's claims are
-//! judged against base only.
+//! true by construction counts for nothing, a cover letter's claims are
+//! judged against base only, and a cell where OOM kills cut one side's runs
+//! short compares the others.
 
 use std::collections::BTreeMap;
 
-use mmci::analysis::model::{ClaimCheck, Finding, Status};
+use mmci::analysis::catalog;
+use mmci::analysis::model::{
+    Assessment, ClaimCheck, Comparison, Finding, MetricComparison, Status,
+};
 use mmci::analysis::synthetic::synthetic;
 use mmci::analysis::verdict::verdict;
 use mmci::analysis::{compare, Options};
@@ -300,4 +304,171 @@ fn claims_are_judged_against_base_only() {
         );
     }
     assert_eq!(listed.verdict.claims.contradict, 0);
+}
+
+#[test]
+fn a_cell_with_more_killed_runs_on_one_side_compares_the_others() {
+    // Base OOM-killed in its first run at 8 s, when the working set was
+    // just faulted in: few swap-ins per touch. Mixed in, the candidate,
+    // which ran its 20 s in every run, reads as a regression.
+    let (m, mut runs, _) = synthetic(20);
+    let cell = m.plan.cells[0].id.clone();
+    for r in runs.values_mut() {
+        let killed = r.id.starts_with(&cell) && r.id.ends_with("-base-r1");
+        let x = r.metrics.mglru_mut().unwrap();
+        x.touches = 40_000;
+        x.pswpin = if killed { 8_000 } else { 20_000 };
+        x.oom_kills = u64::from(killed);
+    }
+    let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
+    let cand = &c.cells[0].candidates[0];
+    let get = |name: &str| cand.metrics.iter().find(|x| x.metric == name).unwrap();
+    let per = get("pswpin_per_ktouch");
+    assert_eq!(per.base_values, vec![500.0; 4]);
+    assert_eq!(per.candidate_values.len(), 5);
+    let s = per.survivors.unwrap();
+    assert_eq!(
+        (s.base, s.base_of, s.candidate, s.candidate_of),
+        (4, 5, 5, 5)
+    );
+    // 4 against 5 runs: no rank test reaches p <= 0.01 (2/126 at best).
+    assert_eq!(per.assessment, Assessment::TooFewRuns);
+    assert_eq!(get("pswpin").base_values.len(), 4);
+    // The work and the kills themselves count every run.
+    assert_eq!(get("touches").base_values.len(), 5);
+    assert_eq!(get("touches").survivors, None);
+    assert_eq!(get("oom_kills").base_values.len(), 5);
+    let g = cand
+        .guards
+        .iter()
+        .find(|g| g.metric == "pswpin_per_ktouch")
+        .unwrap();
+    assert!(
+        g.reason.starts_with("only the runs without an OOM kill"),
+        "{}",
+        g.reason
+    );
+    // The other cell had no kill: every run compared.
+    let other = &c.cells[1].candidates[0];
+    let per = other
+        .metrics
+        .iter()
+        .find(|x| x.metric == "pswpin_per_ktouch")
+        .unwrap();
+    assert_eq!((per.base_values.len(), per.survivors), (5, None));
+    // Mixed in, base's killed run would read 200 swap-ins per 1,000
+    // touches against 500 in the others.
+    let metric = catalog::metric("pswpin_per_ktouch").unwrap();
+    let mixed: Vec<f64> = runs
+        .values()
+        .filter(|r| r.id.starts_with(&cell) && r.id.contains("-base-"))
+        .filter_map(|r| catalog::value(metric, r))
+        .collect();
+    assert!(mixed.contains(&200.0), "{mixed:?}");
+    let back: Comparison = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+    assert_eq!(back, c);
+
+    // `zero` reads the candidate's runs alone, and a killed run's
+    // count is a lower bound: a candidate run killed after it swapped
+    // in still fails "pswpin zero", though the run is left out of the
+    // comparison with base.
+    for r in runs.values_mut() {
+        let killed = r.id.starts_with(&cell) && r.id.ends_with("-patched-r2");
+        let x = r.metrics.mglru_mut().unwrap();
+        x.oom_kills = u64::from(killed);
+        x.pswpin = if killed { 3_000 } else { 0 };
+    }
+    let expect: BTreeMap<String, Expectation> =
+        [("pswpin".to_string(), Expectation::Kind(ExpectKind::Zero))].into();
+    let c = compare(&m, &runs, &expect, vec![], &Options::default());
+    let cand = &c.cells[0].candidates[0];
+    let pswpin = cand.metrics.iter().find(|x| x.metric == "pswpin").unwrap();
+    assert_eq!(pswpin.candidate_values, vec![0.0; 4]);
+    let e = &cand.expectations[0];
+    assert_eq!(e.status, Status::Fail, "{}", e.reason);
+}
+
+#[test]
+fn guards_on_the_runs_without_an_oom_kill_say_so() {
+    use mmci::analysis::compare::metric_comparison;
+    use mmci::analysis::model::Survivors;
+    use mmci::analysis::policy::{check_cell, no_work};
+    let opts = Options::default();
+    let metric = catalog::metric("pswpin_per_ktouch").unwrap();
+    // Every run completed and touched pages (check_cell counts the
+    // completed candidate runs on the metric most runs have).
+    let touches = metric_comparison(
+        catalog::metric("touches").unwrap(),
+        vec![40_000.0; 5],
+        vec![40_000.0; 5],
+        false,
+        &opts,
+    );
+    let guard_of = |m: MetricComparison| {
+        check_cell("mglru_isolation", &[touches.clone(), m], &opts)
+            .into_iter()
+            .find(|g| g.metric == "pswpin_per_ktouch")
+            .unwrap()
+    };
+    let with = |b: &[f64], c: &[f64], s: Option<Survivors>| MetricComparison {
+        survivors: s,
+        ..metric_comparison(metric, b.to_vec(), c.to_vec(), false, &opts)
+    };
+    let (b4, c5) = (
+        [270.0, 268.0, 281.0, 262.0],
+        [650.0, 661.0, 640.0, 672.0, 655.0],
+    );
+    // compare.rs kept base's 4 runs without an OOM kill: 4 against 5
+    // cannot reach p <= 0.01 (2/126 at best), and the guard says why.
+    let s = Survivors {
+        base: 4,
+        base_of: 5,
+        candidate: 5,
+        candidate_of: 5,
+    };
+    let g = guard_of(with(&b4, &c5, Some(s)));
+    assert_eq!(g.status, None, "{}", g.reason);
+    assert!(
+        g.reason.starts_with(
+            "only the runs without an OOM kill compared: base 4 of 5, candidate 5 of 5: "
+        ),
+        "{}",
+        g.reason
+    );
+    // Ten runs a side, two base runs killed: 8 against 10 is judged.
+    let s = Survivors {
+        base: 8,
+        base_of: 10,
+        candidate: 10,
+        candidate_of: 10,
+    };
+    let (b8, c10) = ([270.0; 8], [650.0; 10]);
+    let g = guard_of(with(&b8, &c10, Some(s)));
+    assert_eq!(g.status, Some(Status::Fail), "{}", g.reason);
+    assert!(g.reason.contains("base 8 of 10"), "{}", g.reason);
+    // Every candidate run killed leaves it no values: that is the OOM
+    // guard's to judge, not "the workload did no work".
+    let s = Survivors {
+        base: 5,
+        base_of: 5,
+        candidate: 0,
+        candidate_of: 5,
+    };
+    let m = with(&[270.0; 5], &[], Some(s));
+    assert_eq!(no_work(&m, 5), None);
+    assert_eq!(guard_of(m).status, None);
+    // Two candidate runs survived and neither did any work: that is
+    // no work, counted on the survivors.
+    let s = Survivors { candidate: 2, ..s };
+    let m = with(&[270.0; 5], &[], Some(s));
+    let why = no_work(&m, 5).unwrap();
+    assert!(
+        why.contains("any of 2 candidate runs without an OOM kill"),
+        "{why}"
+    );
+    assert_eq!(guard_of(m).status, Some(Status::Fail));
+    // The same empty side with every run compared is no work.
+    let m = with(&[270.0; 5], &[], None);
+    assert!(no_work(&m, 5).is_some());
+    assert_eq!(guard_of(m).status, Some(Status::Fail));
 }

@@ -15,6 +15,7 @@ use super::model::*;
 use super::policy;
 use super::series;
 use super::stats::{self, min_attainable_p};
+use super::survivors;
 use crate::matrix::file::{ExpectKind, Expectation};
 use crate::matrix::{Plan, Slot};
 use crate::results::dir::{self as results_dir, Manifest, ResultsDirError};
@@ -152,33 +153,6 @@ pub(crate) fn completed<'a>(
         .collect()
 }
 
-/// Which runs a cell's accumulating metrics compare, from the runs
-/// without an OOM kill and the completed runs of each side: only those
-/// without one when one side had a larger share of its runs killed than
-/// the other (see [`Survivors`]), else every completed run (None). Equal
-/// shares keep every run: then both sides mix cut-short runs alike.
-pub fn survivors(base: (usize, usize), candidate: (usize, usize)) -> Option<Survivors> {
-    let killed = |(kept, of): (usize, usize)| of.saturating_sub(kept);
-    // killed_b / of_b != killed_c / of_c, without division.
-    (killed(base) * candidate.1 != killed(candidate) * base.1).then_some(Survivors {
-        base: base.0,
-        base_of: base.1,
-        candidate: candidate.0,
-        candidate_of: candidate.1,
-    })
-}
-
-/// A metric that adds up over a run and so covers only the start of a run
-/// cut short: a rate per unit of work, or the counter such a rate divides.
-/// Not the work itself (touches: an OOM kill's lost work is the result),
-/// peaks, timings or pressure.
-pub fn accumulates(m: &Metric, cell_metrics: &[Metric]) -> bool {
-    m.is_per_work()
-        || cell_metrics
-            .iter()
-            .any(|x| x.per_work_of == Some(m.name.as_ref()))
-}
-
 /// `m`'s value in each of `runs` that has it.
 fn values(runs: &[&RunResult], m: &Metric) -> Vec<f64> {
     runs.iter().filter_map(|r| catalog::value(m, r)).collect()
@@ -277,7 +251,7 @@ pub fn compare(
             let cand_runs = completed(plan, runs, &cell.id, cand);
             let tcg = base_runs.iter().chain(&cand_runs).any(|r| r.accel.is_tcg());
             let cell_metrics = catalog::of_cell(cell, &plan.scripts);
-            let oom = policy::RUN_ENDING_KILLS
+            let oom = survivors::RUN_ENDING_KILLS
                 .iter()
                 .find_map(|k| cell_metrics.iter().find(|m| m.name == *k));
             let killed = |r: &&RunResult| {
@@ -288,7 +262,7 @@ pub fn compare(
                 base_runs.iter().copied().filter(|r| !killed(r)).collect(),
                 cand_runs.iter().copied().filter(|r| !killed(r)).collect(),
             );
-            let cut = survivors(
+            let cut = survivors::survivors(
                 (base_kept.len(), base_runs.len()),
                 (cand_kept.len(), cand_runs.len()),
             );
@@ -304,7 +278,7 @@ pub fn compare(
                         return None;
                     }
                     let whole = metric_comparison(metric, b, c, tcg, opts);
-                    match cut.filter(|_| accumulates(metric, &cell_metrics)) {
+                    match cut.filter(|_| survivors::accumulates(metric, &cell_metrics)) {
                         None => Some(whole),
                         Some(s) => {
                             every_run.push(whole);
@@ -631,114 +605,6 @@ mod tests {
         let get = |name: &str| cand.metrics.iter().find(|x| x.metric == name).unwrap();
         assert!(get("pswpin_per_ktouch").base_values.is_empty());
         assert_eq!(get("pswpin").assessment, Assessment::NoWorkOnOneSide);
-    }
-
-    #[test]
-    fn which_runs_are_compared_after_oom_kills() {
-        // ((base kept, of), (candidate kept, of)) -> survivors?
-        let cases = [
-            ((5, 5), (5, 5), false),
-            ((4, 5), (5, 5), true),
-            ((4, 5), (4, 5), false),
-            ((0, 5), (5, 5), true),
-            ((5, 5), (0, 5), true),
-            // Shares, not counts: 1 of 4 killed against 1 of 5, 1 of 5
-            // against 2 of 10, all 5 against 5 of 10.
-            ((3, 4), (4, 5), true),
-            ((4, 5), (8, 10), false),
-            ((0, 5), (5, 10), true),
-            ((0, 0), (5, 5), false),
-        ];
-        for (b, c, cut) in cases {
-            assert_eq!(survivors(b, c).is_some(), cut, "{b:?} {c:?}");
-        }
-        let metrics = catalog::of_scenario(mmci_record::Scenario::MglruIsolation)
-            .cloned()
-            .collect::<Vec<_>>();
-        let acc = |n: &str| accumulates(catalog::metric(n).unwrap(), &metrics);
-        assert!(acc("pswpin_per_ktouch") && acc("pswpin") && acc("pgmajfault"));
-        assert!(!acc("touches") && !acc("oom_kills") && !acc("nr_isolated_peak"));
-    }
-
-    #[test]
-    fn a_cell_with_more_killed_runs_on_one_side_compares_the_others() {
-        // Base OOM-killed in its first run at 8 s, when the working set was
-        // just faulted in: few swap-ins per touch. Mixed in, the candidate,
-        // which ran its 20 s in every run, reads as a regression.
-        let (m, mut runs, _) = synthetic(20);
-        let cell = m.plan.cells[0].id.clone();
-        for r in runs.values_mut() {
-            let killed = r.id.starts_with(&cell) && r.id.ends_with("-base-r1");
-            let x = r.metrics.mglru_mut().unwrap();
-            x.touches = 40_000;
-            x.pswpin = if killed { 8_000 } else { 20_000 };
-            x.oom_kills = u64::from(killed);
-        }
-        let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
-        let cand = &c.cells[0].candidates[0];
-        let get = |name: &str| cand.metrics.iter().find(|x| x.metric == name).unwrap();
-        let per = get("pswpin_per_ktouch");
-        assert_eq!(per.base_values, vec![500.0; 4]);
-        assert_eq!(per.candidate_values.len(), 5);
-        let s = per.survivors.unwrap();
-        assert_eq!(
-            (s.base, s.base_of, s.candidate, s.candidate_of),
-            (4, 5, 5, 5)
-        );
-        // 4 against 5 runs: no rank test reaches p <= 0.01 (2/126 at best).
-        assert_eq!(per.assessment, Assessment::TooFewRuns);
-        assert_eq!(get("pswpin").base_values.len(), 4);
-        // The work and the kills themselves count every run.
-        assert_eq!(get("touches").base_values.len(), 5);
-        assert_eq!(get("touches").survivors, None);
-        assert_eq!(get("oom_kills").base_values.len(), 5);
-        let g = cand
-            .guards
-            .iter()
-            .find(|g| g.metric == "pswpin_per_ktouch")
-            .unwrap();
-        assert!(
-            g.reason.starts_with("only the runs without an OOM kill"),
-            "{}",
-            g.reason
-        );
-        // The other cell had no kill: every run compared.
-        let other = &c.cells[1].candidates[0];
-        let per = other
-            .metrics
-            .iter()
-            .find(|x| x.metric == "pswpin_per_ktouch")
-            .unwrap();
-        assert_eq!((per.base_values.len(), per.survivors), (5, None));
-        // Mixed in, base's killed run would read 200 swap-ins per 1,000
-        // touches against 500 in the others.
-        let all: Vec<&RunResult> = runs
-            .values()
-            .filter(|r| r.id.starts_with(&cell) && r.id.contains("-base-"))
-            .collect();
-        let mixed = values(&all, catalog::metric("pswpin_per_ktouch").unwrap());
-        assert!(mixed.contains(&200.0), "{mixed:?}");
-        let back: Comparison = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
-        assert_eq!(back, c);
-
-        // `zero` reads the candidate's runs alone, and a killed run's
-        // count is a lower bound: a candidate run killed after it swapped
-        // in still fails "pswpin zero", though the run is left out of the
-        // comparison with base.
-        for r in runs.values_mut() {
-            let killed = r.id.starts_with(&cell) && r.id.ends_with("-patched-r2");
-            let x = r.metrics.mglru_mut().unwrap();
-            x.oom_kills = u64::from(killed);
-            x.pswpin = if killed { 3_000 } else { 0 };
-        }
-        let expect: BTreeMap<String, Expectation> =
-            [("pswpin".to_string(), Expectation::Kind(ExpectKind::Zero))].into();
-        let c = compare(&m, &runs, &expect, vec![], &Options::default());
-        let cand = &c.cells[0].candidates[0];
-        let pswpin = cand.metrics.iter().find(|x| x.metric == "pswpin").unwrap();
-        assert_eq!(pswpin.candidate_values, vec![0.0; 4]);
-        let e = &cand.expectations[0];
-        assert_eq!(e.status, Status::Fail, "{}", e.reason);
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //! expectations and a verdict.
 //!
 //! Data flows one way: `catalog` (which metrics exist and how to read them
-//! from a run) and `stats` (pure statistics) feed `compare`, which builds
-//! the [`model::Comparison`] of a results dir, evaluating `expect`ations
-//! and keeping the guest's time `series`. Renderers only read the model:
+//! from a run), `stats` (pure statistics) and `survivors` (which runs a
+//! cell compares when OOM kills cut some short) feed `compare`, which
+//! builds the [`model::Comparison`] of a results dir, evaluating
+//! `expect`ations and keeping the guest's time `series`. Renderers only read the model:
 //! `terminal` here, others later. `text` formats numbers for all of them.
 
 pub mod anatomy;
@@ -18,6 +19,7 @@ pub mod policy;
 pub mod series;
 pub mod spread;
 pub mod stats;
+pub mod survivors;
 pub mod synthetic;
 pub mod text;
 pub mod verdict;

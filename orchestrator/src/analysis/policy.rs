@@ -28,12 +28,6 @@ pub use crate::scenario::def::Guard;
 /// run with an OOM kill).
 pub const OOM_METRIC: &str = "oom_kills";
 
-/// Per-run counts of the OOM kills that end a scenario's run early, the
-/// first a cell has is its own: scenario A's (and the scripts')
-/// `oom_kills`, scenario C's `reclaimer_oom_kills` (see
-/// `compare::survivors`).
-pub const RUN_ENDING_KILLS: [&str; 2] = [OOM_METRIC, "reclaimer_oom_kills"];
-
 /// The guards of a scenario (by its name in a cell, `mglru_isolation`):
 /// each scenario's `Def` lists its own (scenario/<name>/mod.rs).
 pub fn guards(scenario: &str) -> &'static [Guard] {
@@ -214,90 +208,6 @@ mod tests {
             assessment: Assessment::NoChange,
             survivors: None,
         }
-    }
-
-    #[test]
-    fn guards_on_the_runs_without_an_oom_kill_say_so() {
-        use crate::analysis::compare::metric_comparison;
-        use crate::analysis::model::Survivors;
-        let opts = Options::default();
-        let metric = crate::analysis::catalog::metric("pswpin_per_ktouch").unwrap();
-        // Every run completed and touched pages (check_cell counts the
-        // completed candidate runs on the metric most runs have).
-        let touches = metric_comparison(
-            crate::analysis::catalog::metric("touches").unwrap(),
-            vec![40_000.0; 5],
-            vec![40_000.0; 5],
-            false,
-            &opts,
-        );
-        let guard_of = |m: MetricComparison| {
-            check_cell("mglru_isolation", &[touches.clone(), m], &opts)
-                .into_iter()
-                .find(|g| g.metric == "pswpin_per_ktouch")
-                .unwrap()
-        };
-        let with = |b: &[f64], c: &[f64], s: Option<Survivors>| MetricComparison {
-            survivors: s,
-            ..metric_comparison(metric, b.to_vec(), c.to_vec(), false, &opts)
-        };
-        let (b4, c5) = (
-            [270.0, 268.0, 281.0, 262.0],
-            [650.0, 661.0, 640.0, 672.0, 655.0],
-        );
-        // compare.rs kept base's 4 runs without an OOM kill: 4 against 5
-        // cannot reach p <= 0.01 (2/126 at best), and the guard says why.
-        let s = Survivors {
-            base: 4,
-            base_of: 5,
-            candidate: 5,
-            candidate_of: 5,
-        };
-        let g = guard_of(with(&b4, &c5, Some(s)));
-        assert_eq!(g.status, None, "{}", g.reason);
-        assert!(
-            g.reason.starts_with(
-                "only the runs without an OOM kill compared: base 4 of 5, candidate 5 of 5: "
-            ),
-            "{}",
-            g.reason
-        );
-        // Ten runs a side, two base runs killed: 8 against 10 is judged.
-        let s = Survivors {
-            base: 8,
-            base_of: 10,
-            candidate: 10,
-            candidate_of: 10,
-        };
-        let (b8, c10) = ([270.0; 8], [650.0; 10]);
-        let g = guard_of(with(&b8, &c10, Some(s)));
-        assert_eq!(g.status, Some(Status::Fail), "{}", g.reason);
-        assert!(g.reason.contains("base 8 of 10"), "{}", g.reason);
-        // Every candidate run killed leaves it no values: that is the OOM
-        // guard's to judge, not "the workload did no work".
-        let s = Survivors {
-            base: 5,
-            base_of: 5,
-            candidate: 0,
-            candidate_of: 5,
-        };
-        let m = with(&[270.0; 5], &[], Some(s));
-        assert_eq!(no_work(&m, 5), None);
-        assert_eq!(guard_of(m).status, None);
-        // Two candidate runs survived and neither did any work: that is
-        // no work, counted on the survivors.
-        let s = Survivors { candidate: 2, ..s };
-        let m = with(&[270.0; 5], &[], Some(s));
-        let why = no_work(&m, 5).unwrap();
-        assert!(
-            why.contains("any of 2 candidate runs without an OOM kill"),
-            "{why}"
-        );
-        assert_eq!(guard_of(m).status, Some(Status::Fail));
-        // The same empty side with every run compared is no work.
-        let m = with(&[270.0; 5], &[], None);
-        assert!(no_work(&m, 5).is_some());
-        assert_eq!(guard_of(m).status, Some(Status::Fail));
     }
 
     #[test]
