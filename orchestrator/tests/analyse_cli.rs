@@ -59,7 +59,10 @@ fn verdicts_are_exit_codes_and_json() {
     let o = analyse(&[d, "--json"]);
     assert_eq!(o.status.code(), Some(exit::OK), "{}", text(&o));
     let c: Comparison = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!((c.format, c.verdict.status), (3, Status::Pass));
+    assert_eq!(
+        (c.format, c.verdict.status),
+        (mmci::analysis::COMPARISON_FORMAT, Status::Pass)
+    );
     // --output: into a file instead.
     let o = analyse(&[d, "--json", "--output", json.to_str().unwrap()]);
     assert_eq!((o.status.code(), o.stdout.len()), (Some(exit::OK), 0));

@@ -564,7 +564,7 @@ mod tests {
         let back: Comparison = serde_json::from_str(&json).unwrap();
         assert_eq!(back, c);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(v["format"], 3);
+        assert_eq!(v["format"], 4);
         assert_eq!(
             v["cells"][0]["candidates"][0]["metrics"][0]["change"]["kind"],
             "from_zero"

@@ -6,8 +6,9 @@
 //! from a run), `stats` (pure statistics) and `survivors` (which runs a
 //! cell compares when OOM kills cut some short) feed `compare`, which
 //! builds the [`model::Comparison`] of a results dir, evaluating
-//! `expect`ations and keeping the guest's time `series`. Renderers only read the model:
-//! `terminal` here, others later. `text` formats numbers for all of them.
+//! `expect`ations and keeping the guest's time `series`. Renderers only
+//! read the model: `terminal` here, others later. `text` formats numbers
+//! for all of them.
 
 pub mod anatomy;
 pub mod catalog;

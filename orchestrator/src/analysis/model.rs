@@ -19,7 +19,9 @@ use crate::run::outcome::Outcome;
 /// 3: the regression policy's guards per cell and candidate, the cover
 /// letter's claims, a candidate's own expectations, status NO VERDICT and
 /// the verdict's summary line.
-pub const COMPARISON_FORMAT: u32 = 3;
+/// 4: `survivors`: in a cell where OOM kills cut one side's runs short, a
+/// row's per-run values are those of the runs without one.
+pub const COMPARISON_FORMAT: u32 = 4;
 
 /// Which test decides significance. Both are always computed and shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -240,8 +242,8 @@ pub struct MetricComparison {
     pub survivors: Option<Survivors>,
 }
 
-/// A cell where one side had more runs cut short by an OOM kill than the
-/// other: its metrics that accumulate over a run (counters, and rates per
+/// A cell where one side had a larger share of its runs cut short by an
+/// OOM kill than the other: its metrics that accumulate over a run (counters, and rates per
 /// unit of work) compare only the runs without an OOM kill, because a
 /// killed run's counts cover only the start of its run (the working set
 /// faulted in, little of it swapped back yet). Mixing them in reads a base

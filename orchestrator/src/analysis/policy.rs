@@ -25,8 +25,9 @@ use crate::matrix::file::{ExpectKind, Expectation};
 pub use crate::scenario::def::Guard;
 
 /// The metric whose per-run values count OOM kills (a run with any is a
-/// run with an OOM kill).
-pub const OOM_METRIC: &str = "oom_kills";
+/// run with an OOM kill); `survivors` owns it, with the other kills that
+/// end a run.
+pub use super::survivors::OOM_METRIC;
 
 /// The guards of a scenario (by its name in a cell, `mglru_isolation`):
 /// each scenario's `Def` lists its own (scenario/<name>/mod.rs).

@@ -1,11 +1,15 @@
 //! Which runs a cell's accumulating metrics compare when OOM kills cut
-//! runs short (see [`Survivors`]): the rule, the kills that end a run, and
-//! which metrics add up over a run. `compare` applies it; the policy, the
-//! expectations, the claims and the reports read its [`Survivors`] note.
+//! runs short: the rule, the kills that end a run, and which metrics add
+//! up over a run. `compare` applies it; the policy, the expectations, the
+//! claims and the reports read the [`Survivors`] note (in `model`) it
+//! decides.
 
 use super::catalog::Metric;
 use super::model::Survivors;
-use super::policy::OOM_METRIC;
+
+/// Scenario A's per-run count of OOM kills (a run with any is a run with
+/// an OOM kill), which the policy's OOM test also reads.
+pub const OOM_METRIC: &str = "oom_kills";
 
 /// Per-run counts of the OOM kills that end a scenario's run early, the
 /// first a cell has is its own: scenario A's (and the scripts')

@@ -30,7 +30,7 @@ pub struct AnalyseArgs {
     pub dir: Option<PathBuf>,
     #[command(flatten)]
     pub analysis: AnalysisArgs,
-    /// Print the whole comparison as JSON (format 2) instead of the table.
+    /// Print the whole comparison as JSON (format 4) instead of the table.
     /// (`--json FILE`, deprecated: write FILE and print the table.)
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub json: Option<Option<PathBuf>>,
@@ -66,10 +66,10 @@ pub struct ReportArgs {
     #[arg(hide = true, conflicts_with = "results")]
     pub dir: Option<PathBuf>,
     /// markdown (GitHub check run and comment), email (plain text for the
-    /// patch thread), html (one self-contained page) or json (format 2).
+    /// patch thread), html (one self-contained page) or json (format 4).
     #[arg(long, value_enum, default_value = "markdown")]
     pub format: crate::report::Format,
-    /// The report as JSON (format 2): `--format json`.
+    /// The report as JSON (format 4): `--format json`.
     #[arg(long, conflicts_with = "format")]
     pub json: bool,
     /// Write the report here instead of standard output.
