@@ -4,7 +4,8 @@
 //! expectations are its alone, a contradicted claim fails and an agreement
 //! true by construction counts for nothing, a cover letter's claims are
 //! judged against base only, and a cell where OOM kills cut one side's runs
-//! short compares the others.
+//! short compares the others, and a cell out of the regime its matrix
+//! calibrated it for is named on the verdict line.
 
 use std::collections::BTreeMap;
 
@@ -16,7 +17,7 @@ use mmci::analysis::synthetic::synthetic;
 use mmci::analysis::verdict::verdict;
 use mmci::analysis::{compare, Options};
 use mmci::guest::vm::Accel;
-use mmci::matrix::file::{ExpectKind, Expectation};
+use mmci::matrix::file::{BaseOom, ExpectKind, Expectation};
 use mmci::results::outcome::Outcome;
 
 fn no_expect() -> BTreeMap<String, Expectation> {
@@ -471,4 +472,62 @@ fn guards_on_the_runs_without_an_oom_kill_say_so() {
     let m = with(&[270.0; 5], &[], None);
     assert!(no_work(&m, 5).is_some());
     assert_eq!(guard_of(m).status, Some(Status::Fail));
+}
+
+#[test]
+fn a_cell_out_of_its_calibrated_regime_is_named_whatever_the_verdict() {
+    // The matrix calibrated the first cell for no base OOM and the second
+    // for base OOMs in most runs; base was killed in 1 run of the first
+    // and in none of the second (a host fast enough that it never is).
+    let (mut m, mut runs, _) = synthetic(20);
+    m.plan.cells[0].regime = Some(BaseOom::None);
+    m.plan.cells[1].regime = Some(BaseOom::Most);
+    let first = m.plan.cells[0].id.clone();
+    for r in runs.values_mut() {
+        let x = r.metrics.mglru_mut().unwrap();
+        x.oom_kills = u64::from(r.id.starts_with(&first) && r.id.ends_with("-base-r1"));
+    }
+    let c = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+    let name = |i: usize| mmci::analysis::model::cell_name(&c.cells[i]);
+    assert!(
+        c.verdict.summary.ends_with(&format!(
+            "; out of its calibrated regime: {} (calibrated for no base run OOM-killed, \
+             here base OOM-killed in 1 of 5 runs); {} (calibrated for base OOM-killed in \
+             most runs, here base OOM-killed in 0 of 5 runs)",
+            name(0),
+            name(1)
+        )),
+        "{}",
+        c.verdict.summary
+    );
+    let term = mmci::report::comparison::render(&c);
+    assert!(
+        term.contains(&format!(
+            "regimes (what the matrix was calibrated for, on the baseline's runs):\n  \
+             NOT held {}: calibrated for no base run OOM-killed",
+            name(0)
+        )),
+        "{term}"
+    );
+    // The JSON keeps each cell's check; a matrix without regimes has none,
+    // and its verdict line is the one it always was.
+    let back: Comparison = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+    assert_eq!(back.cells[1].regime, c.cells[1].regime);
+    assert_eq!(c.cells[1].regime.map(|r| r.holds()), Some(false));
+    for r in runs.values_mut() {
+        r.metrics.mglru_mut().unwrap().oom_kills =
+            u64::from(!r.id.starts_with(&first) && r.id.contains("-base-"));
+    }
+    let held = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+    assert!(held.cells.iter().all(|c| c.regime.unwrap().holds()));
+    assert!(
+        !held.verdict.summary.contains("regime"),
+        "{}",
+        held.verdict.summary
+    );
+    assert!(mmci::report::comparison::render(&held).contains(&format!("  held {}: ", name(1))));
+    m.plan.cells.iter_mut().for_each(|c| c.regime = None);
+    let none = compare(&m, &runs, &no_expect(), vec![], &Options::default());
+    assert!(none.cells.iter().all(|c| c.regime.is_none()));
+    assert!(!mmci::report::comparison::render(&none).contains("regimes ("));
 }

@@ -13,6 +13,7 @@ use super::expect;
 pub use super::model::cell_name;
 use super::model::*;
 use super::policy;
+use super::regime;
 use super::series;
 use super::stats::{self, min_attainable_p};
 use super::survivors;
@@ -341,6 +342,7 @@ pub fn compare(
             flavour: cell.flavour,
             scenario: cell.job.scenario.to_string(),
             candidates: cands,
+            regime: regime::check(cell, &base_runs, &catalog::of_cell(cell, &plan.scripts)),
         });
     }
     let variants = variant_runs(m, runs);

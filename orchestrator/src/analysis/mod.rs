@@ -3,8 +3,9 @@
 //! expectations and a verdict.
 //!
 //! Data flows one way: `catalog` (which metrics exist and how to read them
-//! from a run), `stats` (pure statistics) and `survivors` (which runs a
-//! cell compares when OOM kills cut some short) feed `compare`, which
+//! from a run), `stats` (pure statistics), `survivors` (which runs a
+//! cell compares when OOM kills cut some short) and `regime` (whether a
+//! cell ran in the regime its matrix calibrated it for) feed `compare`, which
 //! builds the [`model::Comparison`] of a results dir, evaluating
 //! `expect`ations and keeping the guest's time `series`. Renderers only
 //! read the model: `terminal` here, others later. `text` formats numbers
@@ -17,6 +18,7 @@ pub mod compare;
 pub mod expect;
 pub mod model;
 pub mod policy;
+pub mod regime;
 pub mod series;
 pub mod spread;
 pub mod stats;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::catalog::Better;
 use super::stats::{Change, MannWhitney, Summary, Welch};
 use crate::arch::Arch;
-use crate::matrix::file::{ExpectKind, Expectation};
+use crate::matrix::file::{BaseOom, ExpectKind, Expectation};
 use crate::run::outcome::Outcome;
 
 /// Version of the comparison's JSON layout. Bump on any change a reader of
@@ -143,6 +143,37 @@ pub struct CellComparison {
     pub flavour: crate::kernel::Flavour,
     pub scenario: String,
     pub candidates: Vec<CandidateComparison>,
+    /// The regime the matrix calibrated this cell for, against the
+    /// baseline's runs (absent: the matrix names none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regime: Option<RegimeCheck>,
+}
+
+/// A cell's regime (the matrix's `regimes:`) against its baseline's runs
+/// (see `analysis::regime`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegimeCheck {
+    pub expected: BaseOom,
+    /// Completed baseline runs an OOM kill ended, of those with the count.
+    pub base_killed: usize,
+    pub base_runs: usize,
+}
+
+impl RegimeCheck {
+    pub fn holds(&self) -> bool {
+        self.expected.holds(self.base_killed, self.base_runs)
+    }
+
+    /// `calibrated for base OOM-killed in most runs, here base OOM-killed
+    /// in 0 of 5 runs`.
+    pub fn text(&self) -> String {
+        format!(
+            "calibrated for {}, here base OOM-killed in {} of {} runs",
+            self.expected.text(),
+            self.base_killed,
+            self.base_runs
+        )
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

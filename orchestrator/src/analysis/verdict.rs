@@ -9,7 +9,9 @@
 //! under TCG), or expectations were met while none of the regression
 //! policy's guards could be: never a pass. PASS: the rest, read as "no
 //! regression found in N runs on M cells", naming the guards (or, where no
-//! guard applies at all, the expectations met).
+//! guard applies at all, the expectations met). Whatever the verdict, the
+//! line names the cells whose baseline ran out of the regime the matrix
+//! calibrated them for (`analysis::regime`).
 
 use super::catalog;
 use super::model::*;
@@ -210,6 +212,24 @@ pub fn verdict(
             }
             s
         }
+    };
+    // A cell out of the regime its matrix calibrated it for measured
+    // something real, but not what the matrix meant it to: the verdict's
+    // line says so, whatever the verdict.
+    let off_regime: Vec<String> = cells
+        .iter()
+        .filter_map(|c| {
+            c.regime
+                .filter(|r| !r.holds())
+                .map(|r| format!("{} ({})", cell_name(c), r.text()))
+        })
+        .collect();
+    let summary = match off_regime.as_slice() {
+        [] => summary,
+        off => format!(
+            "{summary}; out of its calibrated regime: {}",
+            off.join("; ")
+        ),
     };
     fails.extend(unsure);
     if no_candidate {

@@ -59,6 +59,61 @@ pub struct MatrixFile {
     /// (as an axis or in `include:`).
     #[serde(default)]
     pub scripts: BTreeMap<String, Spanned<ScriptEntry>>,
+    /// The regime each cell was calibrated for, which the analysis checks
+    /// on the baseline's runs: a cell gets the first entry whose `when:`
+    /// pairs it has.
+    #[serde(default)]
+    pub regimes: Vec<Spanned<RegimeEntry>>,
+}
+
+/// One of a matrix's `regimes:`: the cells it names (`when:`, pairs a cell
+/// has, after the command line's `--set`s) and how the baseline behaves
+/// there in the regime the matrix was calibrated for. A cell whose
+/// baseline behaved otherwise measured another regime, and the verdict
+/// says so (a faster host ran the same cell out of it: docs/results.md).
+///
+/// ```yaml
+/// regimes:
+///   - when: {threads: 64}
+///     base_oom: none    # no base run ends in an OOM kill
+///   - when: {threads: 288}
+///     base_oom: most    # more than half of base's runs do
+/// ```
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegimeEntry {
+    pub when: BTreeMap<String, Spanned<Scalar>>,
+    pub base_oom: BaseOom,
+}
+
+/// How many of a cell's baseline runs an OOM kill ends, in the regime the
+/// cell was calibrated for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BaseOom {
+    /// None of them.
+    None,
+    /// More than half of them.
+    Most,
+}
+
+impl BaseOom {
+    /// Whether `killed` of `runs` baseline runs ended in an OOM kill is
+    /// this regime.
+    pub fn holds(self, killed: usize, runs: usize) -> bool {
+        match self {
+            BaseOom::None => killed == 0,
+            BaseOom::Most => 2 * killed > runs,
+        }
+    }
+
+    /// The regime in words.
+    pub fn text(self) -> &'static str {
+        match self {
+            BaseOom::None => "no base run OOM-killed",
+            BaseOom::Most => "base OOM-killed in most runs",
+        }
+    }
 }
 
 /// One script of a matrix: what runs in the guest image and what it reports.

@@ -99,5 +99,11 @@ pub fn render(plan: &Plan, shard: Option<Shard>, cap: Capacity) -> String {
                 .unwrap_or_default()
         ));
     }
+    for c in &cells {
+        if let Some(r) = c.regime {
+            let name = if c.label.is_empty() { &c.id } else { &c.label };
+            out.push_str(&format!("regime {name}: calibrated for {}\n", r.text()));
+        }
+    }
     out
 }

@@ -1,6 +1,7 @@
 //! The regression policy's checks and the cover letter's claims as rows
 //! every report shows (failures and contradictions first, every string
-//! from a cover letter or a guest cleaned), and as the terminal's lines.
+//! from a cover letter or a guest cleaned), and as the terminal's lines;
+//! with them the terminal's lines of the cells' calibrated regimes.
 
 use serde::Serialize;
 
@@ -172,6 +173,28 @@ pub fn render_policy(c: &Comparison) -> String {
         out.push_str(&format!("  {metric} ({why}): {}\n", parts.join(", ")));
     }
     out
+}
+
+/// `regimes ...:` then, for each cell the matrix gives a regime, whether
+/// its baseline's runs were in it (`analysis::regime`).
+pub fn render_regimes(c: &Comparison) -> String {
+    let lines: Vec<String> = c
+        .cells
+        .iter()
+        .filter_map(|cell| {
+            cell.regime.map(|r| {
+                let held = if r.holds() { "held" } else { "NOT held" };
+                format!("  {held} {}: {}\n", cell_name(cell), r.text())
+            })
+        })
+        .collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    format!(
+        "regimes (what the matrix was calibrated for, on the baseline's runs):\n{}",
+        lines.concat()
+    )
 }
 
 /// `the cover letter's claims:` then one line per claim and cell.

@@ -357,6 +357,7 @@ fn render_raw(c: &Comparison, width: Option<usize>) -> String {
         }
     }
     out.push_str(&render_anatomy(c));
+    out.push_str(&super::checks::render_regimes(c));
     out.push_str(&super::checks::render_policy(c));
     out.push_str(&super::checks::render_claims(c));
     let v = &c.verdict;

@@ -40,9 +40,10 @@ pub fn first_line(c: &Comparison) -> String {
             )
         }),
         Status::Pass => format!(
-            "mmci found no regression in {} on {}.",
+            "mmci found no regression in {} on {}{}.",
             count(v.runs, "run"),
-            count(v.cells, "cell")
+            count(v.cells, "cell"),
+            off_regime(c)
         ),
         Status::Inconclusive => format!(
             "mmci could not decide on this series: {}",
@@ -54,6 +55,26 @@ pub fn first_line(c: &Comparison) -> String {
                 .filter(|s| !s.is_empty())
                 .or_else(|| first(&v.not_judged))
                 .unwrap_or_else(|| "nothing could be judged".into())
+        ),
+    }
+}
+
+/// ` (threads=288 out of the regime the matrix calibrated it for)`, or
+/// nothing: a pass from a cell that did not reproduce what the matrix
+/// meant it to must not read as one that did.
+fn off_regime(c: &Comparison) -> String {
+    let off: Vec<String> = c
+        .cells
+        .iter()
+        .filter(|cell| cell.regime.is_some_and(|r| !r.holds()))
+        .map(|cell| cell_name(cell).to_string())
+        .collect();
+    match off.as_slice() {
+        [] => String::new(),
+        [one] => format!(" ({one} out of the regime the matrix calibrated it for)"),
+        many => format!(
+            " ({} out of the regimes the matrix calibrated them for)",
+            many.join(", ")
         ),
     }
 }
@@ -326,6 +347,19 @@ mod tests {
                 Status::Pass,
                 |_| {},
                 "mmci found no regression in 20 runs on 2 cells.",
+            ),
+            (
+                "a pass from a cell out of its calibrated regime",
+                Status::Pass,
+                |c| {
+                    c.cells[1].regime = Some(crate::analysis::model::RegimeCheck {
+                        expected: crate::matrix::file::BaseOom::Most,
+                        base_killed: 0,
+                        base_runs: 5,
+                    })
+                },
+                "mmci found no regression in 20 runs on 2 cells (threads=2 out of the \
+                 regime the matrix calibrated it for).",
             ),
             (
                 "a guard's relative change",

@@ -107,6 +107,7 @@ pub(super) fn cell_of(
         swap_mb: DEFAULT_SWAP_MB,
         flavour: Flavour::Default,
         job: GuestJob::default(),
+        regime: None,
     };
     for (key, v) in combo {
         apply(&mut cell, key, &v.value.to_string(), scripts)

@@ -17,6 +17,7 @@ use crate::scenario::DeclaredMetric;
 
 mod cell;
 pub mod expectations;
+mod regimes;
 mod scripts;
 mod shard;
 mod variant;
@@ -90,6 +91,10 @@ pub struct Cell {
     #[serde(default, skip_serializing_if = "Flavour::is_default")]
     pub flavour: Flavour,
     pub job: GuestJob,
+    /// The regime the matrix's `regimes:` says this cell was calibrated
+    /// for (absent: none said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub regime: Option<file::BaseOom>,
 }
 
 /// A validated matrix.
@@ -271,6 +276,7 @@ pub fn plan(
             "the matrix has no cells (every combination excluded, or an axis without values)",
         ));
     }
+    regimes::assign(&m.regimes, file, &mut cells, &scripts)?;
     let repeats = over
         .repeats
         .or(m.repeats.as_ref().map(|r| r.value))
