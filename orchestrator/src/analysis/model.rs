@@ -160,18 +160,22 @@ pub struct RegimeCheck {
 }
 
 impl RegimeCheck {
+    /// See [`BaseOom::holds`]: out only when the count would be rare in
+    /// the regime.
     pub fn holds(&self) -> bool {
         self.expected.holds(self.base_killed, self.base_runs)
     }
 
-    /// `calibrated for base OOM-killed in most runs, here base OOM-killed
-    /// in 0 of 5 runs`.
+    /// `base OOM-killed in 0 of 5 runs against most runs, p = 0.031`: the
+    /// count, the regime's share and how probable so few (or so many)
+    /// kills are in it.
     pub fn text(&self) -> String {
         format!(
-            "calibrated for {}, here base OOM-killed in {} of {} runs",
-            self.expected.text(),
+            "base OOM-killed in {} of {} runs against {}, p = {:.3}",
             self.base_killed,
-            self.base_runs
+            self.base_runs,
+            self.expected.share(),
+            self.expected.out_p(self.base_killed, self.base_runs)
         )
     }
 }

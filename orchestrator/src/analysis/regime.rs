@@ -40,16 +40,26 @@ mod tests {
     use crate::matrix::file::BaseOom;
 
     #[test]
-    fn a_regime_holds_by_the_share_of_killed_base_runs() {
-        // (expected, killed, runs) -> holds?
+    fn a_regime_holds_unless_its_count_would_be_rare_in_it() {
+        // (expected, killed, runs) -> holds? A one-sided binomial tail
+        // below 0.05: at most `killed` of `runs` at a half (most), at
+        // least `killed` at 1 in 20 (none).
         let cases = [
             (BaseOom::None, 0, 5, true),
-            (BaseOom::None, 1, 5, false),
-            (BaseOom::Most, 3, 5, true),
-            (BaseOom::Most, 2, 5, false),
-            (BaseOom::Most, 2, 4, false),
+            (BaseOom::None, 1, 5, true),
+            (BaseOom::None, 2, 5, false),
+            (BaseOom::None, 1, 25, true),
+            (BaseOom::None, 3, 25, true),
+            (BaseOom::None, 4, 25, false),
             (BaseOom::Most, 0, 5, false),
+            (BaseOom::Most, 1, 5, true),
+            (BaseOom::Most, 2, 5, true),
             (BaseOom::Most, 5, 5, true),
+            (BaseOom::Most, 1, 10, false),
+            (BaseOom::Most, 2, 10, true),
+            // More kills than runs (a bad count) is every run killed.
+            (BaseOom::Most, 7, 5, true),
+            (BaseOom::None, 7, 5, false),
         ];
         for (expected, base_killed, base_runs, holds) in cases {
             let r = RegimeCheck {
@@ -57,8 +67,16 @@ mod tests {
                 base_killed,
                 base_runs,
             };
-            assert_eq!(r.holds(), holds, "{r:?}");
+            assert_eq!(
+                r.holds(),
+                holds,
+                "{r:?}: p = {}",
+                expected.out_p(base_killed, base_runs)
+            );
         }
+        assert!((BaseOom::Most.out_p(0, 5) - 1.0 / 32.0).abs() < 1e-12);
+        assert!((BaseOom::None.out_p(2, 5) - 0.022_592_5).abs() < 1e-6);
+        assert_eq!(BaseOom::Most.out_p(5, 5), 1.0);
         let out = RegimeCheck {
             expected: BaseOom::Most,
             base_killed: 0,
@@ -66,7 +84,7 @@ mod tests {
         };
         assert_eq!(
             out.text(),
-            "calibrated for base OOM-killed in most runs, here base OOM-killed in 0 of 5 runs"
+            "base OOM-killed in 0 of 5 runs against most runs, p = 0.031"
         );
     }
 }

@@ -7,14 +7,9 @@
 use super::catalog::Metric;
 use super::model::Survivors;
 
-/// Scenario A's per-run count of OOM kills (a run with any is a run with
-/// an OOM kill), which the policy's OOM test also reads.
-pub const OOM_METRIC: &str = "oom_kills";
-
-/// Per-run counts of the OOM kills that end a scenario's run early, the
-/// first a cell has is its own: scenario A's (and the scripts')
-/// `oom_kills`, scenario C's `reclaimer_oom_kills`.
-pub const RUN_ENDING_KILLS: [&str; 2] = [OOM_METRIC, "reclaimer_oom_kills"];
+/// The per-run OOM counts (the scenarios' catalog owns them: a matrix's
+/// `regimes:` are checked against them before anything runs).
+pub use crate::scenario::catalog::{OOM_METRIC, RUN_ENDING_KILLS};
 
 /// Which runs a cell's accumulating metrics compare, from the runs
 /// without an OOM kill and the completed runs of each side: only those

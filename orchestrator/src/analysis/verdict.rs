@@ -216,19 +216,21 @@ pub fn verdict(
     // A cell out of the regime its matrix calibrated it for measured
     // something real, but not what the matrix meant it to: the verdict's
     // line says so, whatever the verdict.
+    // In brackets: posting targets append "; <first reason>" to the line.
     let off_regime: Vec<String> = cells
         .iter()
         .filter_map(|c| {
             c.regime
                 .filter(|r| !r.holds())
-                .map(|r| format!("{} ({})", cell_name(c), r.text()))
+                .map(|r| format!("{}, {}", cell_name(c), r.text()))
         })
         .collect();
     let summary = match off_regime.as_slice() {
         [] => summary,
-        off => format!(
-            "{summary}; out of its calibrated regime: {}",
-            off.join("; ")
+        [one] => format!("{summary} [out of the regime the matrix calibrated it for: {one}]"),
+        many => format!(
+            "{summary} [out of the regimes the matrix calibrated them for: {}]",
+            many.join("; ")
         ),
     };
     fails.extend(unsure);

@@ -33,7 +33,7 @@ pub fn first_line(c: &Comparison) -> String {
     let v = &c.verdict;
     let first = |l: &[String]| l.first().map(|r| untrusted::line(r));
     match v.status {
-        Status::Fail => fail_line(c).unwrap_or_else(|| {
+        Status::Fail => fail_line(c).map(|l| l + &off_regime(c)).unwrap_or_else(|| {
             format!(
                 "mmci noticed a failure: {}",
                 first(&v.reasons).unwrap_or_else(|| v.summary.clone())
@@ -340,8 +340,7 @@ mod tests {
     #[test]
     fn the_first_line_names_the_finding() {
         type Edit = fn(&mut Comparison);
-        let cases: Vec<(&str, Status, Edit, &str)> =
-            vec![
+        let cases: Vec<(&str, Status, Edit, &str)> = vec![
             (
                 "pass",
                 Status::Pass,
@@ -360,6 +359,28 @@ mod tests {
                 },
                 "mmci found no regression in 20 runs on 2 cells (threads=2 out of the \
                  regime the matrix calibrated it for).",
+            ),
+            (
+                "a finding in a cell out of its calibrated regime",
+                Status::Fail,
+                |c| {
+                    guard_fails(
+                        c,
+                        "pgmajfault_per_ktouch",
+                        Change::Relative {
+                            rel: 0.181,
+                            ci: None,
+                        },
+                    );
+                    c.cells[0].regime = Some(crate::analysis::model::RegimeCheck {
+                        expected: crate::matrix::file::BaseOom::Most,
+                        base_killed: 0,
+                        base_runs: 5,
+                    })
+                },
+                "mmci noticed a 18.1% regression of pgmajfault_per_ktouch (major faults \
+                 per 1,000 touches) on threads=1 (x86_64) with patched (threads=1 out of \
+                 the regime the matrix calibrated it for)",
             ),
             (
                 "a guard's relative change",
@@ -381,7 +402,11 @@ mod tests {
                 "a guard judged on the runs without an OOM kill",
                 Status::Fail,
                 |c| {
-                    guard_fails(c, "pswpin_per_ktouch", Change::Relative { rel: 0.2, ci: None });
+                    guard_fails(
+                        c,
+                        "pswpin_per_ktouch",
+                        Change::Relative { rel: 0.2, ci: None },
+                    );
                     let m = c.cells[0].candidates[0]
                         .metrics
                         .iter_mut()
@@ -410,7 +435,14 @@ mod tests {
                 Status::Fail,
                 |c| {
                     new_splat(c);
-                    guard_fails(c, "touches", Change::Relative { rel: -0.5, ci: None })
+                    guard_fails(
+                        c,
+                        "touches",
+                        Change::Relative {
+                            rel: -0.5,
+                            ci: None,
+                        },
+                    )
                 },
                 "mmci noticed a 50.0% regression of touches (throughput: pages \
                  the workload wrote) on threads=1 (x86_64) with patched",
@@ -452,9 +484,7 @@ mod tests {
             (
                 "a build failure",
                 Status::Fail,
-                |c| {
-                    c.variants[1].build_error = Some("make: *** [vmlinux] Error 2\nmore".into())
-                },
+                |c| c.variants[1].build_error = Some("make: *** [vmlinux] Error 2\nmore".into()),
                 "mmci could not build patched: make: *** [vmlinux] Error 2",
             ),
             (

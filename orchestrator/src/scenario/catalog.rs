@@ -12,6 +12,15 @@ use mmci_record::Scenario;
 pub use crate::scenario::metric::{Better, Extract, Metric};
 use crate::scenario::registry::{self, ALL};
 
+/// Scenario A's per-run count of OOM kills (a run with any is a run with
+/// an OOM kill), which the regression policy's OOM test also reads.
+pub const OOM_METRIC: &str = "oom_kills";
+
+/// Per-run counts of the OOM kills that end a scenario's run early, the
+/// first a cell measures is its own: scenario A's (and the scripts')
+/// `oom_kills`, scenario C's `reclaimer_oom_kills`.
+pub const RUN_ENDING_KILLS: [&str; 2] = [OOM_METRIC, "reclaimer_oom_kills"];
+
 impl Metric {
     /// Measured in runs of `scenario`: its own, and those it borrows from
     /// another scenario (`registry::Def::borrows`). Here, not in `metric`:

@@ -141,12 +141,19 @@ pub(super) fn cell_of(
         }
         _ => {}
     }
+    resolve(&mut cell, combo, sets);
+    cell.id = cell_id(&cell);
+    Ok(cell)
+}
+
+/// What follows from the values a cell was given (`combo`, then `sets`):
+/// no swap size without swap, scenario B's own MGLRU switch. A matrix's
+/// `regimes:` resolve their pairs the same way to find the cells they name.
+pub(super) fn resolve(cell: &mut Cell, combo: &Combo, sets: &[String]) {
     if !cell.job.swap.enabled() {
         cell.swap_mb = 0;
     }
-    carry_mglru_to_scenario_b(&mut cell, combo, sets);
-    cell.id = cell_id(&cell);
-    Ok(cell)
+    carry_mglru_to_scenario_b(cell, combo, sets);
 }
 
 /// Scenario B keeps MGLRU off unless asked (its own job field,

@@ -1,9 +1,12 @@
 //! A matrix's `regimes:`: each entry's pairs checked as a cell's are, and
 //! the regime given to every cell that has them (the first entry that
-//! names a cell wins; a cell no entry names has none).
+//! names a cell wins; a cell no entry names has none). A regime is checked
+//! on the baseline's OOM kills, so a cell that counts none cannot have one.
 
+use super::expectations::of_cell;
 use super::*;
 use crate::matrix::file::RegimeEntry;
+use crate::scenario::catalog::RUN_ENDING_KILLS;
 use serde_saphyr::Spanned;
 
 /// Gives each of `cells` the regime of the first of `entries` it has the
@@ -33,22 +36,44 @@ pub(super) fn assign(
             None,
             "regimes",
         )?;
+        // Every value, whether or not an earlier entry takes the cells.
+        if let Some(any) = cells.first() {
+            has_pairs(any, &entry.value.when, file, scripts)?;
+        }
     }
     for cell in cells.iter_mut() {
         for entry in entries {
-            if has_pairs(cell, &entry.value.when, file, scripts)? {
-                cell.regime = Some(entry.value.base_oom);
-                break;
+            if !has_pairs(cell, &entry.value.when, file, scripts)? {
+                continue;
             }
+            let counts = of_cell(cell, scripts)
+                .iter()
+                .any(|m| RUN_ENDING_KILLS.contains(&m.name.as_ref()));
+            if !counts {
+                return Err(MatrixError::at(
+                    file,
+                    Some(Pos::of(entry)),
+                    format!(
+                        "regimes: this entry names cell {} ({}), which counts no OOM kills ({}) to check a regime by: narrow its `when:`",
+                        if cell.label.is_empty() { &cell.id } else { &cell.label },
+                        cell.job.scenario,
+                        RUN_ENDING_KILLS.join(", ")
+                    ),
+                ));
+            }
+            cell.regime = Some(entry.value.base_oom);
+            break;
         }
     }
     Ok(())
 }
 
-/// Whether `cell` has every pair of `when`: setting them changes nothing
-/// that defines it (its id). So `threads: 288` names the cells that run
-/// 288 threads after the command line's `--set`s, however the file wrote
-/// the value; a value no cell could have is an error at its line.
+/// Whether `cell` has every pair of `when`: set on a copy, with what
+/// follows from them resolved as the cell's own values were
+/// ([`resolve`]), they change nothing that defines it (its id). So
+/// `threads: 288` names the cells that run 288 threads after the command
+/// line's `--set`s, however the file wrote the value; a value no cell
+/// could have is an error at its line.
 fn has_pairs(
     cell: &Cell,
     when: &BTreeMap<String, Spanned<Scalar>>,
@@ -60,6 +85,7 @@ fn has_pairs(
         apply(&mut probe, k, &v.value.to_string(), scripts)
             .map_err(|what| MatrixError::at(file, Some(Pos::of(v)), format!("regimes: {what}")))?;
     }
+    resolve(&mut probe, &to_combo(when), &[]);
     Ok(cell_id(&probe) == cell.id)
 }
 
@@ -140,11 +166,65 @@ regimes:
             ),
             (entry("when: {threads: 64}\n    base_oom: sometimes"), "sometimes"),
             (entry("when: {threads: 64}\n    base_om: none"), "base_om"),
+            // A bad value after an entry that takes every cell is still one.
+            (
+                "axes:\n  threads: [64]\nregimes:\n  - when: {threads: 64}\n    base_oom: none\n  - when: {threads: lots}\n    base_oom: most\n".to_string(),
+                "line 6 column 21: regimes: guest parameter `mmci.threads`: `lots` is not",
+            ),
+            // Scenario B counts no OOM kills: nothing to check a regime by.
+            (
+                "axes:\n  scenario: [noio_verity]\nregimes:\n  - when: {scenario: noio_verity}\n    base_oom: none\n".to_string(),
+                "regimes: this entry names cell x86_64-noio_verity-",
+            ),
         ];
         for (text, want) in cases {
             let e = plan(&text, &[]).unwrap_err().to_string();
             assert!(e.starts_with("m.yaml: ") && e.contains("line "), "{e}");
             assert!(e.contains(want), "{e}\nwanted: {want}");
         }
+    }
+
+    #[test]
+    fn pairs_are_resolved_as_a_cells_own_values_are() {
+        // Scenario B carries `mglru` to its own switch, and a cell without
+        // swap has no swap size: `when:` pairs name the cells the file
+        // wrote with them all the same.
+        let p = plan(
+            "axes:\n  scenario: [noio_verity]\n  mglru: [false, true]\n  swap: [off]\n  swap_mb: [512]\n",
+            &[],
+        )
+        .unwrap();
+        let when = |text: &str| -> BTreeMap<String, Spanned<Scalar>> {
+            serde_saphyr::from_str(text).unwrap()
+        };
+        let names = |text: &str| -> Vec<String> {
+            p.cells
+                .iter()
+                .filter(|c| has_pairs(c, &when(text), "m.yaml", &p.scripts).unwrap())
+                .map(|c| c.label.clone())
+                .collect()
+        };
+        assert_eq!(names("{mglru: false}"), ["mglru=false"]);
+        assert_eq!(names("{mglru: true}"), ["mglru=true"]);
+        assert_eq!(names("{swap_mb: 512}"), ["mglru=false", "mglru=true"]);
+        assert!(names("{mglru: true, threads: 7}").is_empty());
+    }
+
+    #[test]
+    fn matrix_show_lists_each_cells_regime() {
+        let p = plan(MATRIX, &[]).unwrap();
+        let cap = crate::matrix::schedule::Capacity {
+            vcpus: 2,
+            memory_mb: 4096,
+        };
+        let out = crate::matrix::show::render(&p, None, cap);
+        assert!(
+            out.ends_with(
+                "regime threads=64: calibrated for few or no base runs OOM-killed\n\
+                 regime threads=288: calibrated for base OOM-killed in most runs\n\
+                 regime threads=512: calibrated for few or no base runs OOM-killed\n"
+            ),
+            "{out}"
+        );
     }
 }
