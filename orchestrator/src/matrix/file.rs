@@ -112,12 +112,15 @@ impl BaseOom {
     /// half the runs are killed (`most`), at least `killed` when 1 in 20
     /// are (`none`).
     pub fn out_p(self, killed: usize, runs: usize) -> f64 {
-        let killed = killed.min(runs);
-        let p: f64 = match self {
-            BaseOom::Most => (0..=killed).map(|k| binomial(runs, k, 0.5)).sum(),
-            BaseOom::None => (killed..=runs).map(|k| binomial(runs, k, Self::FEW)).sum(),
-        };
-        p.min(1.0)
+        use statrs::distribution::{Binomial, DiscreteCDF};
+        let (killed, runs) = (killed.min(runs) as u64, runs as u64);
+        let tail = |p: f64| Binomial::new(p, runs).expect("a probability in [0, 1]");
+        match self {
+            BaseOom::Most => tail(0.5).cdf(killed),
+            BaseOom::None if killed == 0 => 1.0,
+            BaseOom::None => tail(Self::FEW).sf(killed - 1),
+        }
+        .clamp(0.0, 1.0)
     }
 
     /// Whether `killed` of `runs` baseline runs ending in an OOM kill is
@@ -143,13 +146,6 @@ impl BaseOom {
             BaseOom::Most => "most runs",
         }
     }
-}
-
-/// P(X = k) for X ~ Binomial(n, p), by the product form (n is a run
-/// count: small, and the terms stay in f64's range).
-fn binomial(n: usize, k: usize, p: f64) -> f64 {
-    let choose = (0..k).fold(1.0, |c, i| c * (n - i) as f64 / (i + 1) as f64);
-    choose * p.powi(k as i32) * (1.0 - p).powi((n - k) as i32)
 }
 
 /// One script of a matrix: what runs in the guest image and what it reports.
