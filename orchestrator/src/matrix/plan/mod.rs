@@ -64,11 +64,21 @@ pub struct MatrixError {
 }
 
 impl MatrixError {
+    /// The message quotes values from the file: its control characters
+    /// are escaped (`\u{1b}`), so that an error cannot write to the
+    /// terminal through them.
     fn at(file: &str, pos: Option<Pos>, what: impl Into<String>) -> MatrixError {
+        let what: String = what.into();
         MatrixError {
             file: file.to_string(),
             pos: pos.map(|p| format!("{p}: ")).unwrap_or_default(),
-            what: what.into(),
+            what: what
+                .chars()
+                .map(|c| match c.is_control() {
+                    true => c.escape_default().to_string(),
+                    false => c.to_string(),
+                })
+                .collect(),
         }
     }
 }

@@ -171,6 +171,11 @@ regimes:
                 "axes:\n  threads: [64]\nregimes:\n  - when: {threads: 64}\n    base_oom: none\n  - when: {threads: lots}\n    base_oom: most\n".to_string(),
                 "line 6 column 21: regimes: guest parameter `mmci.threads`: `lots` is not",
             ),
+            // A value's control characters are escaped in the message.
+            (
+                entry("when: {threads: \"6\\e[31m4\"}\n    base_oom: none"),
+                "`6\\u{1b}[31m4` is not a non-negative whole number",
+            ),
             // Scenario B counts no OOM kills: nothing to check a regime by.
             (
                 "axes:\n  scenario: [noio_verity]\nregimes:\n  - when: {scenario: noio_verity}\n    base_oom: none\n".to_string(),
