@@ -171,7 +171,14 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
         (c.name.as_str(), c.commit.as_str()),
         ("base-commit", unstable.as_str())
     );
-    assert!(c.how.contains("found in the tree"), "{}", c.how);
+    assert_eq!(
+        c.how,
+        format!(
+            "the series' base-commit: {}, the tip of mm-unstable",
+            &unstable[..12]
+        )
+    );
+    assert!(c.trusted, "the tip of a configured ref is trusted");
 
     // No base-commit; applies only on mm-unstable: the cascade's second.
     let s = series_of(&patch_mail(
@@ -228,7 +235,7 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
             on_unstable.clone(),
             on_unstable.replace("int e;", "int e3;"),
             Some(unstable.clone()),
-            format!("base:      base-commit {unstable} (the series' base-commit: {unstable}, found in the tree)"),
+            format!("base:      base-commit {unstable} (the series' base-commit: {unstable}, the tip of mm-unstable)"),
         ),
         (
             "7@example.org",
@@ -359,7 +366,10 @@ async fn base_commit_then_cascade_on_a_two_branch_upstream() {
     let checkout = apply_at(&up, &unstable, &s, &tmp.path().join("checkout"))
         .await
         .unwrap();
-    let msg = git(&checkout, &["log", "-1", "--format=%B"]);
+    let msg = git(
+        &mmci::kernel::apply::applied_repo(&checkout.with_extension("am")),
+        &["log", "-1", "--format=%B"],
+    );
     assert!(
         msg.ends_with("Signed-off-by: A U Thor <a@example.org>\nLink: https://lore.kernel.org/r/5@example.org"),
         "{msg}"
@@ -490,7 +500,7 @@ async fn prerequisites_are_found_by_patch_id_and_applied_first() {
         .await
         .unwrap();
     let log = git(
-        &checkout,
+        &mmci::kernel::apply::applied_repo(&checkout.with_extension("am")),
         &["log", "--format=%s", &format!("{stable}..HEAD")],
     );
     assert_eq!(log, "mm/vmscan: the series\nmm/vmscan: the prerequisite");
@@ -516,4 +526,211 @@ async fn prerequisites_are_found_by_patch_id_and_applied_first() {
         e.contains("not found in the thread: give the patch(es) with --prerequisites MBOX"),
         "{e}"
     );
+}
+
+/// Issue 50, C1: a series must not pick the trusted baseline. A commit in
+/// the tree's object store that no fetched ref reaches (what `git am` left
+/// for an earlier series, or `git commit-tree` here) is ignored as a
+/// `base-commit:`, through `mmci series show` too; an ancestor of a fetched
+/// ref is used but marked untrusted; and applying a series leaves none of
+/// its commits in the tree's store, so the second series of the review's
+/// attack cannot even name the first's head.
+#[tokio::test]
+async fn a_series_cannot_name_a_commit_no_fetched_ref_reaches() {
+    let tmp = tempfile::tempdir().unwrap();
+    let up = tmp.path().join("upstream");
+    std::fs::create_dir_all(&up).unwrap();
+    let (stable, unstable) = upstream(&up);
+    let work = WorkDir::new(tmp.path().join("work"));
+    let url = format!("file://{}", up.display());
+    let tree = tree::fetch_tree(&TreeSpec::parse(&url, Some("mm-stable")).unwrap(), &work)
+        .await
+        .unwrap();
+    let cascade = vec![base::Candidate {
+        name: "mm-stable".into(),
+        commit: stable.clone(),
+    }];
+    let scratch = tmp.path().join("scratch");
+
+    // The review's probe: a commit object in the tree's store that no ref
+    // names, on top of mm-stable (as git am leaves its commits).
+    let stray_tree = git(&tree.path, &["rev-parse", &format!("{stable}^{{tree}}")]);
+    let stray = git(
+        &tree.path,
+        &["commit-tree", &stray_tree, "-p", &stable, "-m", "planted"],
+    );
+    assert_eq!(
+        git(&tree.path, &["for-each-ref", "--contains", &stray]),
+        "",
+        "no ref reaches it"
+    );
+    let s = series_of(&patch_mail(
+        "20@example.org",
+        VMSCAN,
+        &VMSCAN.replace("int a;", "int a20;"),
+        Some(&stray[..12]),
+    ));
+    let c = base::choose(&tree.path, &s, &cascade, &scratch)
+        .await
+        .unwrap();
+    assert_eq!(
+        (c.name.as_str(), c.commit.as_str()),
+        ("mm-stable", stable.as_str())
+    );
+    assert!(c.trusted);
+    assert!(
+        c.how.starts_with(&format!(
+            "base-commit: {} is in the tree's objects but no fetched ref reaches it",
+            &stray[..12]
+        )),
+        "{}",
+        c.how
+    );
+    // The same through the binary.
+    let mbox = tmp.path().join("20.mbox");
+    std::fs::write(
+        &mbox,
+        mbox_of(&patch_mail(
+            "20@example.org",
+            VMSCAN,
+            &VMSCAN.replace("int a;", "int a20;"),
+            Some(&stray[..12]),
+        )),
+    )
+    .unwrap();
+    let out = series_show(work.root(), &["--tree", &url, "--ref", "mm-stable"], &mbox);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let base_line = text
+        .lines()
+        .find(|l| l.starts_with("base:"))
+        .unwrap_or_default();
+    assert!(
+        base_line.starts_with(&format!("base:      mm-stable {stable} (base-commit: {} is in the tree's objects but no fetched ref reaches it", &stray[..12])),
+        "{text}"
+    );
+
+    // An ancestor of a fetched ref: used (the series was written there),
+    // but not trusted, so its build takes private objects. mm-unstable's
+    // parent is mm-stable: with only mm-unstable configured, mm-stable is
+    // such an ancestor.
+    let only_unstable = vec![base::Candidate {
+        name: "mm-unstable".into(),
+        commit: unstable.clone(),
+    }];
+    let s = series_of(&patch_mail(
+        "21@example.org",
+        VMSCAN,
+        &VMSCAN.replace("int a;", "int a21;"),
+        Some(&stable),
+    ));
+    let c = base::choose(&tree.path, &s, &only_unstable, &scratch)
+        .await
+        .unwrap();
+    assert_eq!(
+        (c.name.as_str(), c.commit.as_str()),
+        ("base-commit", stable.as_str())
+    );
+    assert!(
+        !c.trusted,
+        "an ancestor is not a tip the operator configured"
+    );
+    assert!(c.how.contains("an ancestor of mm-unstable"), "{}", c.how);
+
+    // git am's commits stay out of the tree's store: the first series'
+    // head cannot be resolved there, so a second series naming it as its
+    // base-commit is placed by the cascade; and the tree still fetches
+    // (a worktree HEAD on a missing object would break every fetch).
+    git(
+        &tree.path,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            tmp.path().join("co").to_str().unwrap(),
+            &stable,
+        ],
+    );
+    let first = series_of(&patch_mail(
+        "22@example.org",
+        VMSCAN,
+        &VMSCAN.replace("int b;", "int b22;"),
+        None,
+    ));
+    let applied = mmci::kernel::apply::apply(
+        &tmp.path().join("co"),
+        &first,
+        &tmp.path().join("co.am"),
+        &tmp.path().join("co.log"),
+    )
+    .await
+    .unwrap();
+    assert_ne!(applied.head, stable);
+    let in_store = Command::new("git")
+        .arg("-C")
+        .arg(&tree.path)
+        .args(["cat-file", "-e", &format!("{}^{{commit}}", applied.head)])
+        .status()
+        .unwrap();
+    assert!(
+        !in_store.success(),
+        "the applied head entered the tree's object store"
+    );
+    assert_eq!(
+        git(&tmp.path().join("co"), &["rev-parse", "HEAD"]),
+        stable,
+        "the checkout's HEAD stays at the base"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("co/mm/vmscan.c")).unwrap(),
+        VMSCAN.replace("int b;", "int b22;"),
+        "the checkout has the series' files"
+    );
+    let second = series_of(&patch_mail(
+        "23@example.org",
+        VMSCAN,
+        &VMSCAN.replace("int c;", "int c23;"),
+        Some(&applied.head[..12]),
+    ));
+    let c = base::choose(&tree.path, &second, &cascade, &scratch)
+        .await
+        .unwrap();
+    assert_eq!((c.name.as_str(), c.trusted), ("mm-stable", true));
+    assert!(c.how.contains("is not in the tree"), "{}", c.how);
+    git(&up, &["commit", "-q", "--allow-empty", "-m", "later"]);
+    git(&tree.path, &["fetch", "-q", &url, "mm-stable"]);
+}
+
+/// Issue 50, M2: the review's probe through the binary. Two patches that
+/// differ only in `\` against `\  ` at a Makefile line's end (make reads
+/// the second as no continuation) get two series hashes, so two build keys
+/// and two `watch` dedup keys.
+#[test]
+fn trailing_whitespace_makes_another_series_hash() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mail = |tail: &str| {
+        format!(
+            "From x Mon Sep 17 00:00:00 2001\nFrom: A <a@example.org>\nSubject: [PATCH] mm: b\nMessage-ID: <1@example.org>\nDate: Tue, 1 Dec 2026 08:00:00 +0000\n\nAdd b.\n---\ndiff --git a/mm/Makefile b/mm/Makefile\n--- a/mm/Makefile\n+++ b/mm/Makefile\n@@ -1 +1,2 @@\n-obj-y += a.o\n+obj-y += a.o \\{tail}\n+\tb.o\n"
+        )
+    };
+    let mut hashes = Vec::new();
+    for (name, tail) in [("plain.mbox", ""), ("spaces.mbox", "  ")] {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, mail(tail)).unwrap();
+        let out = series_show(&tmp.path().join("work"), &["--json"], &path);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        hashes.push(json["hash"].as_str().unwrap().to_string());
+    }
+    assert_eq!(hashes[0].len(), 64);
+    assert_ne!(hashes[0], hashes[1]);
 }

@@ -327,8 +327,8 @@ pub async fn build(
             // both are ours, so they may build where the sandbox cannot
             // (the benchmark says whether it ran sandboxed).
             sandbox: build::SandboxPolicy {
-                trusted_tree: true,
                 allow_unsandboxed: true,
+                ..build::SandboxPolicy::operator()
             },
             ccache,
         },

@@ -4,6 +4,17 @@
 //! This is the kernel stage's step that applies a series (read by the earlier
 //! `series` stage) to a tree, not part of `series/`: it runs git in the
 //! environment of [`crate::kernel::sandbox`] and works on a kernel checkout.
+//!
+//! The commits `git am` makes never enter the tree's object store: `git am`
+//! runs in a private repository of the build's own (`<scratch>/am.git`,
+//! which borrows the tree's objects through `objects/info/alternates`) with
+//! the checkout as its work tree. A series' commits in the shared store
+//! could later be named as a `base-commit:` by another series (their ids are
+//! published in reports) and built as a trusted baseline; a commit only the
+//! private repository holds cannot. The checkout's own HEAD stays at the
+//! base throughout, so the tree's repository never points at an object it
+//! lacks (a worktree HEAD on a missing commit makes every later `git fetch`
+//! into the tree fail with "bad object").
 
 use std::path::{Path, PathBuf};
 
@@ -60,6 +71,8 @@ pub enum ApplyError {
     Io(#[from] std::io::Error),
     #[error("git")]
     Git(#[from] CommandError),
+    #[error("the private repository for git am: {0}")]
+    Private(String),
 }
 
 /// Reads git am's output: the failed patch number and the files and hunks.
@@ -189,19 +202,108 @@ fn link_hook(scratch: &Path) -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// What `git am` made: the series' head commit and its tree, both held only
+/// by the private repository ([`applied_repo`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    pub head: String,
+    pub tree: String,
+}
+
+/// The private repository [`apply`] ran `git am` in, under `scratch`: its
+/// HEAD is the applied series (`git --git-dir=<it> log` shows the commits).
+pub fn applied_repo(scratch: &Path) -> PathBuf {
+    scratch.join("am.git")
+}
+
+/// `git --git-dir=<repo> --work-tree=<checkout>`, in the allow-listed
+/// environment of [`git`].
+fn git_private(repo: &Path, checkout: &Path) -> Command {
+    let mut cmd = git(checkout);
+    cmd.arg("--git-dir")
+        .arg(repo)
+        .arg("--work-tree")
+        .arg(checkout);
+    cmd
+}
+
+/// One line of a git command's stdout.
+async fn git_line(cmd: &mut Command, what: &str) -> Result<String, ApplyError> {
+    let out = process::output(cmd, what, Limits::LOCAL).await?;
+    if !out.status.success() {
+        return Err(ApplyError::Private(format!(
+            "{what}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Makes the private repository for `git am` under `scratch`: a bare
+/// repository borrowing the tree's objects, HEAD at the checkout's HEAD
+/// (the base), its index read from it and refreshed against the checkout's
+/// files (which the caller has just reset to the base).
+async fn private_repo(checkout: &Path, scratch: &Path) -> Result<(PathBuf, String), ApplyError> {
+    let repo = applied_repo(scratch);
+    let base = git_line(
+        git(checkout).args(["rev-parse", "--verify", "HEAD"]),
+        "git rev-parse HEAD",
+    )
+    .await?;
+    let common = git_line(
+        git(checkout).args(["rev-parse", "--path-format=absolute", "--git-common-dir"]),
+        "git rev-parse --git-common-dir",
+    )
+    .await?;
+    git_line(
+        git(scratch).args(["init", "-q", "--bare"]).arg(&repo),
+        "git init",
+    )
+    .await?;
+    std::fs::write(
+        repo.join("objects/info/alternates"),
+        format!("{}\n", Path::new(&common).join("objects").display()),
+    )?;
+    git_line(
+        git_private(&repo, checkout).args(["update-ref", "HEAD", &base]),
+        "git update-ref",
+    )
+    .await?;
+    git_line(
+        git_private(&repo, checkout).args(["read-tree", "HEAD"]),
+        "git read-tree",
+    )
+    .await?;
+    // Only the stat data: the content is the base's (a file that differs
+    // shows up here and makes git am refuse, as in the checkout itself).
+    let _ = process::output(
+        git_private(&repo, checkout).args(["update-index", "-q", "--refresh"]),
+        "git update-index --refresh",
+        Limits::LOCAL,
+    )
+    .await?;
+    Ok((repo, base))
+}
+
 /// `git am -3` of `series` onto the current HEAD of `checkout`, each commit
-/// with a `Link:` trailer to its mail on lore. On failure the am is
-/// aborted, leaving the checkout at its base.
+/// with a `Link:` trailer to its mail on lore, in a private repository
+/// (see the module comment). On failure the am is aborted, leaving the
+/// checkout's files at its base.
 pub async fn apply(
     checkout: &Path,
     series: &Series,
     scratch: &Path,
     log: &Path,
-) -> Result<(), ApplyError> {
+) -> Result<Applied, ApplyError> {
+    // What an interrupted earlier attempt left.
+    if scratch.exists() {
+        std::fs::remove_dir_all(scratch)?;
+    }
     let files = write_patch_files(series, scratch)?;
     let hooks = link_hook(scratch)?;
+    let (repo, _base) = private_repo(checkout, scratch).await?;
     let out = process::output(
-        git(checkout)
+        git_private(&repo, checkout)
             .arg("-c")
             .arg(format!("core.hooksPath={}", hooks.display()))
             .args([
@@ -230,8 +332,17 @@ pub async fn apply(
         writeln!(f, "==> git am -3 ({} patches)\n{text}", files.len())?;
     }
     if out.status.success() {
-        let _ = std::fs::remove_dir_all(scratch);
-        return Ok(());
+        let head = git_line(
+            git_private(&repo, checkout).args(["rev-parse", "--verify", "HEAD"]),
+            "git rev-parse HEAD",
+        )
+        .await?;
+        let tree = git_line(
+            git_private(&repo, checkout).args(["rev-parse", "--verify", "HEAD^{tree}"]),
+            "git rev-parse HEAD^{tree}",
+        )
+        .await?;
+        return Ok(Applied { head, tree });
     }
     let mut failure = parse_am_failure(&text, series);
     // git am -3 may go straight to its 3-way fallback and only say that it
@@ -239,7 +350,9 @@ pub async fn apply(
     // hunks that do not fit.
     if let Some(file) = failure.patch.and_then(|n| files.get(n as usize - 1)) {
         let check = process::output(
-            git(checkout).args(["apply", "--check"]).arg(file),
+            git_private(&repo, checkout)
+                .args(["apply", "--check"])
+                .arg(file),
             "git apply --check",
             Limits::LOCAL,
         )
@@ -254,8 +367,15 @@ pub async fn apply(
             .detail
             .push_str(&format!("\n{}", check_text.trim_end()));
     }
+    // Back to the base's files (git am -3 may have left conflict markers),
+    // then the private repository goes.
+    process::run_logged(
+        git_private(&repo, checkout).args(["am", "--abort"]),
+        log,
+        "git am --abort",
+    )
+    .await?;
     let _ = std::fs::remove_dir_all(scratch);
-    process::run_logged(git(checkout).args(["am", "--abort"]), log, "git am --abort").await?;
     Err(ApplyError::DoesNotApply(failure))
 }
 

@@ -258,6 +258,9 @@ pub async fn prepare(
         (None, None) => None,
     };
     let chosen_name = chosen.as_ref().map(|c| c.name.clone());
+    // The tree's own tip (no series, no pinned base) is what the operator
+    // configured; a chosen base is trusted only when it is such a tip.
+    let trusted_base = chosen.as_ref().is_none_or(|c| c.trusted);
     if let Some(c) = chosen {
         tracing::info!(base = %c.name, commit = %c.commit, how = %c.how, "series base");
         tree.commit = c.commit.clone();
@@ -270,7 +273,8 @@ pub async fn prepare(
         fragments,
         jobs: source.jobs,
         sandbox: build::SandboxPolicy {
-            trusted_tree: source.tree.is_none(),
+            operator_tarball: source.tree.is_none(),
+            trusted_base,
             allow_unsandboxed: source.unsandboxed_builds,
         },
         ccache: source.ccache,
@@ -455,6 +459,7 @@ pub async fn pin_bases(
                 name: c.name.clone(),
                 commit: c.commit.clone(),
                 how: format!("the base its series was applied on: {}", c.how),
+                trusted: c.trusted,
             });
         }
     }

@@ -1,8 +1,14 @@
 //! The base a series is applied on. The cascade, in order:
 //!
-//! 1. the series' `base-commit:` trailer, when the tree has that commit:
-//!    the series was written there, so it is applied there and the base
-//!    kernel of the comparison is that commit;
+//! 1. the series' `base-commit:` trailer, when that commit is reached from a
+//!    ref mmci fetched (the configured ref or a cascade entry: `git
+//!    merge-base --is-ancestor`): the series was written there, so it is
+//!    applied there and the base kernel of the comparison is that commit.
+//!    Being in the tree's object store is not enough: a commit no fetched
+//!    ref reaches may be one another series left (see
+//!    [`crate::kernel::apply`]), and the base kernel is the comparison's
+//!    trusted side. A base-commit that is not itself such a tip is built as
+//!    untrusted ([`BaseChoice::trusted`]);
 //! 2. otherwise the configured tree's ref (`--tree URL --ref REF`, or the
 //!    bundled tree), then each further ref the configuration lists
 //!    (`--base-cascade mm-unstable --base-cascade mm-new`), in order: the
@@ -38,6 +44,12 @@ pub struct BaseChoice {
     pub name: String,
     pub commit: String,
     pub how: String,
+    /// The commit is the tip of a ref the operator configured (a
+    /// candidate), not one a series' trailer picked among their ancestors:
+    /// only then does its build write the object dir and ccache that later
+    /// builds read. Results recorded before this field read as untrusted.
+    #[serde(default)]
+    pub trusted: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -63,11 +75,20 @@ pub enum BaseError {
 
 const GIT_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// A scratch index, and the scratch object dir the blobs `git apply
+/// --cached` writes go to (borrowing the tree's objects), so that trying a
+/// series leaves nothing of it in the tree's store.
+struct Scratch<'a> {
+    index: &'a Path,
+    objects: &'a Path,
+    alternate: &'a Path,
+}
+
 /// Runs git in its own process group with a timeout; (success, stderr).
 async fn git(
     repo: &Path,
     args: &[&str],
-    index: Option<&Path>,
+    isolate: Option<&Scratch<'_>>,
 ) -> Result<(bool, String), BaseError> {
     let err = |source| BaseError::Git {
         repo: repo.display().to_string(),
@@ -76,8 +97,10 @@ async fn git(
     let scratch = tempfile::NamedTempFile::new().map_err(err)?;
     let mut cmd = Command::new("git");
     cmd.arg("-C").arg(repo).args(args);
-    if let Some(i) = index {
-        cmd.env("GIT_INDEX_FILE", i);
+    if let Some(s) = isolate {
+        cmd.env("GIT_INDEX_FILE", s.index)
+            .env("GIT_OBJECT_DIRECTORY", s.objects)
+            .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", s.alternate);
     }
     cmd.stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -117,6 +140,55 @@ pub async fn resolve(repo: &Path, rev: &str) -> Result<Option<String>, BaseError
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()))
 }
 
+/// The object dir of `repo` (its common dir's `objects`), absolute.
+async fn objects_dir(repo: &Path) -> Result<std::path::PathBuf, BaseError> {
+    let out = process::output(
+        Command::new("git").arg("-C").arg(repo).args([
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-common-dir",
+        ]),
+        "git rev-parse --git-common-dir",
+        Limits::QUICK,
+    )
+    .await
+    .map_err(|e| BaseError::Command {
+        repo: repo.display().to_string(),
+        source: e,
+    })?;
+    Ok(Path::new(String::from_utf8_lossy(&out.stdout).trim()).join("objects"))
+}
+
+/// Is `ancestor` reached from `tip` in `repo` (or is it `tip`)?
+async fn is_ancestor(repo: &Path, ancestor: &str, tip: &str) -> Result<bool, BaseError> {
+    let (yes, _) = git(repo, &["merge-base", "--is-ancestor", ancestor, tip], None).await?;
+    Ok(yes)
+}
+
+/// How a resolved base-commit relates to the trusted candidates: the
+/// candidate it is the tip of, or the first one it is an ancestor of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Reach<'a> {
+    Tip(&'a str),
+    Ancestor(&'a str),
+}
+
+async fn reach<'a>(
+    repo: &Path,
+    commit: &str,
+    candidates: &'a [Candidate],
+) -> Result<Option<Reach<'a>>, BaseError> {
+    if let Some(c) = candidates.iter().find(|c| c.commit == commit) {
+        return Ok(Some(Reach::Tip(&c.name)));
+    }
+    for c in candidates {
+        if is_ancestor(repo, commit, &c.commit).await? {
+            return Ok(Some(Reach::Ancestor(&c.name)));
+        }
+    }
+    Ok(None)
+}
+
 /// Does every patch apply, in order, on `commit`? Err(first failing patch).
 async fn applies(
     repo: &Path,
@@ -130,7 +202,18 @@ async fn applies(
     })?;
     let index = scratch.join("index");
     let _ = std::fs::remove_file(&index);
-    let (ok, e) = git(repo, &["read-tree", commit], Some(&index)).await?;
+    let objects = scratch.join("objects");
+    std::fs::create_dir_all(&objects).map_err(|source| BaseError::Git {
+        repo: objects.display().to_string(),
+        source,
+    })?;
+    let alternate = objects_dir(repo).await?;
+    let tmp = Scratch {
+        index: &index,
+        objects: &objects,
+        alternate: &alternate,
+    };
+    let (ok, e) = git(repo, &["read-tree", commit], Some(&tmp)).await?;
     if !ok {
         return Ok(Err(format!("read-tree: {}", e.trim())));
     }
@@ -150,7 +233,7 @@ async fn applies(
             source,
         })?;
         let f = file.to_string_lossy().into_owned();
-        let (ok, e) = git(repo, &["apply", "--cached", &f], Some(&index)).await?;
+        let (ok, e) = git(repo, &["apply", "--cached", &f], Some(&tmp)).await?;
         if !ok {
             let why = e.lines().next().unwrap_or("does not apply").to_string();
             return Ok(Err(if i < before {
@@ -173,15 +256,42 @@ pub async fn choose(
     let mut tried = Vec::new();
     let mut why_not_trailer = String::from("no base-commit: trailer");
     if let Some(c) = &series.base_commit {
-        match resolve(repo, c).await? {
-            Some(full) => {
+        let full = resolve(repo, c).await?;
+        let reached = match &full {
+            Some(full) => reach(repo, full, candidates).await?,
+            None => None,
+        };
+        match (full, reached) {
+            (Some(full), Some(Reach::Tip(name))) => {
                 return Ok(BaseChoice {
                     name: "base-commit".into(),
                     commit: full,
-                    how: format!("the series' base-commit: {c}, found in the tree"),
+                    how: format!("the series' base-commit: {c}, the tip of {name}"),
+                    trusted: true,
                 })
             }
-            None => {
+            (Some(full), Some(Reach::Ancestor(name))) => {
+                return Ok(BaseChoice {
+                    name: "base-commit".into(),
+                    commit: full,
+                    how: format!(
+                        "the series' base-commit: {c}, an ancestor of {name} (not a tip mmci trusts: built as untrusted, in private objects)"
+                    ),
+                    trusted: false,
+                })
+            }
+            (Some(_), None) => {
+                why_not_trailer = format!(
+                    "base-commit: {c} is in the tree's objects but no fetched ref reaches it (ignored: only the history of {} is trusted)",
+                    candidates
+                        .iter()
+                        .map(|c| c.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                tried.push(format!("base-commit {c}: reached from no fetched ref"));
+            }
+            (None, _) => {
                 why_not_trailer = format!("base-commit: {c} is not in the tree");
                 tried.push(format!("base-commit {c}: not in the tree"));
             }
@@ -195,6 +305,7 @@ pub async fn choose(
                 return Ok(BaseChoice {
                     name: cand.name.clone(),
                     commit: cand.commit.clone(),
+                    trusted: true,
                     how: if i == 0 {
                         format!(
                             "{why_not_trailer}; applies on {} (the configured tree, first of the cascade {})",

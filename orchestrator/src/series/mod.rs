@@ -233,15 +233,21 @@ fn trailer_values<'a>(body: &'a str, key: &str) -> impl Iterator<Item = String> 
 }
 
 /// Hash of the patches' content: independent of Message-IDs, dates and
-/// mbox framing, so a re-send of the same patches hashes the same.
+/// mbox framing, so a re-send of the same patches hashes the same, and of
+/// nothing else: build keys and `watch`'s "seen" set are this hash, so two
+/// series that `git am` applies differently must never share it. Every
+/// line is hashed as sent, trailing spaces included (make reads `\` and
+/// `\  ` at a line's end differently); only what git am itself drops is
+/// left out: the CR of a CRLF (git mailsplit strips it) and the blank lines
+/// after the last one (mbox framing).
 pub fn series_hash(patches: &[(String, String)]) -> String {
     let mut h = Sha256::new();
-    h.update(b"mmci-series-v1\0");
+    h.update(b"mmci-series-v2\0");
     for (title, body) in patches {
         h.update(title.trim().as_bytes());
         h.update(b"\0");
-        for line in body.trim_end().lines() {
-            h.update(line.trim_end().as_bytes());
+        for line in body.trim_end_matches(['\n', '\r']).split('\n') {
+            h.update(line.strip_suffix('\r').unwrap_or(line).as_bytes());
             h.update(b"\n");
         }
         h.update(b"\0");
@@ -566,22 +572,39 @@ mod tests {
     #[test]
     fn hash_ignores_framing_but_not_content() {
         let a = assemble(&[mail("[PATCH] x", "id1", DIFF)], "a").unwrap();
-        let b = assemble(
-            &[mail("[PATCH v1 1/1] x", "id2", &format!("{DIFF}  "))],
-            "b",
-        )
-        .unwrap();
-        assert_eq!(a.hash, b.hash);
-        let c = assemble(
-            &[mail(
-                "[PATCH] x",
-                "id1",
-                &DIFF.replace("vmscan", "compaction"),
-            )],
-            "c",
-        )
-        .unwrap();
-        assert_ne!(a.hash, c.hash);
+        // Framing: the same build.
+        for (subject, body) in [
+            ("[PATCH v1 1/1] x", DIFF.to_string()),
+            ("[PATCH] x", format!("{DIFF}\n\n")),
+            ("[PATCH] x", DIFF.replace('\n', "\r\n")),
+        ] {
+            let b = assemble(&[mail(subject, "id2", &body)], "b").unwrap();
+            assert_eq!(a.hash, b.hash, "{subject:?} {body:?}");
+        }
+        // Content, whitespace included: another build.
+        for body in [
+            DIFF.replace("vmscan", "compaction"),
+            format!("{DIFF}  "),
+            DIFF.replacen("\n", " \n", 1),
+            DIFF.replacen("\n", "\t\n", 3),
+        ] {
+            let c = assemble(&[mail("[PATCH] x", "id1", &body)], "c").unwrap();
+            assert_ne!(a.hash, c.hash, "{body:?}");
+        }
+    }
+
+    /// The review's probe: a make continuation `\` against `\  ` at a line's
+    /// end (make reads the second as no continuation at all) gave one hash.
+    #[test]
+    fn a_backslash_with_trailing_spaces_is_another_series() {
+        let patch = |tail: &str| {
+            format!(
+                "Add b.o.\n---\ndiff --git a/mm/Makefile b/mm/Makefile\n--- a/mm/Makefile\n+++ b/mm/Makefile\n@@ -1 +1,2 @@\n-obj-y += a.o\n+obj-y += a.o \\{tail}\n+\tb.o\n"
+            )
+        };
+        let one = assemble(&[mail("[PATCH] mm: b", "id1", &patch(""))], "1").unwrap();
+        let two = assemble(&[mail("[PATCH] mm: b", "id1", &patch("  "))], "2").unwrap();
+        assert_ne!(one.hash, two.hash);
     }
 
     #[test]

@@ -179,6 +179,14 @@ pub async fn resolve(
                 .filter(|id| !missing.contains(id))
                 .map(|id| (String::new(), id.clone())),
         );
+        // The prerequisites' own bytes too: a patch-id ignores whitespace,
+        // and what is built must key the build (see super::series_hash).
+        parts.extend(found.iter().map(|p| {
+            let body = super::parse_mail(&p.raw)
+                .map(|m| m.body)
+                .unwrap_or_default();
+            (p.title.clone(), body)
+        }));
         series.hash = super::series_hash(&parts);
         series
             .left_out

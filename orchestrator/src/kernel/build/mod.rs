@@ -113,22 +113,49 @@ pub struct BuildRequest {
     pub ccache: bool,
 }
 
-/// Where the build sandbox cannot run (see [`sandbox::probe`]), which
-/// builds may go on without it. The default refuses every build.
+/// Which builds are the operator's own code, and which builds may go on
+/// where the sandbox cannot run (see [`sandbox::probe`]). The default
+/// trusts nothing and refuses every build without the sandbox.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SandboxPolicy {
     /// The tree is the operator's own tarball (the Debian package
-    /// mmci-setup installs), not a tree fetched by URL: built without a
-    /// series it is the operator's code, as when they build it by hand.
-    pub trusted_tree: bool,
+    /// mmci-setup installs), not a tree fetched by URL.
+    pub operator_tarball: bool,
+    /// The commit built is a tip the operator configured (the tree's ref,
+    /// a cascade entry; see [`crate::series::base::BaseChoice::trusted`]),
+    /// not a commit a series named. Only such a build writes the object
+    /// dir and the ccache every later build of the configuration reads:
+    /// any other base is built as a series is, in a private copy.
+    pub trusted_base: bool,
     /// `--unsandboxed-builds`: series and fetched trees too.
     pub allow_unsandboxed: bool,
 }
 
 impl SandboxPolicy {
+    /// Builds the operator's own code, as when they build it by hand.
+    pub fn operator() -> SandboxPolicy {
+        SandboxPolicy {
+            operator_tarball: true,
+            trusted_base: true,
+            allow_unsandboxed: false,
+        }
+    }
+
+    /// Is a build of this base (with a series or not) the shared
+    /// baseline's, which writes the configuration's object dir?
+    pub fn writes_shared_objects(&self, with_series: bool) -> bool {
+        self.trusted_base && !with_series
+    }
+
     /// May a build of this tree (with a series or not) run unsandboxed?
     pub fn allows_unsandboxed(&self, with_series: bool) -> bool {
-        self.allow_unsandboxed || (self.trusted_tree && !with_series)
+        self.allow_unsandboxed || (self.operator_tarball && self.writes_shared_objects(with_series))
+    }
+
+    /// Must ccache be read-only for this build? Only the operator's own
+    /// tarball at a trusted tip writes it.
+    pub fn ccache_read_only(&self, with_series: bool) -> bool {
+        !(self.operator_tarball && self.writes_shared_objects(with_series))
     }
 }
 
@@ -160,9 +187,27 @@ pub struct KernelBuild {
     /// This call found it in the cache.
     #[serde(default)]
     pub cached: bool,
+    /// sha256 of each artifact kept in `dir` (file name -> hex), checked
+    /// before a cached build is used: a kernel that changed after its
+    /// build (a CI cache restored from elsewhere, a disk error) is built
+    /// again, not booted as what this key names. A stamp without them
+    /// (written before they were kept) is built again too.
+    #[serde(default)]
+    pub digests: std::collections::BTreeMap<String, String>,
 }
 
 const STAMP: &str = "mmci-build.json";
+
+/// The most of a build's artifacts mmci copies out of its object dir: a
+/// build (a series' Makefile) decides their size, and the host's disk is
+/// not its to fill. A debug (DWARF) vmlinux of mmci's configurations is a
+/// few hundred MiB; KASAN adds less than that.
+const MAX_IMAGE_BYTES: u64 = 2 << 30;
+/// System.map and .config are text of a few MiB at most.
+const MAX_TEXT_ARTIFACT_BYTES: u64 = 64 << 20;
+/// The tail of build.log mmci reads back for warnings (make writes it
+/// unbounded; the warnings of a real build fit in a few MiB).
+const MAX_LOG_TAIL_BYTES: u64 = 16 << 20;
 
 /// The cache key: everything that changes the kernel we get.
 pub fn cache_key(
@@ -349,7 +394,8 @@ pub async fn build_kernel(
     // whatever included them (1,125 files for a comment in mm/vmscan.c,
     // after a debug-flavour build had reset include/linux/mmzone.h).
     let base_objs = object_dir(work, &tree.name, req.arch, &compiler, &req.fragments);
-    if series.is_some() && !base_objs.join(".config").is_file() {
+    let shared = req.sandbox.writes_shared_objects(series.is_some());
+    if series.is_some() && req.sandbox.trusted_base && !base_objs.join(".config").is_file() {
         build_baseline_first(tree, req, work).await;
     }
     let slot = configuration_slot(req.arch, &compiler, &req.fragments);
@@ -362,37 +408,43 @@ pub async fn build_kernel(
     let _ = std::fs::remove_file(&log);
 
     let checkout = tree::prepare_checkout(tree, &slot, work, &log, Some(&base_objs)).await?;
-    if let Some(series) = series {
-        let scratch = dir.join("patches");
-        apply::apply(&checkout, series, &scratch, &log)
-            .await
-            .map_err(|e| match e {
-                apply::ApplyError::DoesNotApply(f) => BuildError::Apply(f),
-                other => BuildError::ApplyIo(other.to_string()),
-            })?;
-    }
-    let head_commit = tree::head(&checkout).await?;
+    // The commits git am makes stay in the build's own repository (see
+    // apply's module comment): the checkout's HEAD stays at the base.
+    let head_commit = match series {
+        Some(series) => {
+            let scratch = dir.join("patches");
+            apply::apply(&checkout, series, &scratch, &log)
+                .await
+                .map_err(|e| match e {
+                    apply::ApplyError::DoesNotApply(f) => BuildError::Apply(f),
+                    other => BuildError::ApplyIo(other.to_string()),
+                })?
+                .head
+        }
+        None => tree::head(&checkout).await?,
+    };
 
-    // A series is untrusted: its Makefiles run with write access to the
+    // A series is untrusted, and so is a base no operator configured (a
+    // series' base-commit:): its Makefiles run with write access to the
     // object dir. It gets a private copy of the baseline's, so that nothing
     // it plants there is linked into a later trusted build; the copy keeps
     // mtimes, so its build stays incremental. Removed after the build (the
     // kernel is cached by its key; the objects are not needed again).
-    let objs = match &series_hash {
-        None => base_objs.clone(),
-        Some(hash) => {
-            let private = work.objs().join(format!(
-                "{}.series-{}",
-                base_objs.file_name().expect("named").to_string_lossy(),
-                &hash[..hash.len().min(16)]
-            ));
-            seed_object_dir(&base_objs, &private, &log).await?;
-            private
-        }
+    let objs = if shared {
+        base_objs.clone()
+    } else {
+        let what = match &series_hash {
+            Some(hash) => format!("series-{}", &hash[..hash.len().min(16)]),
+            None => format!("base-{}", &tree.commit[..tree.commit.len().min(16)]),
+        };
+        let private = work.objs().join(format!(
+            "{}.{what}",
+            base_objs.file_name().expect("named").to_string_lossy(),
+        ));
+        seed_object_dir(&base_objs, &private, &log).await?;
+        private
     };
-    let _private_objs = series_hash
-        .is_some()
-        .then(|| crate::host::fs::RemoveDirOnDrop(objs.clone()));
+    let _private_objs = (!shared).then(|| crate::host::fs::RemoveDirOnDrop(objs.clone()));
     std::fs::create_dir_all(&objs).map_err(io_err(&objs))?;
     // ccache is opt-in (MMCI_CCACHE=1): base and patched builds already share
     // one object dir, and on a cold cache every miss runs the preprocessor
@@ -403,9 +455,9 @@ pub async fn build_kernel(
     if ccache {
         std::fs::create_dir_all(&ccache_dir).map_err(io_err(&ccache_dir))?;
     }
-    // Nor may a series or a fetched tree write into ccache's cache, which
-    // the tarball's trusted builds read.
-    let ccache_read_only = ccache && (series_hash.is_some() || !req.sandbox.trusted_tree);
+    // Nor may a series, a base a series named or a fetched tree write into
+    // ccache's cache, which the tarball's trusted builds read.
+    let ccache_read_only = ccache && req.sandbox.ccache_read_only(series.is_some());
     // The fragments, written by us where the build cannot write (not in
     // the object dir, where a build could have planted a symlink by then).
     let inputs = dir.join("fragments");
@@ -478,7 +530,7 @@ pub async fn build_kernel(
     }
 
     let (target, image_rel) = boot_image(req.arch, &options);
-    if series_hash.is_none() {
+    if shared {
         // The baseline's objects are (re)made from the base's files now.
         super::mtime::mark_built_from(&objs, &tree.commit).map_err(io_err(&objs))?;
     }
@@ -503,12 +555,32 @@ pub async fn build_kernel(
         }
     };
 
+    // The last make ran the series' Makefiles, which may have rewritten
+    // .config after the check above: checked again, and the copy kept is
+    // the text checked.
+    let final_config =
+        sandbox::read_beneath(&objs, Path::new(".config")).map_err(io_err(&config_path))?;
+    if final_config != config {
+        let mismatches = kconfig::check(&kconfig::parse_config(&final_config), &requests);
+        if !mismatches.is_empty() {
+            let _ = std::fs::remove_file(&config_path);
+            return Err(BuildError::Config(mismatches));
+        }
+        tracing::warn!(objs = %objs.display(), "the build changed .config after olddefconfig; the requested options still hold");
+    }
+    let kept_config = dir.join("config");
+    crate::host::fs::write_atomic(&kept_config, final_config.as_bytes())
+        .map_err(io_err(&kept_config))?;
+
     // Keep the artifacts, not the objects.
     let image_name = Path::new(image_rel).file_name().expect("image has a name");
     let mut keep = vec![
-        (Path::new(image_rel), dir.join(image_name)),
-        (Path::new(".config"), dir.join("config")),
-        (Path::new("System.map"), dir.join("System.map")),
+        (Path::new(image_rel), dir.join(image_name), MAX_IMAGE_BYTES),
+        (
+            Path::new("System.map"),
+            dir.join("System.map"),
+            MAX_TEXT_ARTIFACT_BYTES,
+        ),
     ];
     // With debug info, what file:line in call traces needs (see
     // crate::kernel::decode): the vmlinux (arm64 boots Image) and the
@@ -518,27 +590,37 @@ pub async fn build_kernel(
         keep.push((
             Path::new(super::decode::VMLINUX),
             dir.join(super::decode::VMLINUX),
+            MAX_IMAGE_BYTES,
         ));
     }
-    for (from, to) in keep {
-        sandbox::copy_beneath(&objs, from, &to).map_err(io_err(&objs.join(from)))?;
+    for (from, to, cap) in &keep {
+        copy_capped(&objs, from, to, *cap).map_err(io_err(&objs.join(from)))?;
+    }
+    let mut digests = std::collections::BTreeMap::new();
+    for to in keep
+        .iter()
+        .map(|(_, to, _)| to.as_path())
+        .chain([kept_config.as_path()])
+    {
+        let name = to
+            .file_name()
+            .expect("named")
+            .to_string_lossy()
+            .into_owned();
+        digests.insert(name, file_digest(to).map_err(io_err(to))?);
     }
     if debug_info {
         super::decode::keep_scripts(&tree.path, &tree.commit, &dir).await?;
     }
-    let log_text = std::fs::read_to_string(&log).unwrap_or_default();
+    let log_text = log_tail(&log);
     // The object dir's ledger knows the warnings of files this incremental
     // build did not recompile (see crate::kernel::warnings). A series'
     // private copy is the build's to rewrite: its ledger is the baseline's
     // (the copy's origin), and is not written back (the copy is removed).
-    let ledger_dir = if series_hash.is_some() {
-        &base_objs
-    } else {
-        &objs
-    };
+    let ledger_dir = if shared { &objs } else { &base_objs };
     let mut ledger = read_ledger(ledger_dir);
     warnings::update(&mut ledger, &log_text, &checkout);
-    if series_hash.is_none() {
+    if shared {
         warnings::write_ledger(&objs, &ledger).map_err(io_err(&objs))?;
     }
     let build = KernelBuild {
@@ -556,6 +638,7 @@ pub async fn build_kernel(
         warnings: warnings::all(&ledger),
         build_seconds: start.elapsed().as_secs_f64(),
         cached: false,
+        digests,
     };
     let stamp = dir.join(STAMP);
     let tmp = dir.join(format!("{STAMP}.tmp"));
@@ -616,10 +699,115 @@ fn read_ledger(objs: &Path) -> warnings::Ledger {
         .unwrap_or_default()
 }
 
+/// A cached build in `dir`, if its stamp parses and every artifact it
+/// names still has the digest it was built with (see
+/// [`KernelBuild::digests`]); else `None`, and the kernel is built again.
 fn read_stamp(dir: &Path) -> Option<KernelBuild> {
-    let text = std::fs::read_to_string(dir.join(STAMP)).ok()?;
+    let text = crate::host::fs::read_capped_to_string(
+        &dir.join(STAMP),
+        1 << 20,
+        "a build stamp's 1 MiB",
+        crate::host::fs::Accept::RegularNoSymlink,
+    )
+    .ok()?;
     let build: KernelBuild = serde_json::from_str(&text).ok()?;
-    build.image.is_file().then_some(build)
+    match stale_artifact(dir, &build) {
+        None => Some(build),
+        Some(why) => {
+            tracing::warn!(dir = %dir.display(), why, "cached kernel not used: building it again");
+            None
+        }
+    }
+}
+
+/// Why the artifacts of `build` in `dir` do not match its stamp, if they
+/// do not.
+fn stale_artifact(dir: &Path, build: &KernelBuild) -> Option<String> {
+    let image = build.image.file_name()?.to_string_lossy().into_owned();
+    if build.image != dir.join(&image) {
+        return Some(format!(
+            "its image {} is not in its dir",
+            build.image.display()
+        ));
+    }
+    if !build.digests.contains_key(&image) || !build.digests.contains_key("config") {
+        return Some("its stamp has no digests (written by an older mmci)".into());
+    }
+    for (name, want) in &build.digests {
+        let path = dir.join(name);
+        if Path::new(name).components().count() != 1 {
+            return Some(format!("its stamp names {name:?}, not a file of its dir"));
+        }
+        match file_digest(&path) {
+            Ok(got) if &got == want => {}
+            Ok(_) => return Some(format!("{name} changed since it was built")),
+            Err(e) => return Some(format!("{name}: {e}")),
+        }
+    }
+    None
+}
+
+/// sha256 of a regular file (not through a symlink), in hex.
+fn file_digest(path: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    if !f.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h)?;
+    Ok(hex::encode(h.finalize()))
+}
+
+/// Copies `rel` under `objs` to `to` (see [`sandbox::open_beneath`]),
+/// refusing a file larger than `cap` (counted in the bytes copied, so a
+/// file still growing is caught too).
+fn copy_capped(objs: &Path, rel: &Path, to: &Path, cap: u64) -> std::io::Result<u64> {
+    use std::io::Read;
+    let from = sandbox::open_beneath(objs, rel)?;
+    let too_large = || {
+        std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("larger than {cap} bytes, the most mmci copies out of a build; refused"),
+        )
+    };
+    if from.metadata()?.len() > cap {
+        return Err(too_large());
+    }
+    let _ = std::fs::remove_file(to);
+    let mut out = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(to)?;
+    let n = std::io::copy(&mut from.take(cap + 1), &mut out)?;
+    if n > cap {
+        drop(out);
+        let _ = std::fs::remove_file(to);
+        return Err(too_large());
+    }
+    Ok(n)
+}
+
+/// The last [`MAX_LOG_TAIL_BYTES`] of the build log, as text (lossy: a
+/// build's output is not always UTF-8, and the cut may split a character).
+fn log_tail(log: &Path) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return String::new();
+    };
+    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if len > MAX_LOG_TAIL_BYTES {
+        let _ = f.seek(SeekFrom::Start(len - MAX_LOG_TAIL_BYTES));
+    }
+    let mut bytes = Vec::new();
+    let _ = f.take(MAX_LOG_TAIL_BYTES).read_to_end(&mut bytes);
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 #[cfg(test)]
@@ -675,6 +863,135 @@ mod tests {
         ] {
             assert_ne!(objs, other);
         }
+    }
+
+    /// Who writes the shared object dir and ccache, and who may build
+    /// without the sandbox: only the operator's tarball at a trusted tip.
+    #[test]
+    fn sandbox_policy_by_base_and_series() {
+        let p = |operator_tarball, trusted_base, allow_unsandboxed| SandboxPolicy {
+            operator_tarball,
+            trusted_base,
+            allow_unsandboxed,
+        };
+        // (policy, with series) -> (writes shared objects, unsandboxed ok, ccache read-only)
+        for (policy, series, want) in [
+            (p(true, true, false), false, (true, true, false)),
+            (p(true, true, false), true, (false, false, true)),
+            // A base a series named (an ancestor of a fetched ref): private.
+            (p(true, false, false), false, (false, false, true)),
+            // A fetched tree's configured tip: shared objects, but ccache
+            // read-only and never unsandboxed without the flag.
+            (p(false, true, false), false, (true, false, true)),
+            (p(false, false, false), true, (false, false, true)),
+            (p(false, false, true), true, (false, true, true)),
+            (SandboxPolicy::default(), false, (false, false, true)),
+        ] {
+            assert_eq!(
+                (
+                    policy.writes_shared_objects(series),
+                    policy.allows_unsandboxed(series),
+                    policy.ccache_read_only(series)
+                ),
+                want,
+                "{policy:?} series={series}"
+            );
+        }
+    }
+
+    fn stamped(dir: &Path) -> KernelBuild {
+        std::fs::write(dir.join("vmlinux"), b"kernel image").unwrap();
+        std::fs::write(dir.join("config"), b"CONFIG_MMU=y\n").unwrap();
+        let digests = ["vmlinux", "config"]
+            .iter()
+            .map(|n| (n.to_string(), file_digest(&dir.join(n)).unwrap()))
+            .collect();
+        let build = KernelBuild {
+            arch: Arch::X86_64,
+            key: "k".repeat(64),
+            dir: dir.to_path_buf(),
+            image: dir.join("vmlinux"),
+            release: "6.12.95+".into(),
+            tree_commit: "c".repeat(40),
+            series_hash: None,
+            head_commit: "c".repeat(40),
+            compiler: "gcc 12".into(),
+            sandboxed: true,
+            ccache: false,
+            warnings: vec![],
+            build_seconds: 1.0,
+            cached: false,
+            digests,
+        };
+        std::fs::write(dir.join(STAMP), serde_json::to_vec(&build).unwrap()).unwrap();
+        build
+    }
+
+    /// Issue 50, C2: a cached kernel is used only while its artifacts are
+    /// the ones built; a replaced image, a stamp without digests or one
+    /// pointing outside its dir means building again.
+    #[test]
+    fn a_cached_build_is_checked_against_its_digests() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        stamped(dir);
+        assert!(read_stamp(dir).is_some());
+        std::fs::write(dir.join("vmlinux"), b"another kernel").unwrap();
+        assert!(read_stamp(dir).is_none(), "a replaced image was trusted");
+
+        let mut build = stamped(dir);
+        std::fs::write(dir.join("config"), b"CONFIG_MMU=n\n").unwrap();
+        assert!(read_stamp(dir).is_none(), "a changed .config was trusted");
+
+        build.digests.clear();
+        stamped(dir);
+        std::fs::write(dir.join(STAMP), serde_json::to_vec(&build).unwrap()).unwrap();
+        assert!(
+            read_stamp(dir).is_none(),
+            "a stamp without digests was trusted"
+        );
+
+        let mut build = stamped(dir);
+        let elsewhere = tmp.path().join("elsewhere");
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        stamped(&elsewhere);
+        build.image = elsewhere.join("vmlinux");
+        std::fs::write(dir.join(STAMP), serde_json::to_vec(&build).unwrap()).unwrap();
+        assert!(
+            read_stamp(dir).is_none(),
+            "an image outside the dir was trusted"
+        );
+
+        stamped(dir);
+        std::fs::remove_file(dir.join("vmlinux")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.join("vmlinux"), dir.join("vmlinux")).unwrap();
+        assert!(read_stamp(dir).is_none(), "a symlinked image was trusted");
+    }
+
+    #[test]
+    fn artifacts_are_copied_up_to_a_cap_and_the_log_read_from_its_tail() {
+        let tmp = tempfile::tempdir().unwrap();
+        let objs = tmp.path().join("objs");
+        std::fs::create_dir_all(&objs).unwrap();
+        std::fs::write(objs.join("System.map"), vec![b'x'; 100]).unwrap();
+        let to = tmp.path().join("System.map");
+        assert_eq!(
+            copy_capped(&objs, Path::new("System.map"), &to, 100).unwrap(),
+            100
+        );
+        let e = copy_capped(&objs, Path::new("System.map"), &to, 99).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge, "{e}");
+        std::os::unix::fs::symlink("/etc/passwd", objs.join("link")).unwrap();
+        assert!(copy_capped(&objs, Path::new("link"), &to, 1 << 20).is_err());
+
+        let log = tmp.path().join("build.log");
+        let mut text = "old line\n".repeat((MAX_LOG_TAIL_BYTES / 9 + 10) as usize);
+        text.push_str("mm/vmscan.c:1:1: warning: last\n");
+        std::fs::write(&log, &text).unwrap();
+        let tail = log_tail(&log);
+        assert_eq!(tail.len() as u64, MAX_LOG_TAIL_BYTES);
+        assert!(tail.ends_with("warning: last\n"));
+        assert_eq!(log_tail(&tmp.path().join("missing")), "");
     }
 
     #[test]
