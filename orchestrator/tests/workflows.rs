@@ -236,7 +236,11 @@ fn maintainer_matrix_builds_once_shards_and_merges() {
     }
     let jobs = &m["jobs"];
     assert_eq!(jobs["plan"]["needs"], "mmci");
-    assert_eq!(jobs["build"]["needs"], serde_json::json!(["plan", "mmci"]));
+    assert_eq!(jobs["base"]["needs"], serde_json::json!(["plan", "mmci"]));
+    assert_eq!(
+        jobs["build"]["needs"],
+        serde_json::json!(["plan", "mmci", "base"])
+    );
     assert_eq!(
         jobs["build"]["strategy"]["matrix"],
         serde_json::json!({
@@ -246,7 +250,7 @@ fn maintainer_matrix_builds_once_shards_and_merges() {
     );
     assert_eq!(
         jobs["shard"]["needs"],
-        serde_json::json!(["plan", "mmci", "build", "images"])
+        serde_json::json!(["plan", "mmci", "base", "build", "images"])
     );
     assert_eq!(
         jobs["shard"]["strategy"]["matrix"]["shard"],
@@ -254,14 +258,18 @@ fn maintainer_matrix_builds_once_shards_and_merges() {
     );
     assert_eq!(
         jobs["merge"]["needs"],
-        serde_json::json!(["plan", "mmci", "build", "images", "shard"])
+        serde_json::json!(["plan", "mmci", "base", "build", "images", "shard"])
     );
     assert_eq!(jobs["merge"]["if"], "always()");
     let text = |j: &str| serde_json::to_string(&jobs[j]).unwrap();
-    // The kernels travel from the build jobs to the shards as artifacts;
-    // the build cache stays with the build jobs.
+    // The kernels travel from the base and build jobs to the shards as
+    // artifacts; the baseline's cache is saved by the base job alone and
+    // only restored by the build job.
+    assert!(text("base").contains("actions/cache/restore@"));
+    assert!(text("base").contains("actions/cache/save@"));
+    assert!(text("base").contains("kernels-base-${{ matrix.arch }}-${{ matrix.flavour }}"));
     assert!(text("build").contains("actions/cache/restore@"));
-    assert!(text("build").contains("actions/cache/save@"));
+    assert!(!text("build").contains("actions/cache/save@"));
     assert!(text("build").contains("kernels-${{ matrix.arch }}-${{ matrix.flavour }}"));
     assert!(!text("shard").contains("actions/cache"));
     assert!(text("shard").contains("\"pattern\":\"kernels-*\""));
@@ -955,22 +963,18 @@ mod rules {
     /// expressions the key must contain).
     pub const CACHE_INPUTS: &[(&str, &[&str])] = &[
         (
-            "mmci-kernels-",
+            "mmci-matrix-base-",
             &[
                 "${{ runner.os }}",
                 "${{ matrix.arch }}",
                 "${{ matrix.flavour }}",
-                "${{ hashFiles('kernels/**') }}",
+                "${{ hashFiles('kernels/*.config') }}",
                 "${{ needs.plan.outputs.inputs }}",
             ],
         ),
         (
-            "mmci-series-",
-            &[
-                "${{ runner.os }}",
-                "${{ hashFiles('kernels/**') }}",
-                "${{ steps.series.outputs.key }}",
-            ],
+            "mmci-base-",
+            &["${{ runner.os }}", "${{ hashFiles('kernels/*.config') }}"],
         ),
         (
             "mmci-ci-toolchain-",
@@ -1001,11 +1005,13 @@ mod rules {
     /// each a prefix of the key; saved (actions/cache/save) on the same
     /// paths under a key that starts with the restored one, only when the
     /// restore did not hit that key exactly (never actions/cache, whose
-    /// exact hit never saves again).
+    /// exact hit never saves again). A job that runs a series restores
+    /// only (issue 50: `series_jobs_save_no_cache`).
     pub fn caches_keyed_on_inputs_and_saved_when_new(all: &[Wf]) -> Vec<String> {
         let mut v = vec![];
         for w in all {
             for (name, job) in jobs(w) {
+                let restore_only = runs_series(job);
                 let ss = steps(job);
                 for (i, s) in ss.iter().enumerate() {
                     let at = format!("{}: job {name}, {}", w.name, step_name(i, s));
@@ -1039,6 +1045,9 @@ mod rules {
                                 if !key.starts_with(r) {
                                     v.push(format!("{at}: restore key {r:?} is not a prefix of the key"));
                                 }
+                            }
+                            if restore_only {
+                                continue;
                             }
                             let Some(id) = s["id"].as_str() else {
                                 v.push(format!("{at}: a restore without an id: no save can tell whether it hit"));
@@ -1205,7 +1214,237 @@ mod rules {
         v
     }
 
-    /// Every rule on `all`.
+    /// Issue 50 (review C2): a job that runs a series saves no cache
+    /// (actions/cache or actions/cache/save), so nothing its build writes
+    /// reaches a later run; what it restores is a key no job that runs
+    /// untrusted code saves (prefixes compared both ways), i.e. a baseline
+    /// that a job running no series built.
+    pub fn series_jobs_save_no_cache(all: &[Wf]) -> Vec<String> {
+        let mut untrusted = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                if runs_untrusted(job) {
+                    for (step, key) in cache_saves(job) {
+                        untrusted.push((format!("{}: job {name}, {step}", w.name), key));
+                    }
+                }
+            }
+        }
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                if !runs_series(job) {
+                    continue;
+                }
+                for (step, _) in cache_saves(job) {
+                    v.push(format!(
+                        "{}: job {name} runs a series and its {step} saves a cache: what the series' build wrote would reach later runs",
+                        w.name
+                    ));
+                }
+                for (step, key) in cache_restores(job) {
+                    for (by, k) in &untrusted {
+                        if key.starts_with(k.as_str()) || k.starts_with(key.as_str()) {
+                            v.push(format!(
+                                "{}: job {name} runs a series and its {step} restores cache key {key:?}, which {by} (untrusted code) saves as {k:?}",
+                                w.name
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// What builds a kernel: a series' commands and the baseline's.
+    pub const BUILD_COMMANDS: &[&str] = &[
+        "mmci run ",
+        "mmci kernel build",
+        "mmci-matrix-step build",
+        "mmci-matrix-step shard",
+        "mmci-matrix-step base",
+    ];
+
+    /// Issue 50 (review C2): no kernel builds outside mmci's build sandbox.
+    /// No command of the workflows or of the step script (`script`, the
+    /// text of .github/mmci-matrix-step) says `--unsandboxed-builds`, and
+    /// every command that builds a kernel runs in `.ci/in-debian --mmci
+    /// ... --bwrap`, the container in which bwrap can make its namespaces
+    /// (without it, the build would fail rather than run unsandboxed).
+    pub fn kernels_build_only_in_the_sandbox(all: &[Wf], script: &str) -> Vec<String> {
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                for (i, s) in steps(job).iter().enumerate() {
+                    let at = format!("{}: job {name}, {}", w.name, step_name(i, s));
+                    for l in lines(run(s)).iter().filter(|l| !l.starts_with('#')) {
+                        if l.contains("--unsandboxed-builds") {
+                            v.push(format!("{at}: builds without the sandbox: {l}"));
+                        }
+                        if BUILD_COMMANDS.iter().any(|c| l.contains(c))
+                            && !(l.starts_with(".ci/in-debian --mmci ")
+                                && l.split_whitespace().any(|a| a == "--bwrap"))
+                        {
+                            v.push(format!("{at}: builds a kernel outside `.ci/in-debian --mmci ... --bwrap`, where bwrap cannot run: {l}"));
+                        }
+                    }
+                }
+            }
+        }
+        for (n, l) in lines(script).iter().enumerate() {
+            if !l.starts_with('#') && l.contains("--unsandboxed-builds") {
+                v.push(format!(
+                    "mmci-matrix-step: logical line {}: builds without the sandbox: {l}",
+                    n + 1
+                ));
+            }
+        }
+        v
+    }
+
+    /// Issue 50 (review H1): a job that reads another run's artifact (a
+    /// pull request's, `run-id`) reads only its raw results (`DIR/results`)
+    /// and makes the verdict (`mmci analyse`) and the comment (`mmci
+    /// report`) from them itself: no other file of it (the report.md the
+    /// pull request rendered, its exit-code) is named by any step.
+    pub fn posts_make_their_own_verdict(all: &[Wf]) -> Vec<String> {
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                let ss = steps(job);
+                for d in ss.iter().filter(|s| {
+                    action(s) == "actions/download-artifact" && s["with"].get("run-id").is_some()
+                }) {
+                    let dir = d["with"]["path"]
+                        .as_str()
+                        .unwrap_or("")
+                        .trim_end_matches('/')
+                        .to_string();
+                    let at = format!("{}: job {name}", w.name);
+                    if dir.is_empty() || dir.contains("${{") {
+                        v.push(format!("{at}: another run's artifact is downloaded to {dir:?}, not a plain dir the rule can follow"));
+                        continue;
+                    }
+                    let file = Regex::new(&format!(
+                        r"(?:^|[^A-Za-z0-9_./-]){}/([^\s/'\x22;|&)<>]*)",
+                        regex::escape(&dir)
+                    ))
+                    .unwrap();
+                    for (i, s) in ss.iter().enumerate() {
+                        let envs = s["env"]
+                            .as_object()
+                            .map(|o| {
+                                o.values()
+                                    .filter_map(Value::as_str)
+                                    .collect::<Vec<_>>()
+                                    .join("\n")
+                            })
+                            .unwrap_or_default();
+                        for text in [run(s), envs.as_str()] {
+                            for c in file.captures_iter(text) {
+                                if &c[1] != "results" {
+                                    v.push(format!(
+                                        "{at}, {}: reads {dir}/{} of another run's artifact (the pull request's to write): only {dir}/results, as data",
+                                        step_name(i, s),
+                                        &c[1]
+                                    ));
+                                }
+                            }
+                        }
+                    }
+                    for (cmd, what) in [
+                        ("mmci analyse", "the conclusion"),
+                        ("mmci report", "the comment"),
+                    ] {
+                        let own = format!("{cmd} --results {dir}/results");
+                        if !ss.iter().any(|s| run(s).contains(&own)) {
+                            v.push(format!("{at}: {what} is not made here (`{own}`) from another run's results"));
+                        }
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// Whether `job` runs a container that writes on the runner (`.ci/in-debian
+    /// --mmci` with --work or --rw).
+    fn writes_from_a_container(job: &Value) -> bool {
+        steps(job).iter().any(|s| {
+            lines(run(s)).iter().any(|l| {
+                l.contains(".ci/in-debian --mmci")
+                    && l.split_whitespace().any(|a| a == "--work" || a == "--rw")
+            })
+        })
+    }
+
+    /// Issue 50 (review L2): upload-artifact follows links, so in a job
+    /// whose containers wrote on the runner, every upload is preceded, after
+    /// the last container, by `find DIR ! -type f ! -type d -delete` on a
+    /// dir holding what it uploads; the upload runs only if that removal
+    /// ran and succeeded (no `always()` without `steps.ID.outcome ==
+    /// 'success'`, and no removal skipped by an `if:` the upload lacks).
+    pub fn uploads_only_regular_files(all: &[Wf]) -> Vec<String> {
+        let find = Regex::new(
+            r"(?:^|[\s;&|])find\s+(\S+)\s+!\s+-type\s+f\s+!\s+-type\s+d\s+-delete(?:$|[\s;&|])",
+        )
+        .unwrap();
+        let mut v = vec![];
+        for w in all {
+            for (name, job) in jobs(w) {
+                if !writes_from_a_container(job) {
+                    continue;
+                }
+                let ss = steps(job);
+                for (u, up) in ss.iter().enumerate() {
+                    if action(up) != "actions/upload-artifact" {
+                        continue;
+                    }
+                    let at = format!("{}: job {name}, {}", w.name, step_name(u, up));
+                    let path = up["with"]["path"].as_str().unwrap_or("").trim();
+                    let path = path.trim_end_matches('/');
+                    let last = (0..u)
+                        .rev()
+                        .find(|&i| run(&ss[i]).contains(".ci/in-debian"));
+                    // The removal: after the last container (in its step,
+                    // after its command), before the upload, on a dir
+                    // holding the path.
+                    let removal = (last.unwrap_or(0)..u).rev().find(|&i| {
+                        let r = run(&ss[i]);
+                        let after = match (Some(i) == last, r.rfind(".ci/in-debian")) {
+                            (true, Some(p)) => &r[p..],
+                            _ => r,
+                        };
+                        find.captures_iter(after).any(|c| {
+                            let d = c[1].trim_end_matches('/');
+                            path == d || path.starts_with(&format!("{d}/"))
+                        })
+                    });
+                    let Some(r) = removal else {
+                        v.push(format!("{at}: uploads {path} without `find {path} ! -type f ! -type d -delete` after the last container: a link left there is followed on the runner"));
+                        continue;
+                    };
+                    let up_if = up["if"].as_str().unwrap_or("");
+                    let r_if = ss[r]["if"].as_str().unwrap_or("");
+                    let guarded = ss[r]["id"].as_str().is_some_and(|id| {
+                        up_if.contains(&format!("steps.{id}.outcome == 'success'"))
+                    });
+                    let status = ["always()", "failure()", "cancelled()"]
+                        .iter()
+                        .any(|f| up_if.contains(f));
+                    if status && !guarded {
+                        v.push(format!("{at}: `if: {up_if}` uploads even when the removal of links ({}) failed or was skipped", step_name(r, &ss[r])));
+                    } else if !guarded && r != u && !r_if.is_empty() && r_if != up_if {
+                        v.push(format!("{at}: the removal of links ({}) has `if: {r_if}`, the upload `if: {up_if}`: it can upload without it", step_name(r, &ss[r])));
+                    }
+                }
+            }
+        }
+        v
+    }
+
+    /// Every rule on `all` (and on the real step script).
     pub fn check(all: &[Wf]) -> Vec<String> {
         let mut v = secret_jobs_restore_no_untrusted_cache(all);
         v.extend(series_run_only_in_the_read_only_container(all));
@@ -1218,6 +1457,13 @@ mod rules {
         v.extend(caches_keyed_on_inputs_and_saved_when_new(all));
         v.extend(kernels_built_once_and_passed_as_artifacts(all));
         v.extend(merge_runs_always_and_posts_failures(all));
+        v.extend(series_jobs_save_no_cache(all));
+        v.extend(kernels_build_only_in_the_sandbox(
+            all,
+            &super::step_script(),
+        ));
+        v.extend(posts_make_their_own_verdict(all));
+        v.extend(uploads_only_regular_files(all));
         for w in all {
             for (name, job) in jobs(w) {
                 if uploads_mmci(job) {
@@ -1227,6 +1473,10 @@ mod rules {
         }
         v
     }
+}
+
+fn step_script() -> String {
+    std::fs::read_to_string(root().join(".github/mmci-matrix-step")).unwrap()
 }
 
 fn real_workflows() -> Vec<rules::Wf> {
@@ -1273,7 +1523,12 @@ fn the_workflows_keep_every_rule() {
         assert!(rules::runs_series(&job(f, j)), "{f} {j}");
         assert!(!rules::holds_secret(find(f), &job(f, j)), "{f} {j}");
     }
-    for (f, j) in [("matrix.yml", "plan"), ("matrix.yml", "images")] {
+    for (f, j) in [
+        ("matrix.yml", "plan"),
+        ("matrix.yml", "images"),
+        ("matrix.yml", "base"),
+        ("series.yml", "base"),
+    ] {
         assert!(!rules::runs_untrusted(&job(f, j)), "{f} {j}");
         assert!(!rules::holds_secret(find(f), &job(f, j)), "{f} {j}");
     }
@@ -1297,11 +1552,12 @@ fn the_workflows_keep_every_rule() {
 
 #[test]
 fn a_secret_job_restoring_a_cache_the_series_writes_is_found() {
-    // The chain of C2 as it was: merge restored the kernels' cache.
+    // The chain of C2: merge restoring a cache that untrusted code (the
+    // pull request's test suite in ci.yml) saves.
     let all = planted("matrix.yml", |t| {
         t.replace(
             "      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        continue-on-error: true\n        with:\n          pattern: shard-*",
-            "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: /home/runner/.cache/mmci-ci\n          key: mmci-kernels-${{ runner.os }}-x\n      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        continue-on-error: true\n        with:\n          pattern: shard-*",
+            "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: /home/runner/.cache/mmci-ci\n          key: mmci-ci-test-${{ runner.os }}-x\n      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        continue-on-error: true\n        with:\n          pattern: shard-*",
         )
     });
     let v = rules::secret_jobs_restore_no_untrusted_cache(&all);
@@ -1311,21 +1567,22 @@ fn a_secret_job_restoring_a_cache_the_series_writes_is_found() {
         "{v:?}"
     );
     assert!(
-        v[0].contains("matrix.yml: job build, step 7 (actions/cache/save@"),
+        v[0].contains("ci.yml: job test, step 9 (actions/cache/save@"),
         "{v:?}"
     );
-    // Across files and by prefix: a restore key that a series' cache key
-    // starts with (GitHub's restore-keys are prefixes).
+    // Across files and by prefix: a restore key that an untrusted job's
+    // cache keys start with (GitHub's restore-keys are prefixes).
     let bad = rules::parse(
         "bad.yml",
-        "on: push\npermissions:\n  contents: read\njobs:\n  post:\n    runs-on: ubuntu-latest\n    permissions:\n      checks: write\n    steps:\n      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: x\n          key: nothing-${{ github.sha }}\n          restore-keys: |\n            mmci-series-\n",
+        "on: push\npermissions:\n  contents: read\njobs:\n  post:\n    runs-on: ubuntu-latest\n    permissions:\n      checks: write\n    steps:\n      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: x\n          key: nothing-${{ github.sha }}\n          restore-keys: |\n            mmci-ci-\n",
     );
     let mut all = real_workflows();
     all.push(bad);
     let v = rules::secret_jobs_restore_no_untrusted_cache(&all);
-    assert_eq!(v.len(), 1, "{v:#?}");
+    assert_eq!(v.len(), 3, "{v:#?}");
     assert!(
-        v[0].contains("bad.yml: job post") && v[0].contains("series.yml: job test"),
+        v.iter()
+            .all(|m| m.contains("bad.yml: job post") && m.contains("ci.yml: job test")),
         "{v:?}"
     );
 }
@@ -1333,10 +1590,10 @@ fn a_secret_job_restoring_a_cache_the_series_writes_is_found() {
 #[test]
 fn a_series_run_with_a_writable_checkout_or_toolchain_is_found() {
     for (file, from, to) in [
-        ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --rw out bash .github/mmci-matrix-step shard", ".ci/in-debian --toolchain bash .github/mmci-matrix-step shard"),
-        ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --rw built bash .github/mmci-matrix-step build", "bash .github/mmci-matrix-step build"),
-        ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --rw built bash .github/mmci-matrix-step build", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --privileged bash .github/mmci-matrix-step build"),
-        ("series.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --rw out \\", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --toolchain --rw out \\"),
+        ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --bwrap --rw out bash .github/mmci-matrix-step shard", ".ci/in-debian --toolchain bash .github/mmci-matrix-step shard"),
+        ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --bwrap --rw built bash .github/mmci-matrix-step build", "bash .github/mmci-matrix-step build"),
+        ("matrix.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --bwrap --rw built bash .github/mmci-matrix-step build", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --privileged bash .github/mmci-matrix-step build"),
+        ("series.yml", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --work --bwrap --rw out \\", ".ci/in-debian --mmci \"$RUNNER_TEMP/mmci/mmci\" --toolchain --bwrap --rw out \\"),
     ] {
         let all = planted(file, |t| t.replace(from, to));
         let v = rules::series_run_only_in_the_read_only_container(&all);
@@ -1372,8 +1629,8 @@ fn mmci_built_or_unchecked_in_a_secret_job_is_found() {
     let v = rules::mmci_comes_from_a_trusted_artifact(&all);
     // Every job that runs mmci: plan and images too, which hold no secret
     // and run no series.
-    assert_eq!(v.len(), 5, "{v:#?}");
-    for job in ["plan", "build", "images", "shard", "merge"] {
+    assert_eq!(v.len(), 6, "{v:#?}");
+    for job in ["plan", "base", "build", "images", "shard", "merge"] {
         assert!(
             v.iter()
                 .any(|m| m.starts_with(&format!("matrix.yml: job {job} runs mmci without"))),
@@ -1404,7 +1661,7 @@ fn mmci_built_or_unchecked_in_a_secret_job_is_found() {
     let all = planted("mmci-build.yml", |t| {
         t.replace(
             "      - name: Build mmci (fresh toolchain, no cache)",
-            "      - uses: actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: ~/.cache/mmci-ci\n          key: mmci-series-x\n      - name: Build mmci (fresh toolchain, no cache)",
+            "      - uses: actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: ~/.cache/mmci-ci\n          key: mmci-ci-test-x\n      - name: Build mmci (fresh toolchain, no cache)",
         )
     });
     let v = rules::check(&all);
@@ -1429,7 +1686,7 @@ fn a_pr_number_or_sticky_key_from_the_artifact_is_found() {
     });
     let v = rules::pr_number_comes_from_the_event(&all);
     assert_eq!(v.len(), 2, "{v:#?}");
-    assert!(v[0].starts_with("series-post.yml: job post, step 6 (Complete the check run, update the sticky comment): --pr \"$(tr -dc '0-9' < out/pr)\" is not github.event.workflow_run.pull_requests[0].number"), "{v:?}");
+    assert!(v[0].starts_with("series-post.yml: job post, step 7 (Complete the check run, update the sticky comment): --pr \"$(tr -dc '0-9' < out/pr)\" is not github.event.workflow_run.pull_requests[0].number"), "{v:?}");
     assert!(v[1].ends_with("posts a comment without a fixed --sticky-key (the default is the series' title, from the results)"), "{v:?}");
     // A variable that is not the event's.
     let all = planted("series-post.yml", |t| {
@@ -1553,7 +1810,7 @@ fn a_privileged_container_outside_the_images_job_is_found() {
 #[test]
 fn caches_without_their_inputs_or_saved_every_time_are_found() {
     // (file, edit from, to, the violation expected)
-    let kernels_save_if = "        if: format('mmci-kernels-{0}-{1}-{2}-{3}-{4}-{5}', runner.os, matrix.arch, matrix.flavour, hashFiles('kernels/**'), needs.plan.outputs.inputs, steps.built.outputs.kernels) != steps.cache.outputs.cache-matched-key\n";
+    let kernels_save_if = "        if: format('mmci-matrix-base-{0}-{1}-{2}-{3}-{4}-{5}', runner.os, matrix.arch, matrix.flavour, hashFiles('kernels/*.config'), needs.plan.outputs.inputs, steps.built.outputs.kernels) != steps.cache.outputs.cache-matched-key\n";
     for (file, from, to, want) in [
         (
             "ci.yml",
@@ -1563,15 +1820,15 @@ fn caches_without_their_inputs_or_saved_every_time_are_found() {
         ),
         (
             "matrix.yml",
-            "${{ matrix.flavour }}-${{ hashFiles('kernels/**') }}-${{ needs.plan.outputs.inputs }}\n          restore-keys",
+            "${{ matrix.flavour }}-${{ hashFiles('kernels/*.config') }}-${{ needs.plan.outputs.inputs }}\n          restore-keys",
             "${{ matrix.flavour }}-${{ needs.plan.outputs.inputs }}\n          restore-keys",
-            "matrix.yml: job build, step 2 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): cache key mmci-kernels-... lacks its input ${{ hashFiles('kernels/**') }}",
+            "matrix.yml: job base, step 3 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): cache key mmci-matrix-base-... lacks its input ${{ hashFiles('kernels/*.config') }}",
         ),
         (
             "matrix.yml",
             kernels_save_if,
             "",
-            "matrix.yml: job build, step 2 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): saved without `if:` on the restore's exact hit",
+            "matrix.yml: job base, step 3 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): saved without `if:` on the restore's exact hit",
         ),
         (
             "ci.yml",
@@ -1583,19 +1840,19 @@ fn caches_without_their_inputs_or_saved_every_time_are_found() {
             "series.yml",
             "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        id: cache\n",
             "      - uses: actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        id: cache\n",
-            "series.yml: job test, step 6 (actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830): actions/cache saves only on a miss of its fixed key",
+            "series.yml: job base, step 3 (actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830): actions/cache saves only on a miss of its fixed key",
         ),
         (
             "series.yml",
-            "          restore-keys: |\n            mmci-series-${{ runner.os }}-${{ hashFiles('kernels/**') }}-\n",
-            "          restore-keys: |\n            mmci-series-${{ runner.os }}-${{ hashFiles('images/**') }}-\n",
-            "series.yml: job test, step 6 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): restore key \"mmci-series-${{ runner.os }}-${{ hashFiles('images/**') }}-\" is not a prefix of the key",
+            "          restore-keys: |\n            mmci-base-${{ runner.os }}-${{ hashFiles('kernels/*.config') }}\n",
+            "          restore-keys: |\n            mmci-base-${{ runner.os }}-${{ hashFiles('images/**') }}-\n",
+            "series.yml: job test, step 7 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): restore key \"mmci-base-${{ runner.os }}-${{ hashFiles('images/**') }}-\" is not a prefix of the key",
         ),
         (
             "series.yml",
-            "          key: mmci-series-${{ runner.os }}-${{ hashFiles('kernels/**') }}-${{ steps.series.outputs.key }}\n          restore-keys",
-            "          key: mmci-series-${{ runner.os }}-${{ hashFiles('kernels/**') }}-${{ github.run_id }}\n          restore-keys",
-            "series.yml: job test, step 6 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): cache key mmci-series-... lacks its input ${{ steps.series.outputs.key }}",
+            "          key: mmci-base-${{ runner.os }}-${{ hashFiles('kernels/*.config') }}\n          restore-keys",
+            "          key: mmci-base-${{ runner.os }}-${{ github.run_id }}\n          restore-keys",
+            "series.yml: job base, step 3 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): cache key mmci-base-... lacks its input ${{ hashFiles('kernels/*.config') }}",
         ),
     ] {
         let all = planted(file, |t| t.replace(from, to));
@@ -1615,7 +1872,7 @@ fn a_shard_that_builds_or_misses_the_kernels_artifact_is_found() {
         (
             download,
             "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: /home/runner/.cache/mmci-ci/work\n          key: mmci-kernels-${{ runner.os }}-x\n".to_string(),
-            "matrix.yml: job shard, step 5 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): a shard restores a cache",
+            "matrix.yml: job shard, step 6 (actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830): a shard restores a cache",
         ),
         // The kernels uploaded under one name for every arch.
         (
@@ -1638,8 +1895,8 @@ fn a_shard_that_builds_or_misses_the_kernels_artifact_is_found() {
     // A shard that builds its kernels again.
     let all = planted("matrix.yml", |t| {
         t.replace(
-            "--work --rw out bash .github/mmci-matrix-step shard",
-            "--work --rw out bash -c 'mmci kernel build && .github/mmci-matrix-step shard'",
+            "--work --bwrap --rw out bash .github/mmci-matrix-step shard",
+            "--work --bwrap --rw out bash -c 'mmci kernel build && .github/mmci-matrix-step shard'",
         )
     });
     let v = rules::kernels_built_once_and_passed_as_artifacts(&all);
@@ -1655,8 +1912,8 @@ fn a_merge_that_skips_on_a_failed_build_is_found() {
     for (from, to, want) in [
         // matrix.yml as it was: no merge, no post when a build failed.
         (
-            "    needs: [plan, mmci, build, images, shard]\n    if: always()\n",
-            "    needs: [plan, mmci, build, images, shard]\n    if: always() && needs.plan.result == 'success' && needs.mmci.result == 'success'\n",
+            "    needs: [plan, mmci, base, build, images, shard]\n    if: always()\n",
+            "    needs: [plan, mmci, base, build, images, shard]\n    if: always() && needs.plan.result == 'success' && needs.mmci.result == 'success'\n",
             "matrix.yml: job merge: `if: always() && needs.plan.result",
         ),
         (
@@ -1842,6 +2099,7 @@ fn the_step_script_runs_series_only_in_build_and_shard() {
         names,
         [
             "plan",
+            "base",
             "build",
             "images",
             "shard",
@@ -1853,6 +2111,22 @@ fn the_step_script_runs_series_only_in_build_and_shard() {
         ]
     );
     for (name, body) in &cases {
+        // The baseline builds a kernel, but never a series: no series
+        // option, none of the matrix file's kernels.
+        if name == "base" {
+            assert!(body.contains("mmci kernel build"), "{body}");
+            for series in [
+                "kernel_args",
+                "KERNELS",
+                "--series",
+                "--lore",
+                "--pw",
+                "mmci run ",
+            ] {
+                assert!(!body.contains(series), "base: {series}");
+            }
+            continue;
+        }
         let series = ["mmci run ", "mmci kernel build"]
             .iter()
             .any(|c| body.contains(c));
@@ -1978,6 +2252,15 @@ fn in_debian_gives_a_series_a_read_only_checkout_and_no_toolchain() {
         docker.contains(&"MMCI_IN_DEBIAN_WRITABLE=/root/.cache/mmci /src/out".to_string()),
         "{docker:?}"
     );
+    // The work dir is root's while the container runs (the runner's files
+    // of a restored cache would make root's git refuse its repositories),
+    // out/ is not; no `safe.directory` but the checkout's.
+    assert!(
+        docker.contains(&"MMCI_IN_DEBIAN_OWNED=/root/.cache/mmci".to_string()),
+        "{docker:?}"
+    );
+    // Without --bwrap, Docker's profiles stay.
+    assert!(!docker.iter().any(|a| a == "--security-opt"), "{docker:?}");
     assert!(co.join("out").is_dir());
     assert!(
         !docker.iter().any(|a| a.contains("github-step-summary")),
@@ -1995,6 +2278,53 @@ fn in_debian_gives_a_series_a_read_only_checkout_and_no_toolchain() {
         .unwrap();
     assert!(syntax.status.success(), "{syntax:?}");
     assert!(script.contains("if [ \"$MMCI_IN_DEBIAN_MODE\" = toolchain ]; then\n        export PATH=\"/root/.cargo/bin:$PATH\""), "{script}");
+    // The owned dirs go to root before the command runs, links not
+    // followed; git trusts the checkout by name, nothing by `*`.
+    let chown = script
+        .find("for d in $MMCI_IN_DEBIAN_OWNED; do chown -R -h 0:0 \"$d\"; done")
+        .expect("the work dirs are handed to root");
+    assert!(chown < script.find("\"$@\"").unwrap(), "{script}");
+    assert!(
+        !script.contains("safe.directory '*'")
+            && !script.contains("safe.directory \\*")
+            && !script.contains("safe.directory *"),
+        "{script}"
+    );
+    assert_eq!(script.matches("safe.directory").count(), 1, "{script}");
+
+    // A kernel build (base or series): the same mounts, and Docker's
+    // seccomp, AppArmor and /proc masks lifted so that bwrap can make its
+    // namespaces and procfs; no capability added, not privileged.
+    let (code, err, docker) = in_debian(
+        &dir,
+        &[
+            "--mmci", m, "--work", "--bwrap", "--rw", "out", "mmci", "run",
+        ],
+        |_| {},
+    );
+    assert_eq!(code, 0, "{err}");
+    let docker = docker.unwrap();
+    let opts: Vec<&str> = docker
+        .iter()
+        .enumerate()
+        .filter(|(_, a)| *a == "--security-opt")
+        .map(|(i, _)| docker[i + 1].as_str())
+        .collect();
+    assert_eq!(
+        opts,
+        [
+            "seccomp=unconfined",
+            "apparmor=unconfined",
+            "systempaths=unconfined"
+        ]
+    );
+    let (got, other) = mounts(&docker);
+    assert_eq!(got.len(), 4, "{got:?}");
+    assert!(!other, "{docker:?}");
+    assert!(
+        !docker.iter().any(|a| a.starts_with("--cap-add")),
+        "{docker:?}"
+    );
 
     // Results read by the checked binary: nothing writable at all but the
     // job summary when asked for.
@@ -2069,6 +2399,8 @@ fn in_debian_gives_a_series_a_read_only_checkout_and_no_toolchain() {
         (vec!["--toolchain", "--rw", "out", "true"], false, "in-debian: --work and --rw go with --mmci (--toolchain has everything writable already)"),
         (vec!["--mmci", m], false, "in-debian: no command given"),
         (vec!["--mmci", m, "--privileged", "--rw", "out", "true"], false, "in-debian: --privileged goes without --rw: a privileged container only builds images or runs the test suite"),
+        (vec!["--toolchain", "--bwrap", "true"], false, "in-debian: --bwrap goes with --mmci and without --privileged (it opens only what the build sandbox needs)"),
+        (vec!["--mmci", m, "--work", "--bwrap", "--privileged", "true"], false, "in-debian: --bwrap goes with --mmci and without --privileged (it opens only what the build sandbox needs)"),
     ] {
         let (code, err, docker) = in_debian(&dir, &args, |co| {
             let _ = std::fs::remove_dir_all(co.join("out"));
@@ -2135,4 +2467,221 @@ fn the_fallback_report_cannot_be_closed_by_the_series_text() {
         .any(|r| r
             .contains(".github/mmci-plain-report \"$RUNNER_TEMP/run.txt\" > out/report.markdown")));
     assert!(runs.iter().all(|r| !r.contains("```")));
+}
+
+#[test]
+fn a_series_job_that_saves_a_cache_or_restores_an_untrusted_one_is_found() {
+    // The chain of C2 as it was: series.yml's test job restored its cache
+    // and saved it again (actions/cache restores and saves).
+    let all = planted("series.yml", |t| {
+        t.replace(
+            "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n",
+            "      - uses: actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n",
+        )
+    });
+    let v = rules::series_jobs_save_no_cache(&all);
+    assert_eq!(
+        v[0],
+        "series.yml: job test runs a series and its step 7 (actions/cache@0057852bfaa89a56745cba8c7296529d2fc39830) saves a cache: what the series' build wrote would reach later runs"
+    );
+    // And what it restores is then what a series saved (its own key and
+    // restore-key).
+    assert_eq!(v.len(), 3, "{v:#?}");
+    assert!(
+        v[1..].iter().all(|m| m
+            .starts_with("series.yml: job test runs a series and its step 7 (actions/cache@")
+            && m.contains("which series.yml: job test, step 7 (actions/cache@")),
+        "{v:#?}"
+    );
+    // matrix.yml's build job as it was: it saved the kernels it built
+    // (the series' and the baseline, in one work dir).
+    let all = planted("matrix.yml", |t| {
+        t.replace(
+            "      - uses: actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2\n        if: steps.built.outputs.upload == 'true'\n",
+            "      - uses: actions/cache/save@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: /home/runner/.cache/mmci-ci/work/builds\n          key: mmci-matrix-base-${{ runner.os }}-${{ matrix.arch }}-x\n      - uses: actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02 # v4.6.2\n        if: steps.built.outputs.upload == 'true'\n",
+        )
+    });
+    let v = rules::series_jobs_save_no_cache(&all);
+    assert_eq!(v.len(), 3, "{v:#?}");
+    assert!(
+        v[0].starts_with("matrix.yml: job build runs a series and its step 9 (actions/cache/save@"),
+        "{v:?}"
+    );
+    // Its restore of the baseline then takes what a series saved.
+    assert!(
+        v[1].starts_with(
+            "matrix.yml: job build runs a series and its step 3 (actions/cache/restore@"
+        ) && v[1].contains("which matrix.yml: job build, step 9 (actions/cache/save@"),
+        "{v:?}"
+    );
+    // A shard restoring what the pull request's test suite saves.
+    let all = planted("matrix.yml", |t| {
+        t.replace(
+            "      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          pattern: kernels-*\n",
+            "      - uses: actions/cache/restore@0057852bfaa89a56745cba8c7296529d2fc39830 # v4.3.0\n        with:\n          path: /home/runner/.cache/mmci-ci/work\n          key: mmci-ci-test-${{ runner.os }}-\n      - uses: actions/download-artifact@d3f86a106a0bac45b974a628896c90dbdf5c8093 # v4.3.0\n        with:\n          pattern: kernels-*\n",
+        )
+    });
+    let v = rules::series_jobs_save_no_cache(&all);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].starts_with(
+            "matrix.yml: job shard runs a series and its step 6 (actions/cache/restore@"
+        ) && v[0].contains("which ci.yml: job test, step 9 (actions/cache/save@"),
+        "{v:?}"
+    );
+    assert_eq!(
+        rules::series_jobs_save_no_cache(&real_workflows()),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_kernel_built_outside_the_sandbox_is_found() {
+    let script = step_script();
+    assert!(rules::kernels_build_only_in_the_sandbox(&real_workflows(), &script).is_empty());
+    // series.yml as it was: `mmci run --unsandboxed-builds`.
+    let all = planted("series.yml", |t| {
+        t.replace(
+            "mmci run --results out/results",
+            "mmci run --unsandboxed-builds --results out/results",
+        )
+    });
+    let v = rules::kernels_build_only_in_the_sandbox(&all, &script);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].starts_with("series.yml: job test, step 8 (Build base and patched, run the default matrix): builds without the sandbox: .ci/in-debian"),
+        "{v:?}"
+    );
+    // A build in a container where bwrap cannot run (no --bwrap): the
+    // baseline's, a shard's.
+    for (from, to, job) in [
+        (
+            "--work --bwrap --rw built bash .github/mmci-matrix-step base",
+            "--work --rw built bash .github/mmci-matrix-step base",
+            "base",
+        ),
+        (
+            "--work --bwrap --rw out bash .github/mmci-matrix-step shard",
+            "--work --rw out bash .github/mmci-matrix-step shard",
+            "shard",
+        ),
+    ] {
+        let all = planted("matrix.yml", |t| t.replace(from, to));
+        let v = rules::kernels_build_only_in_the_sandbox(&all, &script);
+        assert_eq!(v.len(), 1, "{v:#?}");
+        assert!(
+            v[0].starts_with(&format!("matrix.yml: job {job}, step "))
+                && v[0].contains("builds a kernel outside `.ci/in-debian --mmci ... --bwrap`"),
+            "{v:?}"
+        );
+    }
+    // The step script as it was: every series' build unsandboxed.
+    let old = script.replace(
+        "\ncase \"$1\" in\n",
+        "\nkernel_args+=(--unsandboxed-builds)\ncase \"$1\" in\n",
+    );
+    assert_ne!(old, script);
+    let v = rules::kernels_build_only_in_the_sandbox(&real_workflows(), &old);
+    assert_eq!(v.len(), 1, "{v:#?}");
+    assert!(
+        v[0].starts_with("mmci-matrix-step: logical line ")
+            && v[0].ends_with("builds without the sandbox: kernel_args+=(--unsandboxed-builds)"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_post_that_takes_the_pull_requests_verdict_is_found() {
+    assert!(rules::posts_make_their_own_verdict(&real_workflows()).is_empty());
+    // series-post.yml as it was: the artifact's report.md as the body, its
+    // exit-code as the conclusion.
+    for (from, to, read) in [
+        (
+            "--body verdict/report.md",
+            "--body out/report.md",
+            "out/report.md",
+        ),
+        (
+            "case \"$verdict\" in",
+            "case \"$(tr -dc '0-9' < out/exit-code)\" in",
+            "out/exit-code",
+        ),
+        // Copied first, then posted from elsewhere: still read.
+        (
+            "          rm -rf verdict\n",
+            "          rm -rf verdict\n          cp out/report.md \"$RUNNER_TEMP/body.md\"\n",
+            "out/report.md",
+        ),
+    ] {
+        let all = planted("series-post.yml", |t| t.replace(from, to));
+        let v = rules::posts_make_their_own_verdict(&all);
+        assert_eq!(v.len(), 1, "{to}: {v:#?}");
+        assert!(
+            v[0].starts_with("series-post.yml: job post, step ")
+                && v[0].contains(&format!(": reads {read} of another run's artifact")),
+            "{v:?}"
+        );
+    }
+    // The comment not rendered here (the artifact's report taken whole).
+    let all = planted("series-post.yml", |t| {
+        t.replace(
+            "mmci report --results out/results --format markdown",
+            "mmci report --results out --format markdown",
+        )
+    });
+    let v = rules::posts_make_their_own_verdict(&all);
+    assert_eq!(
+        v,
+        ["series-post.yml: job post: the comment is not made here (`mmci report --results out/results`) from another run's results"]
+    );
+}
+
+#[test]
+fn an_upload_that_may_follow_links_is_found() {
+    assert!(rules::uploads_only_regular_files(&real_workflows()).is_empty());
+    let series_removal = "      - name: Only regular files in out/\n        id: regular\n        if: always()\n        run: |\n          mkdir -p out\n          find out ! -type f ! -type d -delete\n";
+    // (file, from, to, the violation expected)
+    let cases = [
+        // series.yml as it was: out/ uploaded as the series left it.
+        (
+            "series.yml",
+            series_removal,
+            "",
+            "series.yml: job test, step 10 (actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02): uploads out without `find out ! -type f ! -type d -delete` after the last container",
+        ),
+        // The upload runs even when the removal failed.
+        (
+            "series.yml",
+            "        if: always() && steps.regular.outcome == 'success'\n",
+            "        if: always()\n",
+            "series.yml: job test, step 11 (actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02): `if: always()` uploads even when the removal of links (step 10 (Only regular files in out/)) failed or was skipped",
+        ),
+        // Links removed, FIFOs kept.
+        (
+            "matrix.yml",
+            "          find out ! -type f ! -type d -delete\n",
+            "          find out -type l -delete\n",
+            "matrix.yml: job shard, step 10 (actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02): uploads out without",
+        ),
+        // The images uploaded as the container left them.
+        (
+            "matrix.yml",
+            "      - name: Only regular files in the images\n        if: needs.plan.outputs.images != ''\n        run: find /home/runner/.cache/mmci-ci/work/images/ ! -type f ! -type d -delete\n",
+            "",
+            "matrix.yml: job images, step 5 (actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02): uploads /home/runner/.cache/mmci-ci/work/images without",
+        ),
+        // The email: removed before the container that writes it.
+        (
+            "matrix.yml",
+            "      - name: Only regular files in merged/ (the email)\n        if: inputs.email && inputs.message_id != '' && hashFiles('merged/report.eml') != ''\n        run: find merged ! -type f ! -type d -delete\n",
+            "",
+            "matrix.yml: job merge, step 12 (actions/upload-artifact@ea165f8d65b6e75b540449e92b4886f43607fa02): uploads merged/report.eml without",
+        ),
+    ];
+    for (file, from, to, want) in cases {
+        let all = planted(file, |t| t.replace(from, to));
+        let v = rules::uploads_only_regular_files(&all);
+        assert_eq!(v.len(), 1, "{want}\n{v:#?}");
+        assert!(v[0].starts_with(want), "{want}\n{v:#?}");
+    }
 }
