@@ -148,7 +148,11 @@ async fn lore_thread_latest_revision_applies_builds_and_caches() {
         arch: Arch::X86_64,
         fragments: build::default_fragments(Arch::X86_64),
         jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
-        sandbox: Default::default(),
+        // The bundled tree's tip, as `kernel::build` trusts it.
+        sandbox: build::SandboxPolicy {
+            trusted_base: true,
+            ..Default::default()
+        },
         ccache: false,
     };
     let built = build::build_kernel(&tree, Some(&series), &req, &work)
@@ -159,6 +163,38 @@ async fn lore_thread_latest_revision_applies_builds_and_caches() {
     assert_ne!(
         built.head_commit, tree.commit,
         "the patch is committed on top of the base"
+    );
+    // ... in the build's own repository, not the tree's (issue 50: a later
+    // series cannot name this head as its base-commit).
+    let in_tree = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&tree.path)
+        .args([
+            "cat-file",
+            "-e",
+            &format!("{}^{{commit}}", built.head_commit),
+        ])
+        .status()
+        .unwrap();
+    assert!(
+        !in_tree.success(),
+        "the applied head is in the tree's store"
+    );
+    let in_build = std::process::Command::new("git")
+        .arg("--git-dir")
+        .arg(mmci::kernel::apply::applied_repo(
+            &built.dir.join("patches"),
+        ))
+        .args([
+            "cat-file",
+            "-e",
+            &format!("{}^{{commit}}", built.head_commit),
+        ])
+        .status()
+        .unwrap();
+    assert!(
+        in_build.success(),
+        "the applied head is kept with its build"
     );
     let log = std::fs::read_to_string(built.dir.join("build.log")).unwrap();
     assert!(
@@ -220,7 +256,11 @@ async fn series_that_does_not_apply_names_patch_and_file() {
         arch: Arch::X86_64,
         fragments: build::default_fragments(Arch::X86_64),
         jobs: 2,
-        sandbox: Default::default(),
+        // The bundled tree's tip, as `kernel::build` trusts it.
+        sandbox: build::SandboxPolicy {
+            trusted_base: true,
+            ..Default::default()
+        },
         ccache: false,
     };
     let err = build::build_kernel(&tree, Some(&series), &req, &work)
