@@ -238,3 +238,100 @@ fn merge_refuses_a_dir_that_is_not_a_results_dir() {
         stderr(&o)
     );
 }
+
+/// `mmci ARGS` killed after 60 s: a command that blocks fails the test
+/// instead of hanging it.
+fn finishing(args: &[&str]) -> Output {
+    let work = tempfile::tempdir().unwrap();
+    let mut child = common::bin_blocking()
+        .args(args)
+        .env("MMCI_WORK_DIR", work.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mmci {args:?} still running after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Small outputs: they fit the pipes, so reading after the exit is safe.
+    child.wait_with_output().unwrap()
+}
+
+/// Review L3: a FIFO given as a series blocked `series show` until killed.
+/// A FIFO (no writer), a device, and a patch dir holding a FIFO are
+/// refused, naming the path, as `series show` and `post email --series`.
+#[test]
+fn series_paths_that_are_not_regular_files_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mkfifo = |path: &std::path::Path| {
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a path this test owns.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    };
+    let fifo = tmp.path().join("series.mbox");
+    mkfifo(&fifo);
+    let dir = tmp.path().join("patches");
+    std::fs::create_dir(&dir).unwrap();
+    let inner = dir.join("0001-mm-x.patch");
+    mkfifo(&inner);
+    let body = tmp.path().join("report.txt");
+    std::fs::write(&body, "report\n").unwrap();
+    let f = fifo.to_str().unwrap();
+    for (args, path, kind) in [
+        (vec!["series", "show", f], fifo.clone(), "a FIFO"),
+        (
+            vec!["series", "show", "/dev/zero"],
+            "/dev/zero".into(),
+            "a character device",
+        ),
+        (
+            vec!["series", "show", dir.to_str().unwrap()],
+            inner.clone(),
+            "a FIFO",
+        ),
+        (
+            vec![
+                "post",
+                "email",
+                "--series",
+                f,
+                "--verdict",
+                "fail",
+                "--body",
+                body.to_str().unwrap(),
+                "--from",
+                "bot@ci.example.org",
+            ],
+            fifo.clone(),
+            "a FIFO",
+        ),
+    ] {
+        let o = finishing(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(exit::USAGE), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{}: cannot read: {kind}, not a regular file; refused: save the mbox or patch to a file first",
+                path.display()
+            )),
+            "{args:?}: {err}"
+        );
+    }
+    // A matrix file likewise.
+    let results = tmp.path().join("results");
+    let o = finishing(&["run", "--matrix", f, "--results", results.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(exit::USAGE), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{f}: cannot read: a FIFO, not a regular file; refused"
+        )),
+        "{err}"
+    );
+}
