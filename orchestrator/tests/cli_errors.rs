@@ -154,6 +154,48 @@ fn matrix_errors_name_file_line_and_column() {
     );
 }
 
+/// Review L3: the values the review saw accepted are errors at their line,
+/// with the bound and what to do, from `matrix show` and `run` (the
+/// command line's --memory-mb too); nothing is written.
+#[test]
+fn matrix_values_over_their_bounds_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m.yaml");
+    let results = dir.path().join("results");
+    let mf = m.to_str().unwrap();
+    let r = results.to_str().unwrap();
+    for (yaml, args, want) in [
+        (
+            "axes:\n  threads: [64]\n  memory_mb: [100000000]\n",
+            vec!["matrix", "show", mf],
+            format!("{mf}: line 3 column 15: memory_mb: `100000000` is more than 65536 MiB (MAX_MEMORY_MB: "),
+        ),
+        (
+            "axes:\n  threads: [64]\n  swap_mb: [1048576]\n",
+            vec!["run", "--matrix", mf, "--results", r],
+            format!("{mf}: line 3 column 13: swap_mb: `1048576` is more than 8192 MiB (MAX_SWAP_MB: "),
+        ),
+        (
+            "axes:\n  threads: [64]\n  duration_s: [4000000000]\n",
+            vec!["run", "--matrix", mf, "--results", r],
+            format!("{mf}: line 3 column 16: duration_s: `4000000000` is more than 3600 s (MAX_DURATION_S: "),
+        ),
+        (
+            "axes:\n  threads: [64]\n",
+            vec!["run", "--matrix", mf, "--results", r, "--memory-mb", "70000"],
+            "command line: --set memory_mb=70000: memory_mb: `70000` is more than 65536 MiB".to_string(),
+        ),
+    ] {
+        std::fs::write(&m, yaml).unwrap();
+        let o = mmci(&args, None);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(exit::USAGE), "{yaml}: {err}");
+        assert!(err.contains(&want), "{yaml}: {err}");
+        assert!(err.contains("give at most"), "{err}");
+        assert!(!results.exists(), "nothing written before the plan is valid");
+    }
+}
+
 /// Probes 25 and 26: a matrix naming a host file as its series or script
 /// (or an image dir outside) is refused by `matrix show` and `run`, one
 /// line naming the file, line and key; nothing of the file is printed.

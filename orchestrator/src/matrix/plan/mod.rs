@@ -17,12 +17,14 @@ use crate::scenario::DeclaredMetric;
 
 mod cell;
 pub mod expectations;
+mod limits;
 mod regimes;
 mod scripts;
 mod shard;
 mod variant;
 
 pub use cell::*;
+pub use limits::{MAX_DURATION_S, MAX_MEMORY_MB, MAX_SWAP_MB, MAX_VERITY_MB};
 pub use scripts::*;
 pub use shard::*;
 pub use variant::*;
