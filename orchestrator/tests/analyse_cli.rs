@@ -294,7 +294,19 @@ fn hostile_results_files_are_named_and_never_followed() {
             t.contains(&format!("{}: {words}", json(i).display())),
             "{words}: {t}"
         );
+        // In the report itself too, with what the run lost.
+        assert!(
+            String::from_utf8_lossy(&o.stdout).contains(&format!(
+                "runs/{}/run.json not read: {words}",
+                ids[i].file_name().unwrap().to_string_lossy()
+            )),
+            "{words}: {t}"
+        );
     }
+    assert!(
+        t.contains("left out: the run's result (it counts as a run without a result)"),
+        "{t}"
+    );
     assert!(
         t.contains(&format!(
             "3 run(s) in {} could not be read; they count as runs without a result",
@@ -341,4 +353,150 @@ fn hostile_results_files_are_named_and_never_followed() {
         "{t}"
     );
     assert!(!t.contains("SECRET"), "{t}");
+}
+
+/// Runs `mmci ARGS` with at most 1 GiB of address space (`ulimit -v`;
+/// the old read of a records.jsonl linked to /dev/zero took 2.1 GB) and a
+/// generous wall-clock limit (a FIFO hung the old `report`): its output
+/// and exit code, or a panic naming the command that did not finish.
+fn bounded(args: &[&str]) -> Output {
+    use std::io::Read;
+    use std::os::unix::process::CommandExt;
+    const ADDRESS_SPACE: libc::rlim_t = 1 << 30;
+    let mut cmd = common::bin_blocking();
+    cmd.args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: ADDRESS_SPACE,
+                rlim_max: ADDRESS_SPACE,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    // Read on threads: a report larger than a pipe must not stall mmci.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = vec![];
+            r.read_to_end(&mut v).unwrap();
+            v
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mmci {args:?} did not finish in 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// Review M5: a run's records.jsonl that is a link to /dev/zero, a FIFO
+/// without a writer, or a (sparse) file over MAX_RECORDS_FILE_BYTES is
+/// refused, named with the reason in `analyse` and in every report format,
+/// and the commands finish in bounded time and memory with the verdict
+/// the dir has without those plots (the runs' results stand).
+#[test]
+fn records_files_that_are_devices_fifos_or_huge_are_named_and_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rd");
+    common::results::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smoke-matrix"),
+        &dir,
+    );
+    let d = dir.to_str().unwrap();
+    let clean = bounded(&["analyse", "--results", d]);
+    let clean_verdict = text(&clean)
+        .lines()
+        .find(|l| l.starts_with("verdict: "))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{}", text(&clean)));
+
+    let runs = common::results::runs_of(&dir, "base");
+    let records = |i: usize| runs[i].join("records.jsonl");
+    let named = |i: usize| {
+        format!(
+            "runs/{}/records.jsonl not read",
+            runs[i].file_name().unwrap().to_string_lossy()
+        )
+    };
+    std::fs::remove_file(records(0)).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", records(0)).unwrap();
+    std::fs::remove_file(records(1)).unwrap();
+    let fifo = std::ffi::CString::new(records(1).to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo on a path this test owns.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(records(2))
+        .unwrap()
+        .set_len(mmci::analysis::series::MAX_RECORDS_FILE_BYTES + 1)
+        .unwrap();
+    let refusals = [
+        (0, ": a symbolic link, not a regular file; refused"),
+        (1, ": a FIFO, not a regular file; refused; left out"),
+        (
+            2,
+            ": larger than 268435456 bytes, the limit (MAX_RECORDS_FILE_BYTES); refused;",
+        ),
+    ];
+
+    let o = bounded(&["analyse", "--results", d]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), clean.status.code(), "{t}");
+    assert!(t.contains(&clean_verdict), "{t}");
+    for (i, why) in refusals {
+        assert!(t.contains(&format!("{}{why}", named(i))), "{t}");
+        // Said on stderr too, with the path given.
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(&format!("{}: ", records(i).display())),
+            "{t}"
+        );
+    }
+    for format in ["markdown", "email", "html", "json"] {
+        let o = bounded(&["report", "--results", d, "--format", format]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{format}: {}", text(&o));
+        for (i, why) in refusals {
+            let line = format!("{}{why}", named(i));
+            let shown = match format {
+                // JSON: the path and the reason as fields.
+                "json" => {
+                    let c: Comparison = serde_json::from_str(&out).unwrap();
+                    c.unreadable.iter().any(|u| u.line().contains(&line))
+                }
+                // Markdown escapes `_` in the run's name.
+                "markdown" => out.replace('\\', "").contains(&line),
+                // The email wraps at 72 columns.
+                "email" => out
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
+                    .contains(&line),
+                // HTML escapes the slashes.
+                "html" => out.replace("&#x2f;", "/").contains(&line),
+                _ => out.contains(&line),
+            };
+            assert!(shown, "{format}: {line}: {out}");
+        }
+    }
 }

@@ -154,6 +154,48 @@ fn matrix_errors_name_file_line_and_column() {
     );
 }
 
+/// Review L3: the values the review saw accepted are errors at their line,
+/// with the bound and what to do, from `matrix show` and `run` (the
+/// command line's --memory-mb too); nothing is written.
+#[test]
+fn matrix_values_over_their_bounds_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m.yaml");
+    let results = dir.path().join("results");
+    let mf = m.to_str().unwrap();
+    let r = results.to_str().unwrap();
+    for (yaml, args, want) in [
+        (
+            "axes:\n  threads: [64]\n  memory_mb: [100000000]\n",
+            vec!["matrix", "show", mf],
+            format!("{mf}: line 3 column 15: memory_mb: `100000000` is more than 65536 MiB (MAX_MEMORY_MB: "),
+        ),
+        (
+            "axes:\n  threads: [64]\n  swap_mb: [1048576]\n",
+            vec!["run", "--matrix", mf, "--results", r],
+            format!("{mf}: line 3 column 13: swap_mb: `1048576` is more than 8192 MiB (MAX_SWAP_MB: "),
+        ),
+        (
+            "axes:\n  threads: [64]\n  duration_s: [4000000000]\n",
+            vec!["run", "--matrix", mf, "--results", r],
+            format!("{mf}: line 3 column 16: duration_s: `4000000000` is more than 3600 s (MAX_DURATION_S: "),
+        ),
+        (
+            "axes:\n  threads: [64]\n",
+            vec!["run", "--matrix", mf, "--results", r, "--memory-mb", "70000"],
+            "command line: --set memory_mb=70000: memory_mb: `70000` is more than 65536 MiB".to_string(),
+        ),
+    ] {
+        std::fs::write(&m, yaml).unwrap();
+        let o = mmci(&args, None);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(exit::USAGE), "{yaml}: {err}");
+        assert!(err.contains(&want), "{yaml}: {err}");
+        assert!(err.contains("give at most"), "{err}");
+        assert!(!results.exists(), "nothing written before the plan is valid");
+    }
+}
+
 /// Probes 25 and 26: a matrix naming a host file as its series or script
 /// (or an image dir outside) is refused by `matrix show` and `run`, one
 /// line naming the file, line and key; nothing of the file is printed.
@@ -236,5 +278,102 @@ fn merge_refuses_a_dir_that_is_not_a_results_dir() {
         stderr(&o).contains("no manifest.json (not an mmci results dir)"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// `mmci ARGS` killed after 60 s: a command that blocks fails the test
+/// instead of hanging it.
+fn finishing(args: &[&str]) -> Output {
+    let work = tempfile::tempdir().unwrap();
+    let mut child = common::bin_blocking()
+        .args(args)
+        .env("MMCI_WORK_DIR", work.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("mmci {args:?} still running after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Small outputs: they fit the pipes, so reading after the exit is safe.
+    child.wait_with_output().unwrap()
+}
+
+/// Review L3: a FIFO given as a series blocked `series show` until killed.
+/// A FIFO (no writer), a device, and a patch dir holding a FIFO are
+/// refused, naming the path, as `series show` and `post email --series`.
+#[test]
+fn series_paths_that_are_not_regular_files_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mkfifo = |path: &std::path::Path| {
+        let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo on a path this test owns.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    };
+    let fifo = tmp.path().join("series.mbox");
+    mkfifo(&fifo);
+    let dir = tmp.path().join("patches");
+    std::fs::create_dir(&dir).unwrap();
+    let inner = dir.join("0001-mm-x.patch");
+    mkfifo(&inner);
+    let body = tmp.path().join("report.txt");
+    std::fs::write(&body, "report\n").unwrap();
+    let f = fifo.to_str().unwrap();
+    for (args, path, kind) in [
+        (vec!["series", "show", f], fifo.clone(), "a FIFO"),
+        (
+            vec!["series", "show", "/dev/zero"],
+            "/dev/zero".into(),
+            "a character device",
+        ),
+        (
+            vec!["series", "show", dir.to_str().unwrap()],
+            inner.clone(),
+            "a FIFO",
+        ),
+        (
+            vec![
+                "post",
+                "email",
+                "--series",
+                f,
+                "--verdict",
+                "fail",
+                "--body",
+                body.to_str().unwrap(),
+                "--from",
+                "bot@ci.example.org",
+            ],
+            fifo.clone(),
+            "a FIFO",
+        ),
+    ] {
+        let o = finishing(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(exit::USAGE), "{args:?}: {err}");
+        assert!(
+            err.contains(&format!(
+                "{}: cannot read: {kind}, not a regular file; refused: save the mbox or patch to a file first",
+                path.display()
+            )),
+            "{args:?}: {err}"
+        );
+    }
+    // A matrix file likewise.
+    let results = tmp.path().join("results");
+    let o = finishing(&["run", "--matrix", f, "--results", results.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(exit::USAGE), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{f}: cannot read: a FIFO, not a regular file; refused"
+        )),
+        "{err}"
     );
 }

@@ -1296,3 +1296,76 @@ async fn a_pull_request_given_by_its_head_is_found_or_refused() {
         text(&o).0
     );
 }
+
+/// Review L3: the token goes over https only (http to a loopback address
+/// excepted, as these tests' server is), refused before any request; and
+/// an API error's text reaches the terminal with its control characters
+/// escaped (a fake server's ESC colour and CR LF were printed as is).
+#[tokio::test]
+async fn the_token_goes_over_https_only_and_api_errors_are_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = results_dir(tmp.path());
+    let env = |api: &'static str| {
+        [
+            ("GITHUB_TOKEN", TOKEN),
+            ("GITHUB_REPOSITORY", "mm/series"),
+            ("GITHUB_SHA", "0123abcd"),
+            ("GITHUB_API_URL", api),
+        ]
+    };
+    for api in [
+        "http://api.github.example.org",
+        "http://10.0.0.1:8080/api/v3",
+        "http://localhost.evil.example.org",
+    ] {
+        let o = mmci(
+            &["--start", "--results", results.to_str().unwrap()],
+            &env(api),
+        )
+        .await;
+        assert_eq!(
+            o.status.code(),
+            Some(mmci::error::exit::USAGE),
+            "{:?}",
+            text(&o)
+        );
+        assert_eq!(
+            error_line(&o),
+            format!("mmci: error: --github-api {api}: refusing to send the token over http:// (clear text): give the https:// URL (http:// takes the token only on a loopback address, for tests)")
+        );
+        assert_no_secret(&o);
+    }
+
+    let state: Shared = Arc::default();
+    state.lock().unwrap().fail.push((
+        "POST /repos/mm/series/check-runs".into(),
+        403,
+        json!({"message": "Denied\u{1b}[31m red\r\nmmci: error: forged\u{7}"}),
+    ));
+    let server = serve(state.clone()).await;
+    let api: &'static str = Box::leak(server.uri().into_boxed_str());
+    let o = mmci(
+        &["--start", "--results", results.to_str().unwrap()],
+        &env(api),
+    )
+    .await;
+    assert_eq!(
+        o.status.code(),
+        Some(mmci::error::exit::POST),
+        "{:?}",
+        text(&o)
+    );
+    let err = text(&o).1;
+    assert_eq!(
+        error_line(&o),
+        "mmci: error: GitHub API creating the check run: HTTP 403: Denied\\u{1b}[31m red\\r\\nmmci: error: forged\\u{7} (the token or App lacks a permission: checks: write, pull-requests: write, issues: write)"
+    );
+    assert_eq!(
+        err.lines()
+            .filter(|l| l.starts_with("mmci: error: "))
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+}

@@ -370,6 +370,7 @@ pub fn compare(
         splats,
         series,
         anatomy,
+        unreadable: vec![],
     }
 }
 
@@ -490,9 +491,14 @@ pub fn analyse_dir(
     for v in &m.plan.variants {
         catalog::validate_all(&v.expect, &measured)?;
     }
-    let runs = results_dir::all_runs(dir);
-    let series = series::read_all(dir, &m.plan, &runs);
-    Ok(compare(&m, &runs, &expect, series, opts))
+    let (runs, bad_runs) = results_dir::runs_checked(dir);
+    results_dir::warn_unreadable(dir, &bad_runs);
+    let (series, refused) = series::read_all(dir, &m.plan, &runs);
+    let mut c = compare(&m, &runs, &expect, series, opts);
+    // Named in the report, not only on stderr: whoever reads the report
+    // learns that a run's result or plot is missing, and why.
+    c.unreadable = series::unreadable(dir, &bad_runs, &refused);
+    Ok(c)
 }
 
 #[cfg(test)]

@@ -113,6 +113,33 @@ pub struct Comparison {
     /// B: the slowest dm-bufio call); the key is format 2's.
     #[serde(default, rename = "noio_anatomy")]
     pub anatomy: Vec<super::anatomy::Anatomy>,
+    /// The files of the results dir that were refused or could not be read
+    /// (a symbolic link, a FIFO, a device, too large, not JSON), each with
+    /// what the comparison goes without; named in every report.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<UnreadableFile>,
+}
+
+/// A file of a results dir that analysis refused or could not read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnreadableFile {
+    /// Its path in the results dir (`runs/<run>/records.jsonl`).
+    pub path: String,
+    /// Why it was not read (`a FIFO, not a regular file; refused`).
+    pub error: String,
+    /// What the comparison goes without (`the run's time series`).
+    pub lost: String,
+}
+
+impl UnreadableFile {
+    /// `runs/x/records.jsonl not read: a FIFO, not a regular file;
+    /// refused; left out: the run's time series (its result stands)`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} not read: {}; left out: {}",
+            self.path, self.error, self.lost
+        )
+    }
 }
 
 /// How a cell is named in reasons: its label, else its id.

@@ -216,10 +216,16 @@ pub struct EmailArgs {
     /// --to-author) the series' author is To too.
     #[arg(long)]
     pub to: Vec<String>,
-    /// Extra Cc (repeatable), whatever the verdict; on a FAIL the thread's
-    /// To and Cc are Cc too.
+    /// Extra Cc (repeatable), whatever the verdict; on a FAIL the mailing
+    /// lists among the thread's To and Cc are Cc too (25 recipients in
+    /// all at most; the people there are left out, and said).
     #[arg(long)]
     pub cc: Vec<String>,
+    /// A host whose addresses are mailing lists (repeatable), beyond
+    /// vger.kernel.org, kvack.org, lists.linux.dev, lists.infradead.org
+    /// and the other kernel list hosts: a FAIL Cc's the thread's lists.
+    #[arg(long, value_name = "HOST")]
+    pub list_domain: Vec<String>,
     /// Only --to and --cc: leave out the author and the lists.
     #[arg(long)]
     pub only_given_recipients: bool,
@@ -562,10 +568,19 @@ pub async fn email_post(
     };
     let message_id =
         email::message_id_of(a.message_id.as_deref(), &body).map_err(PostError::Email)?;
+    for d in &a.list_domain {
+        if !email::recipients::is_host_name(d) {
+            return Err(AppError::BadOption(format!(
+                "--list-domain {}: not a host name; give the host of the list's addresses (lists.example.org for dev@lists.example.org)",
+                d.escape_debug()
+            )));
+        }
+    }
     let options = email::EmailOptions {
         from,
         to: a.to.clone(),
         cc: a.cc.clone(),
+        list_domains: a.list_domain.clone(),
         audience: email::audience(verdict, a.to_author, a.only_given_recipients),
         message_id,
         date: a.date,

@@ -74,6 +74,63 @@ pub fn read_capped(
     limit_name: &str,
     accept: Accept,
 ) -> std::io::Result<Vec<u8>> {
+    let mut reader = open_capped(path, limit, limit_name, accept)?;
+    let mut bytes = Vec::with_capacity(reader.size_hint());
+    reader.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// A file opened by [`open_capped`]: reads past its limit are a
+/// `FileTooLarge` error, so that a caller that streams a file (a line at a
+/// time) stops where [`read_capped`] would have.
+pub struct CappedReader {
+    inner: std::io::Take<std::fs::File>,
+    limit: u64,
+    limit_name: String,
+    /// The file's size when it is a regular file of at most `limit` bytes.
+    size: Option<u64>,
+}
+
+impl CappedReader {
+    fn too_large(&self) -> std::io::Error {
+        too_large(self.limit, &self.limit_name)
+    }
+
+    /// Bytes worth reserving: the regular file's size, else none.
+    fn size_hint(&self) -> usize {
+        self.size.unwrap_or(0) as usize
+    }
+}
+
+impl Read for CappedReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        // `inner` stops at `limit + 1` bytes: the extra byte says there is
+        // more than the limit.
+        if self.inner.limit() == 0 && n > 0 {
+            return Err(self.too_large());
+        }
+        Ok(n)
+    }
+}
+
+fn too_large(limit: u64, limit_name: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::FileTooLarge,
+        format!("larger than {limit} bytes, the limit ({limit_name}); refused"),
+    )
+}
+
+/// Opens `path` as [`read_capped`] reads it (the same refusals, before any
+/// byte is read), for a caller that streams it: reading more than `limit`
+/// bytes from the reader is an error. A FIFO where `accept` refuses it is
+/// refused without waiting for a writer.
+pub fn open_capped(
+    path: &Path,
+    limit: u64,
+    limit_name: &str,
+    accept: Accept,
+) -> std::io::Result<CappedReader> {
     use std::io::{Error, ErrorKind};
     let mut opts = std::fs::OpenOptions::new();
     opts.read(true);
@@ -105,20 +162,9 @@ pub fn read_capped(
             format!("{kind}, not a regular file; refused"),
         ));
     }
-    let too_large = || {
-        Error::new(
-            ErrorKind::FileTooLarge,
-            format!("larger than {limit} bytes, the limit ({limit_name}); refused"),
-        )
-    };
     if meta.is_file() && meta.len() > limit {
-        return Err(too_large());
+        return Err(too_large(limit, limit_name));
     }
-    let mut bytes = Vec::with_capacity(if meta.is_file() {
-        meta.len() as usize
-    } else {
-        0
-    });
     if accept != Accept::Any {
         // Back to blocking reads (no effect on a regular file, but honest).
         let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
@@ -130,11 +176,12 @@ pub fn read_capped(
             }
         }
     }
-    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large());
-    }
-    Ok(bytes)
+    Ok(CappedReader {
+        inner: file.take(limit.saturating_add(1)),
+        limit,
+        limit_name: limit_name.to_string(),
+        size: meta.is_file().then_some(meta.len()),
+    })
 }
 
 /// [`read_capped`] as UTF-8 text (invalid UTF-8 is an `InvalidData` error,
@@ -270,6 +317,42 @@ mod tests {
         std::fs::write(d.join("latin1"), b"\xff").unwrap();
         let e = read_capped_to_string(&d.join("latin1"), 16, "MAX_T", Regular).unwrap_err();
         assert_eq!(e.kind(), std::io::ErrorKind::InvalidData);
+    }
+
+    /// A streamed read stops where a whole read would: a file of the
+    /// limit is read, one byte more is an error after the limit's bytes,
+    /// never a silent cut; the refusals come before any byte.
+    #[test]
+    fn streamed_reads_stop_at_the_limit() {
+        use std::io::BufRead;
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        std::fs::write(d.join("exact"), b"ab\ncd\n").unwrap();
+        let lines: Vec<String> = std::io::BufReader::new(
+            open_capped(&d.join("exact"), 6, "MAX_T", Accept::RegularNoSymlink).unwrap(),
+        )
+        .lines()
+        .map(Result::unwrap)
+        .collect();
+        assert_eq!(lines, ["ab", "cd"]);
+        // A regular file over the limit: refused by its size, at the open.
+        let e = open_capped(&d.join("exact"), 5, "MAX_T", Accept::RegularNoSymlink)
+            .err()
+            .unwrap();
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge, "{e}");
+        // /dev/zero where devices are taken: an error once past the limit.
+        let mut r = open_capped(Path::new("/dev/zero"), 1000, "MAX_T", Accept::Any).unwrap();
+        let e = std::io::copy(&mut r, &mut std::io::sink()).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge, "{e}");
+        assert!(e.to_string().contains("the limit (MAX_T)"), "{e}");
+        let e = open_capped(Path::new("/dev/zero"), 1000, "MAX_T", Accept::Regular)
+            .err()
+            .unwrap();
+        assert!(
+            e.to_string()
+                .contains("a character device, not a regular file"),
+            "{e}"
+        );
     }
 
     #[test]

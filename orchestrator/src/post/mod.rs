@@ -322,6 +322,11 @@ pub async fn post_email(p: &EmailPost) -> Result<String, PostError> {
         None if p.write.is_none() => out.push_str(&email::render_dry_run(&o)),
         None => {}
     }
+    if p.write.is_some() || p.smtp.is_some() {
+        // Who of the thread it did not go to (the dry run says it after
+        // its envelope).
+        out.push_str(&o.left_out.text());
+    }
     Ok(out)
 }
 

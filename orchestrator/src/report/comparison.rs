@@ -339,6 +339,9 @@ fn render_raw(c: &Comparison, width: Option<usize>) -> String {
             out.push_str(&format!("  infra: {}: {}\n", p.run, p.reason));
         }
     }
+    for u in &c.unreadable {
+        out.push_str(&format!("{}\n", u.line()));
+    }
     out.push_str(&render_splats(c));
     if c.candidates.is_empty() {
         out.push_str("one kernel only: nothing to compare\n");

@@ -53,6 +53,9 @@ pub struct View {
     pub kernels: Vec<KernelView>,
     pub accel: Vec<String>,
     pub runs: Vec<String>,
+    /// The results dir's files that were refused or could not be read,
+    /// and what each left out (see `analysis::model::UnreadableFile`).
+    pub unreadable: Vec<String>,
     pub expectations: Vec<ExpectationView>,
     pub tables: Vec<TableView>,
     /// Kernel splats: new ones first, then pre-existing ones.
@@ -554,6 +557,11 @@ pub fn build(input: &ReportInput) -> View {
             .map(|(a, s)| untrusted::line(&format!("{a}: {s}")))
             .collect(),
         runs,
+        unreadable: c
+            .unreadable
+            .iter()
+            .map(|u| untrusted::line(&u.line()))
+            .collect(),
         expectations,
         tables,
         splats,

@@ -277,7 +277,14 @@ pub fn runs_checked(root: &Path) -> (BTreeMap<String, RunResult>, Vec<Unreadable
 /// named on stderr with the reason, and counted.
 pub fn all_runs(root: &Path) -> BTreeMap<String, RunResult> {
     let (runs, bad) = runs_checked(root);
-    for b in &bad {
+    warn_unreadable(root, &bad);
+    runs
+}
+
+/// Names on stderr each run of `root` whose run.json could not be read,
+/// with the reason, and counts them.
+pub fn warn_unreadable(root: &Path, bad: &[Unreadable]) {
+    for b in bad {
         tracing::warn!("{}: {}", b.path.display(), b.error);
     }
     if !bad.is_empty() {
@@ -287,7 +294,6 @@ pub fn all_runs(root: &Path) -> BTreeMap<String, RunResult> {
             root.display()
         );
     }
-    runs
 }
 
 /// Joins the results dirs of shards (or partial reruns) of one plan into

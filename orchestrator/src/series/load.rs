@@ -12,14 +12,26 @@ use super::*;
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Reads an mbox or patch file of at most [`fetch::MAX_MBOX_BYTES`],
-/// counted in bytes actually read (a pipe, `<(zcat ...)` or a FIFO too;
-/// /dev/zero stops at the limit); a gzip'd one (told by its first bytes,
-/// not its name) is decompressed, to at most as many bytes.
+/// counted in bytes actually read; a gzip'd one (told by its first bytes,
+/// not its name) is decompressed, to at most as many bytes. Only a regular
+/// file (a symbolic link to one too) is read: a FIFO without a writer
+/// blocked `series show` until killed, and a device never ends; either is
+/// refused, naming the path, before a byte is read.
 pub fn read_mbox_file(path: &Path, source_name: &str) -> Result<Vec<u8>, SeriesError> {
     use crate::host::fs::{read_capped, Accept};
     let limit = fetch::MAX_MBOX_BYTES;
-    let bytes = read_capped(path, limit, "MAX_MBOX_BYTES", Accept::Any).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::FileTooLarge {
+    let bytes = read_capped(path, limit, "MAX_MBOX_BYTES", Accept::Regular).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::InvalidInput {
+            // Not a regular file: named by its own path (a patch dir's
+            // file too), with what to do.
+            SeriesError::Io {
+                source_name: path.display().to_string(),
+                source: std::io::Error::new(
+                    source.kind(),
+                    format!("{source}: save the mbox or patch to a file first (a gzip'd one is read as it is)"),
+                ),
+            }
+        } else if source.kind() == std::io::ErrorKind::FileTooLarge {
             SeriesError::TooLarge {
                 path: path.to_path_buf(),
                 size: std::fs::metadata(path)
@@ -434,58 +446,62 @@ mod tests {
         assert!(s.missing_prerequisites.is_empty());
     }
 
-    /// Reads stop at the limit by the bytes that came: /dev/zero (its
-    /// size is 0 to metadata) and an endless FIFO are refused naming it;
-    /// a pipe that ends in time is read whole.
+    /// Only regular files are read: /dev/zero (its size is 0 to metadata)
+    /// and a FIFO, with a writer or without one (which blocked), are
+    /// refused before a byte is read, naming the path, in an mbox or in a
+    /// patch dir; a symbolic link to a regular file is read.
     #[test]
-    fn devices_and_endless_pipes_are_cut_at_the_limit() {
+    fn devices_and_fifos_are_refused_naming_the_path() {
+        use std::error::Error;
         let tmp = tempfile::tempdir().unwrap();
-        let err = load_file(Path::new("/dev/zero"), tmp.path())
-            .unwrap_err()
-            .to_string();
+        let chain = |e: SeriesError| {
+            let mut s = e.to_string();
+            let mut cur: Option<&dyn Error> = e.source();
+            while let Some(c) = cur {
+                s.push_str(&format!(": {c}"));
+                cur = c.source();
+            }
+            s
+        };
+        let refused = |path: &Path, kind: &str| {
+            format!(
+                "{}: cannot read: {kind}, not a regular file; refused: save the mbox or patch to a file first (a gzip'd one is read as it is)",
+                path.display()
+            )
+        };
+        let zero = Path::new("/dev/zero");
         assert_eq!(
-            err,
-            "/dev/zero: more than 67108864 bytes; the limit for an mbox or patch file is 67108864 bytes (MAX_MBOX_BYTES)"
+            chain(load_file(zero, tmp.path()).unwrap_err()),
+            refused(zero, "a character device")
         );
         let fifo = tmp.path().join("fifo");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
         // SAFETY: mkfifo reads one NUL-terminated path we own.
         assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let writer = {
-            let fifo = fifo.clone();
-            std::thread::spawn(move || {
-                use std::io::Write;
-                let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
-                // Until the reader stops reading (EPIPE).
-                let chunk = vec![b'x'; 1 << 16];
-                while f.write_all(&chunk).is_ok() {}
-            })
-        };
-        let err = load_file(&fifo, tmp.path()).unwrap_err().to_string();
         assert_eq!(
-            err,
-            format!(
-                "{}: more than 67108864 bytes; the limit for an mbox or patch file is 67108864 bytes (MAX_MBOX_BYTES)",
-                fifo.display()
-            )
+            chain(load_file(&fifo, tmp.path()).unwrap_err()),
+            refused(&fifo, "a FIFO")
         );
-        writer.join().unwrap();
-        let writer = {
-            let fifo = fifo.clone();
-            std::thread::spawn(move || {
-                std::fs::write(
-                    fifo,
-                    std::fs::read(
-                        Path::new(env!("CARGO_MANIFEST_DIR"))
-                            .join("../kernels/series/mglru-isolation-v1.mbox"),
-                    )
-                    .unwrap(),
-                )
-                .unwrap()
-            })
-        };
-        assert_eq!(load_file(&fifo, tmp.path()).unwrap().total, 2);
-        writer.join().unwrap();
+        let dir = tmp.path().join("patches");
+        std::fs::create_dir(&dir).unwrap();
+        let inner = dir.join("0001-x.patch");
+        let c = std::ffi::CString::new(inner.to_str().unwrap()).unwrap();
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let err = block_on(load(
+            &SeriesSpec::PatchDir(dir.clone()),
+            &fetch::Fetcher::default(),
+            tmp.path(),
+        ))
+        .unwrap_err();
+        assert_eq!(chain(err), refused(&inner, "a FIFO"));
+        let link = tmp.path().join("link.mbox");
+        std::os::unix::fs::symlink(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/series/mglru-isolation-v1.mbox"),
+            &link,
+        )
+        .unwrap();
+        assert_eq!(load_file(&link, tmp.path()).unwrap().total, 2);
     }
 
     /// A gzip'd mbox (lore's t.mbox.gz) is read as the mbox inside it,

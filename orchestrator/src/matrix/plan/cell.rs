@@ -44,6 +44,7 @@ pub(super) fn apply(
     scripts: &BTreeMap<String, ScriptDef>,
 ) -> Result<(), String> {
     let bad = |expected: &str| format!("{key}: `{text}` is not {expected}");
+    super::limits::check(key, text)?;
     match key {
         SCRIPT_KEY => {
             let def = scripts.get(text).ok_or_else(|| {

@@ -17,12 +17,14 @@ use crate::scenario::DeclaredMetric;
 
 mod cell;
 pub mod expectations;
+mod limits;
 mod regimes;
 mod scripts;
 mod shard;
 mod variant;
 
 pub use cell::*;
+pub use limits::{MAX_DURATION_S, MAX_MEMORY_MB, MAX_SWAP_MB, MAX_VERITY_MB};
 pub use scripts::*;
 pub use shard::*;
 pub use variant::*;
@@ -380,12 +382,13 @@ pub fn plan(
 pub fn load(path: &Path, over: &Overrides) -> Result<Plan, MatrixError> {
     let file = path.display().to_string();
     let cannot = |e: std::io::Error| MatrixError::at(&file, None, format!("cannot read: {e}"));
-    // Capped by the bytes read: `--matrix /dev/zero` or a FIFO too.
+    // A regular file, capped by the bytes read: a FIFO without a writer
+    // would block, /dev/zero never end.
     let text = crate::host::fs::read_capped_to_string(
         path,
         MAX_FILE_BYTES,
         "MAX_FILE_BYTES",
-        crate::host::fs::Accept::Any,
+        crate::host::fs::Accept::Regular,
     )
     .map_err(|e| {
         if e.kind() == std::io::ErrorKind::FileTooLarge {
@@ -743,15 +746,15 @@ repeats: 3
         assert!(n >= 8, "{n} matrices");
     }
 
-    /// A matrix or script file is read capped by the bytes actually read:
-    /// /dev/zero stops at the limit, a FIFO as a script is refused.
+    /// A matrix or script file is a regular file read capped by the bytes
+    /// actually read: /dev/zero and a FIFO (which blocked) are refused.
     #[test]
     fn unbounded_matrix_inputs_are_refused() {
         let e = load(Path::new("/dev/zero"), &Overrides::default())
             .unwrap_err()
             .to_string();
         assert!(
-            e.contains("the limit for a matrix file is 1048576 bytes (MAX_FILE_BYTES)"),
+            e.contains("/dev/zero: cannot read: a character device, not a regular file; refused"),
             "{e}"
         );
         let tmp = script_dir();
@@ -768,6 +771,8 @@ repeats: 3
         .unwrap_err()
         .to_string();
         assert!(e.contains("a FIFO, not a regular file"), "{e}");
+        let e = load(&fifo, &Overrides::default()).unwrap_err().to_string();
+        assert!(e.contains("a FIFO, not a regular file; refused"), "{e}");
     }
 
     /// A matrix dir with an image recipe and a script file beside it.

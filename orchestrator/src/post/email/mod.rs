@@ -5,7 +5,8 @@
 //!
 //! Who gets it follows the verdict ([`audience`]), as the bots
 //! maintainers accept do it: only a FAIL goes to the thread (To the
-//! author, Cc the lists and people the series went to); a PASS,
+//! author, Cc the mailing lists the series went to, capped: see
+//! [`recipients`]); a PASS,
 //! INCONCLUSIVE or NO VERDICT stays in the report and the patchwork check,
 //! and goes to the author alone when the operator opts in.
 //!
@@ -24,7 +25,9 @@ use lettre::{Address, Message};
 use crate::analysis::Status;
 use crate::series::Series;
 
+pub mod recipients;
 mod smtp;
+pub use recipients::{LeftOut, LIST_DOMAINS, MAX_RECIPIENTS};
 pub use smtp::{Smtp, SmtpOptions, SmtpTls};
 
 #[derive(Debug, thiserror::Error)]
@@ -81,7 +84,7 @@ impl EmailError {
 /// Who the reply goes to besides --to and --cc.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Audience {
-    /// To the author, Cc the thread's lists and people: a FAIL.
+    /// To the author, Cc the thread's mailing lists: a FAIL.
     #[default]
     Thread,
     /// To the author alone (`--to-author`): a verdict that is not a FAIL.
@@ -160,6 +163,8 @@ pub struct EmailOptions {
     pub from: Option<String>,
     pub to: Vec<String>,
     pub cc: Vec<String>,
+    /// Hosts of mailing lists beyond [`LIST_DOMAINS`] (`--list-domain`).
+    pub list_domains: Vec<String>,
     /// Which of the thread's author and lists get it (see [`audience`]).
     pub audience: Audience,
     /// Message-ID to use instead of a fresh one (reproducible output).
@@ -260,6 +265,8 @@ pub struct Outgoing {
     pub envelope_from: String,
     pub envelope_to: Vec<String>,
     pub bytes: Vec<u8>,
+    /// What of the thread's To and Cc was not addressed, and why.
+    pub left_out: LeftOut,
     message: Message,
 }
 
@@ -324,9 +331,10 @@ pub fn fresh_message_id(series_hash: &str, from: &Mailbox, unix: u64) -> String 
     )
 }
 
-/// Builds the reply. To: the author (and --to) unless the audience is
-/// --to and --cc only; Cc: the thread's To and Cc for [`Audience::Thread`]
-/// (and --cc), each address once, never the sender.
+/// Builds the reply, to [`recipients::recipients`]: To the author (and
+/// --to) unless the audience is --to and --cc only; Cc --cc and, for
+/// [`Audience::Thread`], the mailing lists of the thread's To and Cc, at
+/// most [`MAX_RECIPIENTS`] in all.
 pub fn build(series: &Series, body: &str, opts: &EmailOptions) -> Result<Outgoing, EmailError> {
     build_reply(&reply_to(series)?, &series.hash, body, opts)
 }
@@ -340,37 +348,11 @@ pub fn build_reply(
 ) -> Result<Outgoing, EmailError> {
     let from_text = opts.from.as_deref().ok_or(EmailError::NoFrom)?;
     let from = mailbox("--from", from_text)?;
-    let mut seen = vec![from.email.to_string().to_ascii_lowercase()];
-    let mut add = |list: &mut Vec<Mailbox>, m: Mailbox| {
-        let key = m.email.to_string().to_ascii_lowercase();
-        if !seen.contains(&key) {
-            seen.push(key);
-            list.push(m);
-        }
-    };
-    let mut to = Vec::new();
-    let mut cc = Vec::new();
-    for t in &opts.to {
-        add(&mut to, mailbox("--to", t)?);
-    }
-    if opts.audience != Audience::Given {
-        // A thread address lettre cannot parse is skipped, not fatal: the
-        // rest of the thread still gets the report.
-        if let Ok(m) = mailbox("the series' From", &reply.author) {
-            add(&mut to, m);
-        }
-    }
-    for c in &opts.cc {
-        add(&mut cc, mailbox("--cc", c)?);
-    }
-    if opts.audience == Audience::Thread {
-        for a in reply.to.iter().chain(&reply.cc) {
-            match mailbox("the thread's To/Cc", a) {
-                Ok(m) => add(&mut cc, m),
-                Err(_) => tracing::warn!(address = %a, "skipping an address of the thread"),
-            }
-        }
-    }
+    let recipients::Recipients {
+        mut to,
+        mut cc,
+        left_out,
+    } = recipients::recipients(reply, opts, &from)?;
     if to.is_empty() && cc.is_empty() {
         return Err(EmailError::NoRecipients);
     }
@@ -434,19 +416,22 @@ pub fn build_reply(
         envelope_from: envelope.from().map(|a| a.to_string()).unwrap_or_default(),
         envelope_to: envelope.to().iter().map(|a| a.to_string()).collect(),
         bytes: message.formatted(),
+        left_out,
         message,
     })
 }
 
-/// What a dry run prints: the envelope, then the message as it would be sent.
+/// What a dry run prints: the envelope, what of the thread it leaves out,
+/// then the message as it would be sent.
 pub fn render_dry_run(o: &Outgoing) -> String {
     format!(
-        "# dry run: nothing is sent (--send sends, --output FILE stores it)\n# MAIL FROM:<{}>\n{}# DATA:\n{}",
+        "# dry run: nothing is sent (--send sends, --output FILE stores it)\n# MAIL FROM:<{}>\n{}{}# DATA:\n{}",
         o.envelope_from,
         o.envelope_to
             .iter()
             .map(|t| format!("# RCPT TO:<{t}>\n"))
             .collect::<String>(),
+        o.left_out.text(),
         String::from_utf8_lossy(&o.bytes)
     )
 }
@@ -571,21 +556,22 @@ mod tests {
             .iter()
             .filter_map(|a| a.address())
             .collect();
-        // Each address once, in the order given then the thread's.
+        // Each address once, in the order given then the thread's lists
+        // (a person of the thread is left out, and said).
         assert_eq!(
             cc,
             [
                 "linux-mm@kvack.org",
                 "extra@example.org",
-                "akpm@linux-foundation.org",
                 "linux-kernel@vger.kernel.org"
             ]
         );
+        assert_eq!(o.left_out.not_lists, ["akpm@linux-foundation.org"]);
         // CRLF on the wire, as SMTP wants.
         assert_eq!(msg.body_text(0).unwrap(), "report body\r\nline 2\r\n");
         assert!(text.contains("Content-Transfer-Encoding: 7bit"));
         assert_eq!(o.envelope_from, "bot@ci.example.org");
-        assert_eq!(o.envelope_to.len(), 5);
+        assert_eq!(o.envelope_to.len(), 4);
         assert!(
             text.contains("\r\nAuto-Submitted: auto-generated\r\n"),
             "{text}"

@@ -103,13 +103,32 @@ pub(super) struct Installation {
     id: u64,
 }
 
-/// Checks the API base before building a client.
+/// Checks the API base before building a client: an http(s) URL, and
+/// https unless its host is a loopback address (a test's server), since
+/// every call carries the token; patchwork's client holds its token to the
+/// same rule.
 pub fn check_api(api: &str) -> Result<(), GitHubError> {
-    if api.starts_with("https://") || api.starts_with("http://") {
+    let url = reqwest::Url::parse(api)
+        .ok()
+        .filter(|u| matches!(u.scheme(), "https" | "http") && u.host_str().is_some())
+        .ok_or_else(|| GitHubError::BadApi(printable(api)))?;
+    if crate::series::patchwork::token_transport_ok(&url) {
         Ok(())
     } else {
-        Err(GitHubError::BadApi(api.to_string()))
+        Err(GitHubError::InsecureApi(printable(api)))
     }
+}
+
+/// Text from elsewhere (an API's answer, a URL given) as it may go to a
+/// terminal: control characters escaped (`\u{1b}`, `\r`, `\n`), so that
+/// an answer cannot move the cursor, recolour or rewrite a line.
+fn printable(s: &str) -> String {
+    s.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 impl Client {
@@ -459,7 +478,7 @@ fn api_error(what: &str, status: u16, body: &str, secrets: &[&str]) -> GitHubErr
     GitHubError::Api {
         what: what.to_string(),
         status,
-        message: crate::post::redact(&message, secrets),
+        message: printable(&crate::post::redact(&message, secrets)),
         hint: hint(status),
     }
 }
@@ -580,6 +599,64 @@ fn base64url(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// https anywhere, http only to a loopback address, anything else is
+    /// not an API base.
+    #[test]
+    fn the_token_goes_over_https_or_to_loopback_only() {
+        for (api, want) in [
+            ("https://api.github.com", Ok(())),
+            ("https://ghe.example.org/api/v3", Ok(())),
+            ("http://127.0.0.1:8080", Ok(())),
+            ("http://localhost:9000/api/v3", Ok(())),
+            ("http://[::1]:80", Ok(())),
+            (
+                "http://api.github.com",
+                Err("refusing to send the token over http://"),
+            ),
+            (
+                "http://10.0.0.1",
+                Err("refusing to send the token over http://"),
+            ),
+            (
+                "http://localhost.evil.org",
+                Err("refusing to send the token over http://"),
+            ),
+            ("api.github.com", Err("not an http(s) URL")),
+            ("ftp://api.github.com", Err("not an http(s) URL")),
+            ("http://", Err("not an http(s) URL")),
+            (
+                "http://x\u{1b}[2J.org",
+                Err("x\\u{1b}[2J.org: not an http(s) URL"),
+            ),
+        ] {
+            match (check_api(api), want) {
+                (Ok(()), Ok(())) => {}
+                (Err(e), Err(words)) => assert!(e.to_string().contains(words), "{api}: {e}"),
+                (got, _) => panic!("{api:?}: {got:?}, wanted {want:?}"),
+            }
+        }
+    }
+
+    /// An API's message loses nothing but its power over the terminal.
+    #[test]
+    fn api_error_text_is_escaped() {
+        let e = api_error(
+            "creating the check run",
+            403,
+            r#"{"message": "no\u001b[31m red\r\nmmci: error: forged ghp_x"}"#,
+            &["ghp_x"],
+        );
+        assert_eq!(
+            e.to_string(),
+            "GitHub API creating the check run: HTTP 403: no\\u{1b}[31m red\\r\\nmmci: error: forged [redacted] (the token or App lacks a permission: checks: write, pull-requests: write, issues: write)"
+        );
+        let e = api_error("x", 502, "<html>\u{1b}]0;title\u{7}</html>\n", &[]);
+        assert!(
+            e.to_string().contains("<html>\\u{1b}]0;title\\u{7}</html>"),
+            "{e}"
+        );
+    }
 
     /// A throwaway key made by openssl (installed by ./mmci-setup), as PEM.
     fn openssl_key(args: &[&str]) -> Vec<u8> {

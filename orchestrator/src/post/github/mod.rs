@@ -57,6 +57,8 @@ pub enum GitHubError {
     NoSha,
     #[error("--github-api {0}: not an http(s) URL")]
     BadApi(String),
+    #[error("--github-api {0}: refusing to send the token over http:// (clear text): give the https:// URL (http:// takes the token only on a loopback address, for tests)")]
+    InsecureApi(String),
     #[error(
         "--pr-head {0}: expected OWNER/REPO:BRANCH (the pull request's head repository and branch)"
     )]
