@@ -621,8 +621,15 @@ async fn early_kvm_probe_decides_as_the_late_one_and_dies_with_its_run() {
             "choice took {:?}: probed again",
             asked.elapsed()
         );
+        // A QEMU that refuses KVM at once (here: nested KVM failing to set
+        // an MSR) is probed again by design (accel::conclusive: cheap to
+        // see again, and the builds may have caused it); a guest that ran,
+        // or a silent one, is taken as the early probe found it.
+        let refused_at_once = early
+            .note
+            .starts_with("KVM probe failed (infra failure: QEMU:");
         assert!(
-            early.note.ends_with("(probed beside the kernel builds)"),
+            refused_at_once || early.note.ends_with("(probed beside the kernel builds)"),
             "{}",
             early.note
         );
