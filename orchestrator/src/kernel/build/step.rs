@@ -1,7 +1,17 @@
 //! One build step (make, merge_config.sh) in the build sandbox: what it
-//! binds read-only and writable, its environment, and how it runs.
+//! binds read-only and writable, its environment, its limits, and how it
+//! runs.
+//!
+//! Every command of a step runs under [`sandbox::BuildLimits`], sandbox or
+//! not: a cgroup of its own where mmci can make one (tasks and memory of
+//! the whole tree; see [`process::cgroup`]), rlimits where it cannot, a
+//! per-file size cap, a sized /tmp in the sandbox, and a wall clock per
+//! step. Which of them applied is the first line of the step in its log.
 
 use std::path::Path;
+use std::sync::Arc;
+
+use crate::host::process::cgroup::{self, Applied, Cgroup};
 
 use tokio::process::Command;
 
@@ -76,7 +86,8 @@ impl Step<'_> {
         self.command_in(self.checkout, program, args, &[])
     }
 
-    /// The same in `dir` (inside the sandbox's binds), with `extra_env`.
+    /// The same in `dir` (inside the sandbox's binds), with `extra_env`,
+    /// under this host's [`sandbox::BuildLimits`].
     pub(super) fn command_in(
         &self,
         dir: &Path,
@@ -84,9 +95,37 @@ impl Step<'_> {
         args: Vec<String>,
         extra_env: &[(&str, &str)],
     ) -> Command {
-        let mut cmd = sandbox::command(self.sandbox, &self.spec(extra_env), program);
+        let limits = sandbox::BuildLimits::for_host(crate::host::facts::memory_mb());
+        self.limited_command(dir, program, args, extra_env, &limits)
+            .0
+    }
+
+    /// The command of a step under `limits`, and the limits that applied
+    /// (the cgroup, if one was made, lives as long as the command or the
+    /// returned handle, whichever is dropped last, and is removed then).
+    fn limited_command(
+        &self,
+        dir: &Path,
+        program: &str,
+        args: Vec<String>,
+        extra_env: &[(&str, &str)],
+        limits: &sandbox::BuildLimits,
+    ) -> (Command, Arc<Limited>) {
+        let mut cmd = sandbox::command_with_tmp(
+            self.sandbox,
+            &self.spec(extra_env),
+            program,
+            limits.tmp_bytes,
+        );
         cmd.current_dir(dir).args(args);
-        cmd
+        let limited = Arc::new(Limited::new(limits.tree));
+        let held = limited.clone();
+        // SAFETY: `cgroup::enter` makes only async-signal-safe calls (write
+        // and setrlimit) on fds `held` keeps open.
+        unsafe {
+            cmd.pre_exec(move || cgroup::enter(&held.join_fds, &held.tree, held.cgroup.is_none()));
+        }
+        (cmd, limited)
     }
 
     pub(super) async fn run(
@@ -95,20 +134,111 @@ impl Step<'_> {
         args: Vec<String>,
         what: &str,
     ) -> Result<(), BuildError> {
-        process::run_logged_with(
-            &mut self.command(program, args),
+        let limits = sandbox::BuildLimits::for_host(crate::host::facts::memory_mb());
+        self.run_limited(program, args, what, &limits).await
+    }
+
+    /// [`Step::run`] under `limits`: its wall clock, and on failure a line
+    /// in the log saying which limit the step ran into.
+    pub(super) async fn run_limited(
+        &self,
+        program: &str,
+        args: Vec<String>,
+        what: &str,
+        limits: &sandbox::BuildLimits,
+    ) -> Result<(), BuildError> {
+        let (mut cmd, limited) = self.limited_command(self.checkout, program, args, &[], limits);
+        append_log(
             self.log,
-            what,
-            Limits::BUILD,
-        )
-        .await?;
+            &format!("==> {what}: limits: {}", limited.describe(limits)),
+        );
+        let result =
+            process::run_logged_with(&mut cmd, self.log, what, Limits::total(limits.wall)).await;
+        if let (Err(_), Some(hit)) = (&result, limited.hits(limits)) {
+            append_log(self.log, &format!("==> {what}: {hit}"));
+        }
+        drop(cmd);
+        result?;
         Ok(())
+    }
+}
+
+fn append_log(log: &Path, line: &str) {
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+    {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+/// The limits one step's command runs under: its cgroup if one was made.
+pub(super) struct Limited {
+    tree: cgroup::TreeLimits,
+    cgroup: Option<Cgroup>,
+    join_fds: Vec<i32>,
+    applied: Applied,
+}
+
+impl Limited {
+    fn new(tree: cgroup::TreeLimits) -> Limited {
+        match Cgroup::make(&tree) {
+            Ok(c) => Limited {
+                tree,
+                join_fds: c.join_fds(),
+                applied: c.applied(),
+                cgroup: Some(c),
+            },
+            Err(why) => Limited {
+                tree,
+                cgroup: None,
+                join_fds: vec![],
+                applied: Applied::Rlimits {
+                    why,
+                    // SAFETY: geteuid has no preconditions.
+                    nproc: unsafe { libc::geteuid() } != 0,
+                },
+            },
+        }
+    }
+
+    fn describe(&self, limits: &sandbox::BuildLimits) -> String {
+        format!(
+            "{} tasks, {} MiB memory, {} MiB per file, {} s; {}",
+            limits.tree.pids,
+            limits.tree.memory_bytes >> 20,
+            limits.tree.file_bytes >> 20,
+            limits.wall.as_secs(),
+            self.applied
+        )
+    }
+
+    /// What the cgroup counted: forks refused and OOM kills.
+    fn hits(&self, limits: &sandbox::BuildLimits) -> Option<String> {
+        let (forks, ooms) = self.cgroup.as_ref()?.events();
+        let mut said = vec![];
+        if forks > 0 {
+            said.push(format!(
+                "{forks} fork(s) refused at its limit of {} tasks",
+                limits.tree.pids
+            ));
+        }
+        if ooms > 0 {
+            said.push(format!(
+                "{ooms} process(es) killed at its memory limit of {} MiB",
+                limits.tree.memory_bytes >> 20
+            ));
+        }
+        (!said.is_empty()).then(|| format!("hit its limits: {}", said.join("; ")))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// A step's binds and environment: the checkout and inputs read-only,
     /// only the object dir (and a trusted build's ccache) writable, the
@@ -132,6 +262,8 @@ mod tests {
             ccache_read_only,
             sandbox: Some(sandbox::Bwrap {
                 disable_userns: true,
+                tmpfs_size: true,
+                seccomp: true,
             }),
             log,
         };
@@ -178,6 +310,321 @@ mod tests {
         assert!(joined.contains("--bind /w/objs /w/objs"), "{joined}");
         assert!(joined.ends_with("-- make O=/w/objs"), "{joined}");
         assert_eq!(cmd.as_std().get_current_dir(), Some(checkout));
+    }
+
+    /// A checkout whose Makefile has `target: recipe`, an object dir and a
+    /// log, outside /tmp (the sandbox's own).
+    fn fake_tree(recipe: &str) -> tempfile::TempDir {
+        let tmp = match Path::new("/var/tmp").is_dir() {
+            true => tempfile::tempdir_in("/var/tmp"),
+            false => tempfile::tempdir(),
+        }
+        .unwrap();
+        for sub in ["checkout", "inputs", "objs"] {
+            std::fs::create_dir(tmp.path().join(sub)).unwrap();
+        }
+        std::fs::write(
+            tmp.path().join("checkout/Makefile"),
+            format!("hostile:\n\t{recipe}\n"),
+        )
+        .unwrap();
+        tmp
+    }
+
+    fn fake_step(dir: &Path, sandbox: Option<sandbox::Bwrap>) -> Step<'_> {
+        // Leaked: the paths live as long as the test.
+        let leak = |p: PathBuf| -> &'static Path { Box::leak(p.into_boxed_path()) };
+        Step {
+            checkout: leak(dir.join("checkout")),
+            git_dir: None,
+            inputs: leak(dir.join("inputs")),
+            objs: leak(dir.join("objs")),
+            ccache_dir: None,
+            ccache_read_only: false,
+            sandbox,
+            log: leak(dir.join("build.log")),
+        }
+    }
+
+    /// Processes on the host now.
+    fn host_tasks() -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+            .count()
+    }
+
+    /// M1 of the security review: a build step that runs a fork bomb is
+    /// held at its task limit (the host's process count stays within it
+    /// and the host can still fork), is killed at its wall clock, leaves
+    /// nothing running, and its log says which limit it hit.
+    #[tokio::test]
+    async fn fork_bomb_in_a_build_step_is_held_and_stopped() {
+        let sandbox = sandbox::probe().await.expect("the build sandbox runs here");
+        let tmp = fake_tree("@sh -c 'b() { b | b & }; b; sleep 600'");
+        let step = fake_step(tmp.path(), Some(sandbox));
+        let mut limits = sandbox::BuildLimits::for_host(crate::host::facts::memory_mb());
+        limits.tree.pids = 512;
+        limits.wall = Duration::from_secs(20);
+        let before = host_tasks();
+        let watching = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let sampler = {
+            let watching = watching.clone();
+            std::thread::spawn(move || {
+                let (mut most, mut forks_ok) = (0, true);
+                while watching.load(std::sync::atomic::Ordering::Relaxed) {
+                    most = most.max(host_tasks());
+                    forks_ok &= std::process::Command::new("true")
+                        .status()
+                        .is_ok_and(|s| s.success());
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                (most, forks_ok)
+            })
+        };
+        let t0 = std::time::Instant::now();
+        let err = step
+            .run_limited("make", vec![], "make hostile", &limits)
+            .await
+            .unwrap_err();
+        let took = t0.elapsed();
+        watching.store(false, std::sync::atomic::Ordering::Relaxed);
+        let (most, forks_ok) = sampler.join().unwrap();
+        let log = std::fs::read_to_string(tmp.path().join("build.log")).unwrap();
+        assert!(
+            matches!(err, BuildError::Step(CommandError::TimedOut { .. })),
+            "{err:?}\n{log}"
+        );
+        assert!(took < Duration::from_secs(60), "{took:?}");
+        // SAFETY: geteuid has no preconditions.
+        let root = unsafe { libc::geteuid() } == 0;
+        assert!(
+            log.contains("limits: 512 tasks") && (log.contains("cgroup") || !root),
+            "{log}"
+        );
+        if log.contains("cgroup") {
+            assert!(
+                log.contains("fork(s) refused at its limit of 512 tasks"),
+                "{log}"
+            );
+        }
+        // Other processes come and go on a shared host: a margin of 200.
+        assert!(
+            most < before + 512 + 200,
+            "{most} tasks on the host during the bomb, {before} before"
+        );
+        assert!(forks_ok, "the host could not fork during the bomb");
+        // Nothing of the bomb is left (bwrap's pid namespace and the
+        // cgroup took it down).
+        let t1 = std::time::Instant::now();
+        while host_tasks() > before + 50 {
+            assert!(
+                t1.elapsed() < Duration::from_secs(10),
+                "{} tasks left on the host, {before} before",
+                host_tasks()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// M1: a build step writing 20 GB into /tmp is stopped at the sized
+    /// /tmp (this host's limits, as builds get them), and where bwrap could
+    /// not size it (forced off here), at the step's memory limit, which
+    /// counts tmpfs pages; both in seconds, the host's /tmp untouched.
+    #[tokio::test]
+    async fn twenty_gigabytes_into_tmp_are_stopped() {
+        let bwrap = sandbox::probe().await.expect("the build sandbox runs here");
+        assert!(bwrap.tmpfs_size, "this bwrap sizes /tmp (--size, 0.8+)");
+        let name = format!("mmci-fill-{}", std::process::id());
+        let tmp = fake_tree(&format!(
+            "@head -c 20G /dev/zero > /tmp/{name} && echo all-20G-written"
+        ));
+        let limits = sandbox::BuildLimits::for_host(crate::host::facts::memory_mb());
+        let mut small_memory = limits;
+        small_memory.tree.memory_bytes = 256 << 20;
+        let old_bwrap = sandbox::Bwrap {
+            tmpfs_size: false,
+            ..bwrap
+        };
+        for (sandbox, limits, want) in [
+            (bwrap, limits, "No space left on device"),
+            (
+                old_bwrap,
+                small_memory,
+                "killed at its memory limit of 256 MiB",
+            ),
+        ] {
+            let _ = std::fs::remove_file(tmp.path().join("build.log"));
+            let step = fake_step(tmp.path(), Some(sandbox));
+            let t0 = std::time::Instant::now();
+            let err = step
+                .run_limited("make", vec![], "make hostile", &limits)
+                .await
+                .unwrap_err();
+            let took = t0.elapsed();
+            let log = std::fs::read_to_string(tmp.path().join("build.log")).unwrap();
+            assert!(
+                matches!(err, BuildError::Step(CommandError::Failed { .. })),
+                "{err:?}\n{log}"
+            );
+            assert!(took < Duration::from_secs(60), "{took:?}\n{log}");
+            assert!(log.contains(want), "{want:?} in\n{log}");
+            assert!(!log.contains("all-20G-written"), "{log}");
+            assert!(!Path::new("/tmp").join(&name).exists());
+        }
+    }
+
+    /// Each denied syscall, called from perl: (name, syscall number and
+    /// arguments, the errno the filter gives).
+    fn denied_calls() -> Vec<(&'static str, String, i32)> {
+        let (eperm, enosys) = (libc::EPERM, libc::ENOSYS);
+        let newuser_sigchld = libc::CLONE_NEWUSER as i64 | libc::SIGCHLD as i64;
+        vec![
+            ("keyctl", format!("{}, 0, -3, 1", libc::SYS_keyctl), eperm),
+            (
+                "add_key",
+                format!("{}, 0, 0, 0, 0, 0", libc::SYS_add_key),
+                eperm,
+            ),
+            (
+                "request_key",
+                format!("{}, 0, 0, 0, 0", libc::SYS_request_key),
+                eperm,
+            ),
+            ("bpf", format!("{}, 9999, 0, 0", libc::SYS_bpf), eperm),
+            (
+                "userfaultfd",
+                format!("{}, 0", libc::SYS_userfaultfd),
+                eperm,
+            ),
+            (
+                "io_uring_setup",
+                format!("{}, 1, 0", libc::SYS_io_uring_setup),
+                eperm,
+            ),
+            (
+                "io_uring_enter",
+                format!("{}, -1, 0, 0, 0, 0, 0", libc::SYS_io_uring_enter),
+                eperm,
+            ),
+            (
+                "io_uring_register",
+                format!("{}, -1, 0, 0, 0", libc::SYS_io_uring_register),
+                eperm,
+            ),
+            (
+                "unshare",
+                format!("{}, {}", libc::SYS_unshare, libc::CLONE_NEWUSER),
+                eperm,
+            ),
+            (
+                "clone",
+                format!("{}, {newuser_sigchld}, 0, 0, 0, 0", libc::SYS_clone),
+                eperm,
+            ),
+            ("clone3", format!("{}, 0, 0", libc::SYS_clone3), enosys),
+        ]
+    }
+
+    /// A perl script making each call and printing `name result errno`; a
+    /// clone that made a child ends the child at once.
+    fn syscall_script(calls: &[(&str, String, i32)]) -> String {
+        let mut script = String::from("require POSIX; $| = 1; ");
+        for (name, args, _) in calls {
+            script.push_str(&format!(
+                "{{ $! = 0; my $r = syscall({args}); POSIX::_exit(0) if $r == 0 && '{name}' =~ /clone/; print \"{name} $r \", $! + 0, \"\\n\"; waitpid(-1, 0) if $r > 0 && '{name}' =~ /clone/; }} "
+            ));
+        }
+        script
+    }
+
+    /// (name, errno) of each call that failed (result -1) in `out`.
+    fn errnos(out: &[u8]) -> Vec<(String, i32)> {
+        String::from_utf8_lossy(out)
+            .lines()
+            .filter_map(|l| {
+                let mut w = l.split_whitespace();
+                let (name, r, errno) = (w.next()?, w.next()?, w.next()?);
+                if r != "-1" {
+                    return None;
+                }
+                Some((name.to_string(), errno.parse().ok()?))
+            })
+            .collect()
+    }
+
+    /// L1 of the security review: the sandbox's seccomp filter. Inside,
+    /// each denied syscall fails with EPERM (clone3 with ENOSYS), and
+    /// `unshare -U true` fails even when bwrap lacks `--disable-userns`
+    /// (forced off here, as bwrap 0.6 of Ubuntu 22.04 is); the controls:
+    /// outside the sandbox keyctl works and bpf gives EINVAL, and without
+    /// the filter `unshare -U true` works in that sandbox.
+    #[tokio::test]
+    async fn seccomp_denies_user_namespaces_keyrings_bpf_and_io_uring() {
+        let bwrap = sandbox::probe().await.expect("the build sandbox runs here");
+        assert!(bwrap.seccomp, "this bwrap takes --add-seccomp-fd (0.5+)");
+        let tmp = fake_tree("@true");
+        let old = sandbox::Bwrap {
+            disable_userns: false,
+            ..bwrap
+        };
+        let calls = denied_calls();
+        let script = syscall_script(&calls);
+        let inside = fake_step(tmp.path(), Some(old))
+            .command("perl", vec!["-e".into(), script.clone()])
+            .output()
+            .await
+            .unwrap();
+        let got = errnos(&inside.stdout);
+        let want: Vec<(String, i32)> = calls.iter().map(|(n, _, e)| (n.to_string(), *e)).collect();
+        assert_eq!(
+            got,
+            want,
+            "inside the sandbox:\n{}{}",
+            String::from_utf8_lossy(&inside.stdout),
+            String::from_utf8_lossy(&inside.stderr)
+        );
+        let outside = std::process::Command::new("perl")
+            .args(["-e", &script])
+            .output()
+            .unwrap();
+        let outside = errnos(&outside.stdout);
+        assert!(
+            !outside.iter().any(|(n, _)| n == "keyctl"),
+            "keyctl works outside: {outside:?}"
+        );
+        assert!(
+            outside.contains(&("bpf".to_string(), libc::EINVAL)),
+            "{outside:?}"
+        );
+
+        let unshare = |b: sandbox::Bwrap| {
+            let step = fake_step(tmp.path(), Some(b));
+            async move {
+                step.command("unshare", vec!["-U".into(), "true".into()])
+                    .output()
+                    .await
+                    .unwrap()
+            }
+        };
+        let denied = unshare(old).await;
+        assert!(!denied.status.success());
+        assert!(
+            String::from_utf8_lossy(&denied.stderr).contains("Operation not permitted"),
+            "{}",
+            String::from_utf8_lossy(&denied.stderr)
+        );
+        let without_filter = unshare(sandbox::Bwrap {
+            seccomp: false,
+            ..old
+        })
+        .await;
+        assert!(
+            without_filter.status.success(),
+            "the control: without the filter nor --disable-userns, unshare -U works: {}",
+            String::from_utf8_lossy(&without_filter.stderr)
+        );
     }
 
     /// The parent's secret, in this process's environment (the child's).
