@@ -11,6 +11,13 @@
 //! writes without a limit, is read back as its first [`CONSOLE_HEAD`] and
 //! last [`CONSOLE_TAIL`] bytes with a line saying what was cut; QEMU's
 //! stderr is read incrementally while the guest runs, and capped after.
+//!
+//! QEMU itself is the only barrier against a hostile guest kernel (under
+//! TCG an emulated-device bug is code execution in QEMU), so it runs
+//! confined: its own seccomp filter ([`QEMU_SANDBOX`]), an environment of
+//! PATH, LC_ALL and TMPDIR only ([`qemu_env`]), and, where the build
+//! sandbox's bwrap runs, inside bwrap ([`qemu_bwrap_args`]). How it ran is
+//! [`VmRun::confinement`] and the first line of its stderr file.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -114,6 +121,14 @@ pub fn kernel_cmdline(arch: Arch, extra: &[String]) -> String {
     words.join(" ")
 }
 
+/// QEMU's own seccomp filter: `on` denies the syscalls QEMU never needs
+/// once it runs (`obsolete`: old ones; `elevateprivileges`: set*uid and
+/// friends; `spawn`: fork and exec; `resourcecontrol`: scheduler and
+/// affinity changes). A guest that finds a device-emulation bug under TCG
+/// then runs inside this filter, not as the full mmci user.
+pub const QEMU_SANDBOX: &str =
+    "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
+
 /// The full QEMU argument list (without the binary).
 pub fn qemu_args(spec: &VmSpec) -> Vec<String> {
     let mut a: Vec<String> = Vec::new();
@@ -124,6 +139,8 @@ pub fn qemu_args(spec: &VmSpec) -> Vec<String> {
         "-display",
         "none",
         "-no-reboot",
+        "-sandbox",
+        QEMU_SANDBOX,
     ]);
     match spec.arch {
         Arch::X86_64 => push(&["-machine", "pc"]),
@@ -182,6 +199,141 @@ pub fn qemu_args(spec: &VmSpec) -> Vec<String> {
     a
 }
 
+/// QEMU's whole environment: the host's PATH (the same QEMU and firmware
+/// lookup), the C locale, and TMPDIR in the run's scratch dir; nothing
+/// else of mmci's (no GITHUB_TOKEN, SMTP password or cloud credential of a
+/// shell that started `mmci run`).
+pub fn qemu_env(host_path: Option<String>, scratch: &Path) -> Vec<(String, String)> {
+    vec![
+        (
+            "PATH".to_string(),
+            host_path.unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+        ),
+        ("LC_ALL".to_string(), "C".to_string()),
+        ("TMPDIR".to_string(), scratch.display().to_string()),
+    ]
+}
+
+/// The run's scratch dir: where its record socket, initramfs and disks live.
+fn scratch_dir(spec: &VmSpec) -> &Path {
+    spec.record_socket.parent().unwrap_or(Path::new("/"))
+}
+
+/// How QEMU ran: in bwrap or not (and why not).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Confinement {
+    /// Inside bwrap ([`qemu_bwrap_args`]), with `-sandbox` and the cleared
+    /// environment.
+    Bwrap,
+    /// bwrap cannot run here (`why`): `-sandbox` and the cleared
+    /// environment only.
+    SeccompOnly { why: String },
+}
+
+impl std::fmt::Display for Confinement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Confinement::Bwrap => f.write_str(
+                "QEMU confined: bwrap (no network, own user, pid, IPC and UTS namespaces, no capabilities, only the system dirs, the kernel, initramfs and images read-only, the scratch dir and console file writable), -sandbox on, environment cleared",
+            ),
+            Confinement::SeccompOnly { why } => write!(
+                f,
+                "QEMU not confined by bwrap ({why}): -sandbox on and environment cleared only"
+            ),
+        }
+    }
+}
+
+/// bwrap's arguments around QEMU, up to (not including) the `--` before
+/// it: the build sandbox's system dirs and namespaces (see
+/// [`crate::kernel::sandbox`]), no network (the record socket is a path in
+/// the scratch dir, which needs none), the kernel, the initramfs and every
+/// read-only disk bound read-only, the scratch dir (socket, swap and
+/// scenario disks) and the console file writable, /dev/kvm only under
+/// KVM, and `env` as the whole environment. QEMU's stderr is an fd mmci
+/// opened, so it needs no bind.
+/// A QEMU outside the system dirs (`/opt/qemu/bin/qemu-system-x86_64`)
+/// gets its prefix (`/opt/qemu`, where its firmware is) bound read-only.
+pub fn qemu_bwrap_args(
+    spec: &VmSpec,
+    bwrap: crate::kernel::sandbox::Bwrap,
+    env: &[(String, String)],
+    qemu: &Path,
+) -> Vec<String> {
+    use crate::kernel::sandbox::{SANDBOX_ID, SYSTEM_DIRS};
+    let mut a: Vec<String> = [
+        "--unshare-user",
+        "--uid",
+        SANDBOX_ID,
+        "--gid",
+        SANDBOX_ID,
+        "--cap-drop",
+        "ALL",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--hostname",
+        "mmci-qemu",
+        "--unshare-cgroup-try",
+        "--new-session",
+        "--die-with-parent",
+    ]
+    .map(String::from)
+    .to_vec();
+    if bwrap.disable_userns {
+        a.push("--disable-userns".into());
+    }
+    for dir in SYSTEM_DIRS {
+        a.extend(["--ro-bind-try", dir, dir].map(String::from));
+    }
+    a.extend(["--dev", "/dev", "--proc", "/proc"].map(String::from));
+    if bwrap.tmpfs_size {
+        a.extend(["--size", "16777216"].map(String::from));
+    }
+    a.extend(["--tmpfs", "/tmp"].map(String::from));
+    if spec.accel == Accel::Kvm {
+        a.extend(["--dev-bind", "/dev/kvm", "/dev/kvm"].map(String::from));
+    }
+    let bind = |a: &mut Vec<String>, how: &str, p: &Path| {
+        let p = p.display().to_string();
+        a.extend([how.to_string(), p.clone(), p]);
+    };
+    if let Some(prefix) = qemu.parent().and_then(Path::parent) {
+        if !SYSTEM_DIRS.iter().any(|d| prefix.starts_with(d)) && prefix != Path::new("/") {
+            bind(&mut a, "--ro-bind", prefix);
+        }
+    }
+    bind(&mut a, "--bind", scratch_dir(spec));
+    bind(&mut a, "--ro-bind", &spec.kernel);
+    bind(&mut a, "--ro-bind", &spec.initrd);
+    for disk in &spec.disks {
+        bind(
+            &mut a,
+            if disk.readonly { "--ro-bind" } else { "--bind" },
+            &disk.path,
+        );
+    }
+    bind(&mut a, "--bind", &spec.console_log);
+    a.extend(["--remount-ro", "/"].map(String::from));
+    a.push("--clearenv".into());
+    for (k, v) in env {
+        a.extend(["--setenv".to_string(), k.clone(), v.clone()]);
+    }
+    a
+}
+
+/// The build sandbox's probe, once per mmci process: QEMU is started many
+/// times, and whether bwrap runs does not change.
+async fn bwrap_for_qemu() -> Result<crate::kernel::sandbox::Bwrap, String> {
+    static PROBE: tokio::sync::OnceCell<Result<crate::kernel::sandbox::Bwrap, String>> =
+        tokio::sync::OnceCell::const_new();
+    PROBE
+        .get_or_init(|| async { crate::kernel::sandbox::probe().await.map_err(|e| e.why) })
+        .await
+        .clone()
+}
+
 /// A record with the time it arrived, in ms since QEMU was spawned.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TimedRecord {
@@ -214,6 +366,9 @@ pub struct VmRun {
     /// The workload stopped progressing and the guest was stopped (see
     /// [`stall`]), after the kernel's report of its blocked tasks.
     pub stalled: Option<stall::Stall>,
+    /// Whether QEMU ran inside bwrap (also the first line of its stderr
+    /// file in the run dir).
+    pub confinement: Confinement,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -292,8 +447,31 @@ async fn wait_for_blocked_report(console: &Path) {
     }
 }
 
+/// `spec` with every path absolute: bwrap binds each at the same path, and
+/// QEMU inside does not start in mmci's working directory.
+fn absolute(spec: &VmSpec) -> VmSpec {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    VmSpec {
+        kernel: abs(&spec.kernel),
+        initrd: abs(&spec.initrd),
+        console_log: abs(&spec.console_log),
+        qemu_stderr: abs(&spec.qemu_stderr),
+        record_socket: abs(&spec.record_socket),
+        disks: spec
+            .disks
+            .iter()
+            .map(|d| Disk {
+                path: abs(&d.path),
+                ..d.clone()
+            })
+            .collect(),
+        ..spec.clone()
+    }
+}
+
 /// Runs one guest to its end or its timeout.
 pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> {
+    let spec = &absolute(spec);
     if !spec.kernel.is_file() {
         return Err(VmError::MissingKernel(spec.kernel.clone()));
     }
@@ -304,18 +482,44 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
     let _ = std::fs::remove_file(&spec.record_socket);
     let listener = UnixListener::bind(&spec.record_socket).map_err(io_err(&spec.record_socket))?;
     let stderr_path = spec.qemu_stderr.clone();
-    let stderr = std::fs::File::create(&stderr_path).map_err(io_err(&stderr_path))?;
+    let mut stderr = std::fs::File::create(&stderr_path).map_err(io_err(&stderr_path))?;
+    // bwrap binds the console file: it must exist (QEMU truncates it).
+    std::fs::File::create(&spec.console_log).map_err(io_err(&spec.console_log))?;
 
     let qemu = spec.arch.qemu_binary();
-    let mut cmd = Command::new(qemu);
+    let env = qemu_env(
+        std::env::var("PATH").ok().filter(|p| !p.is_empty()),
+        scratch_dir(spec),
+    );
+    let Some(qemu_path) = crate::host::tools::on_path(qemu) else {
+        // Said here: inside bwrap it would be bwrap's exec error.
+        return Err(VmError::Missing(super::Missing::Qemu(qemu.to_string())));
+    };
+    let (mut cmd, confinement) = match bwrap_for_qemu().await {
+        Ok(bwrap) => {
+            let mut c = Command::new("bwrap");
+            c.args(qemu_bwrap_args(spec, bwrap, &env, &qemu_path))
+                .arg("--")
+                .arg(&qemu_path);
+            (c, Confinement::Bwrap)
+        }
+        Err(why) => (Command::new(qemu), Confinement::SeccompOnly { why }),
+    };
+    // The run's own record of how QEMU ran, first in its stderr file.
+    {
+        use std::io::Write;
+        let _ = writeln!(stderr, "mmci: {confinement}");
+    }
     cmd.args(qemu_args(spec))
+        .env_clear()
+        .envs(env)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(stderr);
     let start = Instant::now();
     let deadline = tokio::time::Instant::now() + timeout;
     let mut child = GroupChild::spawn(&mut cmd).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
+        if e.kind() == std::io::ErrorKind::NotFound && confinement != Confinement::Bwrap {
             VmError::Missing(super::Missing::Qemu(qemu.to_string()))
         } else {
             VmError::Io {
@@ -338,6 +542,7 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
         lifetime: Duration::ZERO,
         first_record: None,
         stalled: None,
+        confinement,
     };
 
     // QEMU connects to our socket while it sets up the machine; if it exits
@@ -429,6 +634,14 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
         QEMU_STDERR_TAIL,
         "QEMU stderr",
     );
+    // QEMU's own words only: the file's first line is mmci's (how it ran),
+    // and the reason of a QEMU that failed to start is its first line.
+    if let Some(rest) = run
+        .qemu_stderr
+        .strip_prefix(&format!("mmci: {}\n", run.confinement))
+    {
+        run.qemu_stderr = rest.to_string();
+    }
     run.accel_failed |= accel_failure(&run.qemu_stderr).is_some();
     let _ = std::fs::remove_file(&spec.record_socket);
     Ok(run)
@@ -555,6 +768,122 @@ mod tests {
             || a.contains("virtfs")
             || a.contains("fsdev")
             || a.contains("vhost-user")));
+    }
+
+    #[test]
+    fn qemu_runs_under_its_own_seccomp_filter() {
+        for accel in [Accel::Kvm, Accel::Tcg, Accel::TcgIcount] {
+            let args = qemu_args(&spec(Arch::X86_64, accel));
+            assert_eq!(
+                value_after(&args, "-sandbox"),
+                ["on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"]
+            );
+        }
+    }
+
+    #[test]
+    fn qemu_environment_is_path_locale_and_scratch_only() {
+        let scratch = Path::new("/w/scratch/run-1");
+        let names = |env: Vec<(String, String)>| -> Vec<String> {
+            env.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
+        };
+        assert_eq!(
+            names(qemu_env(Some("/opt/qemu/bin:/usr/bin".into()), scratch)),
+            [
+                "PATH=/opt/qemu/bin:/usr/bin",
+                "LC_ALL=C",
+                "TMPDIR=/w/scratch/run-1"
+            ]
+        );
+        assert_eq!(
+            names(qemu_env(None, scratch))[0],
+            "PATH=/usr/local/bin:/usr/bin:/bin"
+        );
+        assert_eq!(
+            scratch_dir(&spec(Arch::X86_64, Accel::Tcg)),
+            Path::new("/r")
+        );
+    }
+
+    /// M4: QEMU in bwrap sees the system dirs, its kernel, initramfs and
+    /// image read-only, its scratch dir and console writable, /dev/kvm only
+    /// under KVM, no network, and only `env`.
+    #[test]
+    fn qemu_bwrap_binds_and_namespaces() {
+        let bwrap = crate::kernel::sandbox::Bwrap {
+            disable_userns: true,
+            tmpfs_size: true,
+            seccomp: true,
+        };
+        let mut s = spec(Arch::X86_64, Accel::Tcg);
+        s.disks.push(Disk {
+            path: "/w/images/tools/image.erofs".into(),
+            serial: "mmci-image".into(),
+            readonly: true,
+        });
+        let env = qemu_env(Some("/usr/bin".into()), Path::new("/r"));
+        let usr_qemu = Path::new("/usr/bin/qemu-system-x86_64");
+        let joined = qemu_bwrap_args(&s, bwrap, &env, usr_qemu).join(" ");
+        for want in [
+            "--unshare-user --uid 65534 --gid 65534 --cap-drop ALL --unshare-net --unshare-pid",
+            "--new-session --die-with-parent --disable-userns",
+            "--ro-bind-try /usr /usr",
+            "--dev /dev --proc /proc --size 16777216 --tmpfs /tmp",
+            "--bind /r /r --ro-bind /k/bzImage /k/bzImage --ro-bind /r/initrd.cpio /r/initrd.cpio",
+            "--bind /r/swap.img /r/swap.img",
+            "--ro-bind /w/images/tools/image.erofs /w/images/tools/image.erofs",
+            "--bind /r/console.log /r/console.log --remount-ro /",
+            "--clearenv --setenv PATH /usr/bin --setenv LC_ALL C --setenv TMPDIR /r",
+        ] {
+            assert!(joined.contains(want), "{want:?} in {joined}");
+        }
+        for never in ["/dev/kvm", "--share-net", "--ro-bind / /", "/home", "/root"] {
+            assert!(!joined.contains(never), "{never:?} in {joined}");
+        }
+        let kvm = qemu_bwrap_args(&spec(Arch::X86_64, Accel::Kvm), bwrap, &env, usr_qemu).join(" ");
+        assert!(kvm.contains("--dev-bind /dev/kvm /dev/kvm"), "{kvm}");
+        let old = crate::kernel::sandbox::Bwrap {
+            disable_userns: false,
+            tmpfs_size: false,
+            seccomp: false,
+        };
+        let joined = qemu_bwrap_args(&s, old, &env, usr_qemu).join(" ");
+        assert!(!joined.contains("--disable-userns") && !joined.contains("--size"));
+        // A QEMU of its own prefix: that prefix read-only, nothing above.
+        let opt = qemu_bwrap_args(
+            &s,
+            bwrap,
+            &env,
+            Path::new("/opt/qemu/bin/qemu-system-x86_64"),
+        )
+        .join(" ");
+        assert!(opt.contains("--ro-bind /opt/qemu /opt/qemu"), "{opt}");
+        assert!(!opt.contains("--ro-bind /opt /opt"), "{opt}");
+    }
+
+    #[test]
+    fn paths_are_made_absolute_for_the_binds() {
+        let mut s = spec(Arch::X86_64, Accel::Tcg);
+        s.kernel = "bzImage".into();
+        let cwd = std::env::current_dir().unwrap();
+        let a = absolute(&s);
+        assert_eq!(a.kernel, cwd.join("bzImage"));
+        assert_eq!(a.initrd, Path::new("/r/initrd.cpio"));
+        assert_eq!(a.disks[0].path, Path::new("/r/swap.img"));
+    }
+
+    #[test]
+    fn confinement_is_said() {
+        assert!(Confinement::Bwrap
+            .to_string()
+            .starts_with("QEMU confined: bwrap (no network"));
+        let not = Confinement::SeccompOnly {
+            why: "bwrap (bubblewrap) is not installed".into(),
+        };
+        assert_eq!(
+            not.to_string(),
+            "QEMU not confined by bwrap (bwrap (bubblewrap) is not installed): -sandbox on and environment cleared only"
+        );
     }
 
     #[test]
