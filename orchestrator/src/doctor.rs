@@ -149,10 +149,40 @@ pub fn sandbox_check(
     }
 }
 
+/// Whether a running sandbox also keeps builds from making user
+/// namespaces: bwrap's `--disable-userns` (0.8) and mmci's seccomp filter
+/// (`--add-seccomp-fd`, 0.5). Not required (a build still runs), but an
+/// older bwrap is flagged with what it leaves open. `None` where the
+/// sandbox does not run (its own check says why).
+pub fn userns_check(
+    probe: &Result<crate::kernel::sandbox::Bwrap, crate::kernel::sandbox::Unavailable>,
+) -> Option<Check> {
+    let b = probe.as_ref().ok()?;
+    let upgrade = "install bubblewrap 0.8 or newer (Debian 12 and later, Ubuntu 24.04)";
+    let detail = match (b.disable_userns, b.seccomp) {
+        (true, true) => "--disable-userns, and a seccomp filter denying CLONE_NEWUSER, keyctl, bpf, userfaultfd and io_uring".to_string(),
+        (true, false) => "--disable-userns; no seccomp filter (bwrap lacks --add-seccomp-fd)".to_string(),
+        (false, true) => format!(
+            "bwrap too old for --disable-userns (older than 0.8): only mmci's seccomp filter keeps builds from making user namespaces; {upgrade}"
+        ),
+        (false, false) => format!(
+            "bwrap too old for --disable-userns and --add-seccomp-fd (older than 0.5): a build can make user namespaces, the usual start of a kernel exploit; {upgrade}"
+        ),
+    };
+    Some(Check {
+        what: "sandbox: no user namespaces".into(),
+        ok: b.disable_userns,
+        required: false,
+        detail,
+    })
+}
+
 /// Every check: [`checks`] and the sandbox's.
 pub async fn all_checks() -> Vec<Check> {
     let mut out = checks();
-    out.push(sandbox_check(&crate::kernel::sandbox::probe().await));
+    let probe = crate::kernel::sandbox::probe().await;
+    out.push(sandbox_check(&probe));
+    out.extend(userns_check(&probe));
     out
 }
 
@@ -220,9 +250,46 @@ mod tests {
         );
         let good = sandbox_check(&Ok(Bwrap {
             disable_userns: true,
+            tmpfs_size: true,
+            seccomp: true,
         }));
         let (text, ok) = render(&[good], "tcg");
         assert!(ok && text.contains("ok      build sandbox"), "{text}");
+    }
+
+    /// L1: a bwrap without `--disable-userns` (older than 0.8, e.g. 0.6 of
+    /// Ubuntu 22.04) is flagged, with what still holds and the fix.
+    #[test]
+    fn a_bwrap_too_old_for_disable_userns_is_flagged() {
+        use crate::kernel::sandbox::Bwrap;
+        let b = |disable_userns, seccomp| Bwrap {
+            disable_userns,
+            tmpfs_size: disable_userns,
+            seccomp,
+        };
+        let (text, ok) = render(&[userns_check(&Ok(b(false, true))).unwrap()], "tcg");
+        assert!(ok, "not required: builds still run");
+        assert!(
+            text.contains("absent  sandbox: no user namespaces")
+                && text.contains("bwrap too old for --disable-userns (older than 0.8)")
+                && text.contains("only mmci's seccomp filter")
+                && text.contains("install bubblewrap 0.8 or newer"),
+            "{text}"
+        );
+        let (text, _) = render(&[userns_check(&Ok(b(false, false))).unwrap()], "tcg");
+        assert!(text.contains("a build can make user namespaces"), "{text}");
+        let (text, _) = render(&[userns_check(&Ok(b(true, true))).unwrap()], "tcg");
+        assert!(
+            text.starts_with(
+                "ok      sandbox: no user namespaces --disable-userns, and a seccomp filter"
+            ),
+            "{text}"
+        );
+        assert!(userns_check(&Err(crate::kernel::sandbox::Unavailable {
+            why: "x".into(),
+            fix: "y".into()
+        }))
+        .is_none());
     }
 
     #[test]

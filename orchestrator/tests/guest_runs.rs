@@ -546,6 +546,84 @@ async fn hung_guest_is_killed_at_its_timeout() {
     );
 }
 
+/// M4 of the security review: QEMU runs with its seccomp sandbox, an
+/// environment of PATH, LC_ALL and TMPDIR only (and bwrap's PWD; this test's own HOME,
+/// CARGO_* and the like do not reach it), and here, where bwrap runs,
+/// inside bwrap: no network namespace of the host's, no view of /root or
+/// the work dir; read from /proc while the guest runs.
+#[tokio::test]
+async fn qemu_runs_sandboxed_with_a_cleared_environment() {
+    let tmp = tempfile::tempdir().unwrap();
+    let job = GuestJob {
+        threads: 2,
+        working_set_mb: 8,
+        duration_s: 600,
+        swap: SwapBackend::Off,
+        ..GuestJob::default()
+    };
+    let cfg = config("confined", job, Duration::from_secs(30)).await;
+    let dir = tmp.path().to_path_buf();
+    let running = tokio::spawn({
+        let dir = dir.clone();
+        async move { run(&cfg, &dir).await }
+    });
+    let needle = tmp.path().to_string_lossy().into_owned();
+    // The QEMU process itself (not bwrap, whose command line names it too).
+    let qemu = loop {
+        let found = qemu_processes_mentioning(&needle).into_iter().find(|p| {
+            std::fs::read_link(p.join("exe")).is_ok_and(|e| {
+                e.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("qemu-system"))
+            })
+        });
+        if let Some(p) = found {
+            break p;
+        }
+        assert!(!running.is_finished(), "the run ended before QEMU was seen");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let environ = std::fs::read(qemu.join("environ")).unwrap();
+    let cmdline =
+        String::from_utf8_lossy(&std::fs::read(qemu.join("cmdline")).unwrap()).replace('\0', " ");
+    let net = std::fs::read_link(qemu.join("ns/net")).unwrap();
+    let mnt = std::fs::read_link(qemu.join("ns/mnt")).unwrap();
+    let r = running.await.unwrap();
+    let mut names: Vec<String> = String::from_utf8_lossy(&environ)
+        .split('\0')
+        .filter(|v| !v.is_empty())
+        .map(|v| v.split('=').next().unwrap().to_string())
+        .collect();
+    names.sort();
+    // PWD: bwrap's own, set after it changes into the sandbox's working
+    // directory (a path, never a secret).
+    assert_eq!(
+        names,
+        ["LC_ALL", "PATH", "PWD", "TMPDIR"],
+        "QEMU's environment"
+    );
+    assert!(
+        cmdline.contains(
+            "-sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"
+        ),
+        "{cmdline}"
+    );
+    assert_ne!(net, std::fs::read_link("/proc/self/ns/net").unwrap());
+    assert_ne!(mnt, std::fs::read_link("/proc/self/ns/mnt").unwrap());
+    // The guest ran as before (a hang at its timeout, from the host).
+    assert_eq!(
+        r.classification.outcome,
+        Outcome::Hang,
+        "{:?}",
+        r.classification
+    );
+    let stderr = std::fs::read_to_string(dir.join("confined/qemu-stderr.log")).unwrap();
+    assert!(stderr.starts_with("mmci: QEMU confined: bwrap"), "{stderr}");
+    assert!(
+        qemu_processes_mentioning(&needle).is_empty(),
+        "QEMU or its bwrap left behind"
+    );
+}
+
 #[tokio::test]
 async fn ctrl_c_leaves_no_qemu_behind() {
     let (kernel, _) = kernel_and_accel().await;

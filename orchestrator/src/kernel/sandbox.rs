@@ -29,6 +29,10 @@ use tokio::process::Command;
 
 use crate::host::process::{self, Limits};
 
+mod seccomp;
+
+pub use seccomp::*;
+
 /// The uid and gid inside the sandbox: the overflow ids ("nobody").
 pub const SANDBOX_ID: &str = "65534";
 
@@ -72,11 +76,76 @@ pub struct Bwrap {
     /// `--disable-userns` (bubblewrap 0.8): the sandbox cannot create
     /// user namespaces of its own.
     pub disable_userns: bool,
+    /// `--size` before `--tmpfs` (bubblewrap 0.8): /tmp gets a cap of
+    /// [`BuildLimits::tmp_bytes`] instead of the kernel's half of the RAM.
+    pub tmpfs_size: bool,
+    /// `--add-seccomp-fd` (bubblewrap 0.5): the [`seccomp_filters`] apply.
+    pub seccomp: bool,
+}
+
+impl Bwrap {
+    /// What `bwrap --help` lists.
+    pub fn from_help(help: &str) -> Bwrap {
+        Bwrap {
+            disable_userns: help.contains("--disable-userns"),
+            tmpfs_size: help.contains("--size"),
+            seccomp: help.contains("--add-seccomp-fd"),
+        }
+    }
+}
+
+/// The limits of one build step (one make or merge_config.sh run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BuildLimits {
+    /// Killed after this long (and the slot lock freed with it).
+    pub wall: std::time::Duration,
+    /// Tasks, memory and file size of the step's whole tree.
+    pub tree: process::cgroup::TreeLimits,
+    /// The sandbox's /tmp (where bwrap takes `--size`).
+    pub tmp_bytes: u64,
+}
+
+impl BuildLimits {
+    /// The limits on a host with `memory_mb` of RAM:
+    /// - wall clock 1 h a step: a cold build is 3-6 min on this project's
+    ///   2-core hosts (197 s on the second one, docs/setup.md), a debug or
+    ///   KASAN flavour about twice that, an arm64 cross build about the
+    ///   same, three other builds sharing the cores up to 4x: ~50 min at
+    ///   worst. Before, 4 h held the slot lock for a hung build;
+    /// - 4096 tasks: make -j N runs a few per job (a shell, the compiler
+    ///   driver, cc1, as), so 4096 is 10x what -j64 needs; a fork bomb
+    ///   stops there;
+    /// - half the RAM (at least 2 GiB): cc1 on the largest mm files and
+    ///   the final link take well under 2 GiB each; tmpfs pages (/tmp,
+    ///   /dev/shm) count too, so the other half stays the host's;
+    /// - 4 GiB per file: a debug vmlinux is a few hundred MiB; also caps
+    ///   build.log, which the step's processes write;
+    /// - /tmp 1 GiB: the compiler's temporaries of one file at a time.
+    pub fn for_host(memory_mb: u64) -> BuildLimits {
+        BuildLimits {
+            wall: std::time::Duration::from_secs(60 * 60),
+            tree: process::cgroup::TreeLimits {
+                pids: 4096,
+                memory_bytes: (memory_mb << 20).div_ceil(2).max(2 << 30),
+                file_bytes: 4 << 30,
+            },
+            tmp_bytes: 1 << 30,
+        }
+    }
 }
 
 /// bwrap's arguments for `spec`, up to (not including) the `--` before the
 /// program.
 pub fn args(spec: &Spec, bwrap: Bwrap) -> Vec<String> {
+    args_with_tmp(
+        spec,
+        bwrap,
+        BuildLimits::for_host(crate::host::facts::memory_mb()).tmp_bytes,
+    )
+}
+
+/// [`args`] with a /tmp of `tmp_bytes` (where bwrap takes `--size`).
+pub fn args_with_tmp(spec: &Spec, bwrap: Bwrap, tmp_bytes: u64) -> Vec<String> {
     let mut a: Vec<String> = [
         "--unshare-user",
         "--uid",
@@ -103,7 +172,11 @@ pub fn args(spec: &Spec, bwrap: Bwrap) -> Vec<String> {
     for dir in SYSTEM_DIRS {
         a.extend(["--ro-bind-try", dir, dir].map(String::from));
     }
-    a.extend(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"].map(String::from));
+    a.extend(["--dev", "/dev", "--proc", "/proc"].map(String::from));
+    if bwrap.tmpfs_size {
+        a.extend(["--size".to_string(), tmp_bytes.to_string()]);
+    }
+    a.extend(["--tmpfs", "/tmp"].map(String::from));
     let bind = |a: &mut Vec<String>, how: &str, p: &Path| {
         let p = p.display().to_string();
         a.extend([how.to_string(), p.clone(), p]);
@@ -171,10 +244,55 @@ pub fn host_env(ccache: bool) -> Vec<(String, String)> {
 /// the caller has allowed), with exactly `spec.env` as its environment in
 /// both cases.
 pub fn command(bwrap: Option<Bwrap>, spec: &Spec, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let tmp = BuildLimits::for_host(crate::host::facts::memory_mb()).tmp_bytes;
+    command_with_tmp(bwrap, spec, program, tmp)
+}
+
+/// [`command`] with a /tmp of `tmp_bytes` (where bwrap takes `--size`),
+/// and the [`seccomp_filters`] (where bwrap takes `--add-seccomp-fd`):
+/// each in a memory file whose fd the child inherits.
+pub fn command_with_tmp(
+    bwrap: Option<Bwrap>,
+    spec: &Spec,
+    program: impl AsRef<std::ffi::OsStr>,
+    tmp_bytes: u64,
+) -> Command {
     let mut cmd = match bwrap {
         Some(b) => {
             let mut c = Command::new("bwrap");
-            c.args(args(spec, b)).arg("--").arg(program);
+            c.args(args_with_tmp(spec, b, tmp_bytes));
+            if b.seccomp {
+                match seccomp_filters().and_then(|programs| {
+                    programs
+                        .iter()
+                        .map(|p| memfd_with(p).map_err(|e| e.to_string()))
+                        .collect::<Result<Vec<_>, _>>()
+                }) {
+                    Ok(fds) => {
+                        use std::os::fd::AsRawFd;
+                        let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();
+                        for fd in &raw {
+                            c.arg("--add-seccomp-fd").arg(fd.to_string());
+                        }
+                        // SAFETY: fcntl on fds the closure keeps open (it
+                        // owns them), between fork and exec.
+                        unsafe {
+                            c.pre_exec(move || {
+                                for f in &fds {
+                                    if libc::fcntl(f.as_raw_fd(), libc::F_SETFD, 0) != 0 {
+                                        return Err(std::io::Error::last_os_error());
+                                    }
+                                }
+                                Ok(())
+                            });
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!("the build sandbox runs without its seccomp filter: {e}")
+                    }
+                }
+            }
+            c.arg("--").arg(program);
             c
         }
         None => Command::new(program),
@@ -262,9 +380,7 @@ pub async fn probe() -> Result<Bwrap, Unavailable> {
     .await
     .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
     .unwrap_or_default();
-    let bwrap = Bwrap {
-        disable_userns: help.contains("--disable-userns"),
-    };
+    let bwrap = Bwrap::from_help(&help);
     // The environment builds get: the same PATH finds the same bwrap.
     let spec = Spec {
         env: host_env(false),
@@ -371,11 +487,14 @@ mod tests {
             writable: vec!["/w/objs".into()],
             env: vec![("PATH".into(), "/usr/bin".into())],
         };
-        let joined = args(
+        let joined = args_with_tmp(
             &spec,
             Bwrap {
                 disable_userns: true,
+                tmpfs_size: true,
+                seccomp: true,
             },
+            1 << 30,
         )
         .join(" ");
         for want in [
@@ -384,7 +503,7 @@ mod tests {
             "--unshare-cgroup --new-session --die-with-parent --disable-userns",
             "--ro-bind-try /usr /usr",
             "--ro-bind-try /etc/alternatives /etc/alternatives",
-            "--dev /dev --proc /proc --tmpfs /tmp",
+            "--dev /dev --proc /proc --size 1073741824 --tmpfs /tmp",
             "--ro-bind /w/checkout /w/checkout --bind /w/objs /w/objs --remount-ro /",
             "--clearenv --setenv PATH /usr/bin",
         ] {
@@ -403,10 +522,49 @@ mod tests {
             &spec,
             Bwrap {
                 disable_userns: false,
+                tmpfs_size: false,
+                seccomp: true,
             },
         )
         .join(" ");
         assert!(!old.contains("--disable-userns"));
+        assert!(old.contains("--proc /proc --tmpfs /tmp"), "{old}");
+    }
+
+    #[test]
+    fn bwrap_features_from_its_help() {
+        let v08 = "    --disable-userns             Disable further use of user namespaces inside sandbox\n    --size BYTES                 Set size of next argument (only for --tmpfs)\n";
+        assert_eq!(
+            Bwrap::from_help(v08),
+            Bwrap {
+                disable_userns: true,
+                tmpfs_size: true,
+                seccomp: false,
+            }
+        );
+        assert_eq!(
+            Bwrap::from_help(
+                "    --add-seccomp-fd FD   Load and use seccomp rules from FD (repeatable)\n"
+            ),
+            Bwrap {
+                disable_userns: false,
+                tmpfs_size: false,
+                seccomp: true,
+            }
+        );
+    }
+
+    #[test]
+    fn build_limits_for_small_and_large_hosts() {
+        let small = BuildLimits::for_host(2048);
+        assert_eq!(small.tree.memory_bytes, 2 << 30, "at least 2 GiB");
+        let here = BuildLimits::for_host(24 * 1024);
+        assert_eq!(here.tree.memory_bytes, 12 << 30, "half the RAM");
+        assert_eq!(here.tree.pids, 4096);
+        assert_eq!(here.tree.file_bytes, 4 << 30);
+        assert_eq!(here.tmp_bytes, 1 << 30);
+        // Well under the 4 h a hung build held the slot lock before.
+        assert_eq!(here.wall, std::time::Duration::from_secs(3600));
     }
 
     #[test]

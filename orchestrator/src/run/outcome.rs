@@ -299,6 +299,7 @@ mod tests {
             lifetime: Duration::ZERO,
             first_record: None,
             stalled: None,
+            confinement: crate::guest::vm::Confinement::Bwrap,
         }
     }
 

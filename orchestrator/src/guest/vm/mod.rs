@@ -11,6 +11,13 @@
 //! writes without a limit, is read back as its first [`CONSOLE_HEAD`] and
 //! last [`CONSOLE_TAIL`] bytes with a line saying what was cut; QEMU's
 //! stderr is read incrementally while the guest runs, and capped after.
+//!
+//! QEMU itself is the only barrier against a hostile guest kernel (under
+//! TCG an emulated-device bug is code execution in QEMU), so it runs
+//! confined: its own seccomp filter ([`QEMU_SANDBOX`]), an environment of
+//! PATH, LC_ALL and TMPDIR only ([`qemu_env`]), and, where the build
+//! sandbox's bwrap runs, inside bwrap ([`qemu_bwrap_args`]). How it ran is
+//! [`VmRun::confinement`] and the first line of its stderr file.
 
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -114,6 +121,14 @@ pub fn kernel_cmdline(arch: Arch, extra: &[String]) -> String {
     words.join(" ")
 }
 
+/// QEMU's own seccomp filter: `on` denies the syscalls QEMU never needs
+/// once it runs (`obsolete`: old ones; `elevateprivileges`: set*uid and
+/// friends; `spawn`: fork and exec; `resourcecontrol`: scheduler and
+/// affinity changes). A guest that finds a device-emulation bug under TCG
+/// then runs inside this filter, not as the full mmci user.
+pub const QEMU_SANDBOX: &str =
+    "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny";
+
 /// The full QEMU argument list (without the binary).
 pub fn qemu_args(spec: &VmSpec) -> Vec<String> {
     let mut a: Vec<String> = Vec::new();
@@ -124,6 +139,8 @@ pub fn qemu_args(spec: &VmSpec) -> Vec<String> {
         "-display",
         "none",
         "-no-reboot",
+        "-sandbox",
+        QEMU_SANDBOX,
     ]);
     match spec.arch {
         Arch::X86_64 => push(&["-machine", "pc"]),
@@ -214,6 +231,9 @@ pub struct VmRun {
     /// The workload stopped progressing and the guest was stopped (see
     /// [`stall`]), after the kernel's report of its blocked tasks.
     pub stalled: Option<stall::Stall>,
+    /// Whether QEMU ran inside bwrap (also the first line of its stderr
+    /// file in the run dir).
+    pub confinement: Confinement,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -253,9 +273,11 @@ pub const QEMU_STDERR_HEAD: u64 = 64 << 10;
 pub const QEMU_STDERR_TAIL: u64 = 960 << 10;
 
 mod capture;
+mod confine;
 pub mod stall;
 
 pub use capture::*;
+pub use confine::*;
 
 /// The console's last bytes (where a report of blocked tasks would be).
 fn console_tail(path: &Path, bytes: u64) -> (u64, String) {
@@ -292,8 +314,31 @@ async fn wait_for_blocked_report(console: &Path) {
     }
 }
 
+/// `spec` with every path absolute: bwrap binds each at the same path, and
+/// QEMU inside does not start in mmci's working directory.
+fn absolute(spec: &VmSpec) -> VmSpec {
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    VmSpec {
+        kernel: abs(&spec.kernel),
+        initrd: abs(&spec.initrd),
+        console_log: abs(&spec.console_log),
+        qemu_stderr: abs(&spec.qemu_stderr),
+        record_socket: abs(&spec.record_socket),
+        disks: spec
+            .disks
+            .iter()
+            .map(|d| Disk {
+                path: abs(&d.path),
+                ..d.clone()
+            })
+            .collect(),
+        ..spec.clone()
+    }
+}
+
 /// Runs one guest to its end or its timeout.
 pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> {
+    let spec = &absolute(spec);
     if !spec.kernel.is_file() {
         return Err(VmError::MissingKernel(spec.kernel.clone()));
     }
@@ -304,18 +349,44 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
     let _ = std::fs::remove_file(&spec.record_socket);
     let listener = UnixListener::bind(&spec.record_socket).map_err(io_err(&spec.record_socket))?;
     let stderr_path = spec.qemu_stderr.clone();
-    let stderr = std::fs::File::create(&stderr_path).map_err(io_err(&stderr_path))?;
+    let mut stderr = std::fs::File::create(&stderr_path).map_err(io_err(&stderr_path))?;
+    // bwrap binds the console file: it must exist (QEMU truncates it).
+    std::fs::File::create(&spec.console_log).map_err(io_err(&spec.console_log))?;
 
     let qemu = spec.arch.qemu_binary();
-    let mut cmd = Command::new(qemu);
+    let env = qemu_env(
+        std::env::var("PATH").ok().filter(|p| !p.is_empty()),
+        scratch_dir(spec),
+    );
+    let Some(qemu_path) = crate::host::tools::on_path(qemu) else {
+        // Said here: inside bwrap it would be bwrap's exec error.
+        return Err(VmError::Missing(super::Missing::Qemu(qemu.to_string())));
+    };
+    let (mut cmd, confinement) = match bwrap_for_qemu().await {
+        Ok(bwrap) => {
+            let mut c = Command::new("bwrap");
+            c.args(qemu_bwrap_args(spec, bwrap, &env, &qemu_path))
+                .arg("--")
+                .arg(&qemu_path);
+            (c, Confinement::Bwrap)
+        }
+        Err(why) => (Command::new(qemu), Confinement::SeccompOnly { why }),
+    };
+    // The run's own record of how QEMU ran, first in its stderr file.
+    {
+        use std::io::Write;
+        let _ = writeln!(stderr, "mmci: {confinement}");
+    }
     cmd.args(qemu_args(spec))
+        .env_clear()
+        .envs(env)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(stderr);
     let start = Instant::now();
     let deadline = tokio::time::Instant::now() + timeout;
     let mut child = GroupChild::spawn(&mut cmd).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
+        if e.kind() == std::io::ErrorKind::NotFound && confinement != Confinement::Bwrap {
             VmError::Missing(super::Missing::Qemu(qemu.to_string()))
         } else {
             VmError::Io {
@@ -338,6 +409,7 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
         lifetime: Duration::ZERO,
         first_record: None,
         stalled: None,
+        confinement,
     };
 
     // QEMU connects to our socket while it sets up the machine; if it exits
@@ -429,6 +501,14 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
         QEMU_STDERR_TAIL,
         "QEMU stderr",
     );
+    // QEMU's own words only: the file's first line is mmci's (how it ran),
+    // and the reason of a QEMU that failed to start is its first line.
+    if let Some(rest) = run
+        .qemu_stderr
+        .strip_prefix(&format!("mmci: {}\n", run.confinement))
+    {
+        run.qemu_stderr = rest.to_string();
+    }
     run.accel_failed |= accel_failure(&run.qemu_stderr).is_some();
     let _ = std::fs::remove_file(&spec.record_socket);
     Ok(run)
@@ -555,6 +635,122 @@ mod tests {
             || a.contains("virtfs")
             || a.contains("fsdev")
             || a.contains("vhost-user")));
+    }
+
+    #[test]
+    fn qemu_runs_under_its_own_seccomp_filter() {
+        for accel in [Accel::Kvm, Accel::Tcg, Accel::TcgIcount] {
+            let args = qemu_args(&spec(Arch::X86_64, accel));
+            assert_eq!(
+                value_after(&args, "-sandbox"),
+                ["on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny"]
+            );
+        }
+    }
+
+    #[test]
+    fn qemu_environment_is_path_locale_and_scratch_only() {
+        let scratch = Path::new("/w/scratch/run-1");
+        let names = |env: Vec<(String, String)>| -> Vec<String> {
+            env.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
+        };
+        assert_eq!(
+            names(qemu_env(Some("/opt/qemu/bin:/usr/bin".into()), scratch)),
+            [
+                "PATH=/opt/qemu/bin:/usr/bin",
+                "LC_ALL=C",
+                "TMPDIR=/w/scratch/run-1"
+            ]
+        );
+        assert_eq!(
+            names(qemu_env(None, scratch))[0],
+            "PATH=/usr/local/bin:/usr/bin:/bin"
+        );
+        assert_eq!(
+            scratch_dir(&spec(Arch::X86_64, Accel::Tcg)),
+            Path::new("/r")
+        );
+    }
+
+    /// M4: QEMU in bwrap sees the system dirs, its kernel, initramfs and
+    /// image read-only, its scratch dir and console writable, /dev/kvm only
+    /// under KVM, no network, and only `env`.
+    #[test]
+    fn qemu_bwrap_binds_and_namespaces() {
+        let bwrap = crate::kernel::sandbox::Bwrap {
+            disable_userns: true,
+            tmpfs_size: true,
+            seccomp: true,
+        };
+        let mut s = spec(Arch::X86_64, Accel::Tcg);
+        s.disks.push(Disk {
+            path: "/w/images/tools/image.erofs".into(),
+            serial: "mmci-image".into(),
+            readonly: true,
+        });
+        let env = qemu_env(Some("/usr/bin".into()), Path::new("/r"));
+        let usr_qemu = Path::new("/usr/bin/qemu-system-x86_64");
+        let joined = qemu_bwrap_args(&s, bwrap, &env, usr_qemu).join(" ");
+        for want in [
+            "--unshare-user --uid 65534 --gid 65534 --cap-drop ALL --unshare-net --unshare-pid",
+            "--new-session --die-with-parent --disable-userns",
+            "--ro-bind-try /usr /usr",
+            "--dev /dev --proc /proc --size 16777216 --tmpfs /tmp",
+            "--bind /r /r --ro-bind /k/bzImage /k/bzImage --ro-bind /r/initrd.cpio /r/initrd.cpio",
+            "--bind /r/swap.img /r/swap.img",
+            "--ro-bind /w/images/tools/image.erofs /w/images/tools/image.erofs",
+            "--bind /r/console.log /r/console.log --remount-ro /",
+            "--clearenv --setenv PATH /usr/bin --setenv LC_ALL C --setenv TMPDIR /r",
+        ] {
+            assert!(joined.contains(want), "{want:?} in {joined}");
+        }
+        for never in ["/dev/kvm", "--share-net", "--ro-bind / /", "/home", "/root"] {
+            assert!(!joined.contains(never), "{never:?} in {joined}");
+        }
+        let kvm = qemu_bwrap_args(&spec(Arch::X86_64, Accel::Kvm), bwrap, &env, usr_qemu).join(" ");
+        assert!(kvm.contains("--dev-bind /dev/kvm /dev/kvm"), "{kvm}");
+        let old = crate::kernel::sandbox::Bwrap {
+            disable_userns: false,
+            tmpfs_size: false,
+            seccomp: false,
+        };
+        let joined = qemu_bwrap_args(&s, old, &env, usr_qemu).join(" ");
+        assert!(!joined.contains("--disable-userns") && !joined.contains("--size"));
+        // A QEMU of its own prefix: that prefix read-only, nothing above.
+        let opt = qemu_bwrap_args(
+            &s,
+            bwrap,
+            &env,
+            Path::new("/opt/qemu/bin/qemu-system-x86_64"),
+        )
+        .join(" ");
+        assert!(opt.contains("--ro-bind /opt/qemu /opt/qemu"), "{opt}");
+        assert!(!opt.contains("--ro-bind /opt /opt"), "{opt}");
+    }
+
+    #[test]
+    fn paths_are_made_absolute_for_the_binds() {
+        let mut s = spec(Arch::X86_64, Accel::Tcg);
+        s.kernel = "bzImage".into();
+        let cwd = std::env::current_dir().unwrap();
+        let a = absolute(&s);
+        assert_eq!(a.kernel, cwd.join("bzImage"));
+        assert_eq!(a.initrd, Path::new("/r/initrd.cpio"));
+        assert_eq!(a.disks[0].path, Path::new("/r/swap.img"));
+    }
+
+    #[test]
+    fn confinement_is_said() {
+        assert!(Confinement::Bwrap
+            .to_string()
+            .starts_with("QEMU confined: bwrap (no network"));
+        let not = Confinement::SeccompOnly {
+            why: "bwrap (bubblewrap) is not installed".into(),
+        };
+        assert_eq!(
+            not.to_string(),
+            "QEMU not confined by bwrap (bwrap (bubblewrap) is not installed): -sandbox on and environment cleared only"
+        );
     }
 
     #[test]

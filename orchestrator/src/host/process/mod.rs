@@ -72,6 +72,7 @@ impl Limits {
     }
 }
 
+pub mod cgroup;
 mod group;
 
 pub use group::*;

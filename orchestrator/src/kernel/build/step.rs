@@ -1,7 +1,17 @@
 //! One build step (make, merge_config.sh) in the build sandbox: what it
-//! binds read-only and writable, its environment, and how it runs.
+//! binds read-only and writable, its environment, its limits, and how it
+//! runs.
+//!
+//! Every command of a step runs under [`sandbox::BuildLimits`], sandbox or
+//! not: a cgroup of its own where mmci can make one (tasks and memory of
+//! the whole tree; see [`process::cgroup`]), rlimits where it cannot, a
+//! per-file size cap, a sized /tmp in the sandbox, and a wall clock per
+//! step. Which of them applied is the first line of the step in its log.
 
 use std::path::Path;
+use std::sync::Arc;
+
+use crate::host::process::cgroup::{self, Applied, Cgroup};
 
 use tokio::process::Command;
 
@@ -76,7 +86,8 @@ impl Step<'_> {
         self.command_in(self.checkout, program, args, &[])
     }
 
-    /// The same in `dir` (inside the sandbox's binds), with `extra_env`.
+    /// The same in `dir` (inside the sandbox's binds), with `extra_env`,
+    /// under this host's [`sandbox::BuildLimits`].
     pub(super) fn command_in(
         &self,
         dir: &Path,
@@ -84,9 +95,37 @@ impl Step<'_> {
         args: Vec<String>,
         extra_env: &[(&str, &str)],
     ) -> Command {
-        let mut cmd = sandbox::command(self.sandbox, &self.spec(extra_env), program);
+        let limits = sandbox::BuildLimits::for_host(crate::host::facts::memory_mb());
+        self.limited_command(dir, program, args, extra_env, &limits)
+            .0
+    }
+
+    /// The command of a step under `limits`, and the limits that applied
+    /// (the cgroup, if one was made, lives as long as the command or the
+    /// returned handle, whichever is dropped last, and is removed then).
+    fn limited_command(
+        &self,
+        dir: &Path,
+        program: &str,
+        args: Vec<String>,
+        extra_env: &[(&str, &str)],
+        limits: &sandbox::BuildLimits,
+    ) -> (Command, Arc<Limited>) {
+        let mut cmd = sandbox::command_with_tmp(
+            self.sandbox,
+            &self.spec(extra_env),
+            program,
+            limits.tmp_bytes,
+        );
         cmd.current_dir(dir).args(args);
-        cmd
+        let limited = Arc::new(Limited::new(limits.tree));
+        let held = limited.clone();
+        // SAFETY: `cgroup::enter` makes only async-signal-safe calls (write
+        // and setrlimit) on fds `held` keeps open.
+        unsafe {
+            cmd.pre_exec(move || cgroup::enter(&held.join_fds, &held.tree, held.cgroup.is_none()));
+        }
+        (cmd, limited)
     }
 
     pub(super) async fn run(
@@ -95,16 +134,109 @@ impl Step<'_> {
         args: Vec<String>,
         what: &str,
     ) -> Result<(), BuildError> {
-        process::run_logged_with(
-            &mut self.command(program, args),
+        let limits = sandbox::BuildLimits::for_host(crate::host::facts::memory_mb());
+        self.run_limited(program, args, what, &limits).await
+    }
+
+    /// [`Step::run`] under `limits`: its wall clock, and on failure a line
+    /// in the log saying which limit the step ran into.
+    pub(super) async fn run_limited(
+        &self,
+        program: &str,
+        args: Vec<String>,
+        what: &str,
+        limits: &sandbox::BuildLimits,
+    ) -> Result<(), BuildError> {
+        let (mut cmd, limited) = self.limited_command(self.checkout, program, args, &[], limits);
+        append_log(
             self.log,
-            what,
-            Limits::BUILD,
-        )
-        .await?;
+            &format!("==> {what}: limits: {}", limited.describe(limits)),
+        );
+        let result =
+            process::run_logged_with(&mut cmd, self.log, what, Limits::total(limits.wall)).await;
+        if let (Err(_), Some(hit)) = (&result, limited.hits(limits)) {
+            append_log(self.log, &format!("==> {what}: {hit}"));
+        }
+        drop(cmd);
+        result?;
         Ok(())
     }
 }
+
+fn append_log(log: &Path, line: &str) {
+    use std::io::Write;
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+    {
+        let _ = writeln!(f, "{line}");
+    }
+}
+
+/// The limits one step's command runs under: its cgroup if one was made.
+pub(super) struct Limited {
+    tree: cgroup::TreeLimits,
+    cgroup: Option<Cgroup>,
+    join_fds: Vec<i32>,
+    applied: Applied,
+}
+
+impl Limited {
+    fn new(tree: cgroup::TreeLimits) -> Limited {
+        match Cgroup::make(&tree) {
+            Ok(c) => Limited {
+                tree,
+                join_fds: c.join_fds(),
+                applied: c.applied(),
+                cgroup: Some(c),
+            },
+            Err(why) => Limited {
+                tree,
+                cgroup: None,
+                join_fds: vec![],
+                applied: Applied::Rlimits {
+                    why,
+                    // SAFETY: geteuid has no preconditions.
+                    nproc: unsafe { libc::geteuid() } != 0,
+                },
+            },
+        }
+    }
+
+    fn describe(&self, limits: &sandbox::BuildLimits) -> String {
+        format!(
+            "{} tasks, {} MiB memory, {} MiB per file, {} s; {}",
+            limits.tree.pids,
+            limits.tree.memory_bytes >> 20,
+            limits.tree.file_bytes >> 20,
+            limits.wall.as_secs(),
+            self.applied
+        )
+    }
+
+    /// What the cgroup counted: forks refused and OOM kills.
+    fn hits(&self, limits: &sandbox::BuildLimits) -> Option<String> {
+        let (forks, ooms) = self.cgroup.as_ref()?.events();
+        let mut said = vec![];
+        if forks > 0 {
+            said.push(format!(
+                "{forks} fork(s) refused at its limit of {} tasks",
+                limits.tree.pids
+            ));
+        }
+        if ooms > 0 {
+            said.push(format!(
+                "{ooms} process(es) killed at its memory limit of {} MiB",
+                limits.tree.memory_bytes >> 20
+            ));
+        }
+        (!said.is_empty()).then(|| format!("hit its limits: {}", said.join("; ")))
+    }
+}
+
+#[cfg(test)]
+mod hostile_tests;
 
 #[cfg(test)]
 mod tests {
@@ -132,6 +264,8 @@ mod tests {
             ccache_read_only,
             sandbox: Some(sandbox::Bwrap {
                 disable_userns: true,
+                tmpfs_size: true,
+                seccomp: true,
             }),
             log,
         };

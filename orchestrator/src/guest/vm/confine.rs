@@ -1,0 +1,143 @@
+//! How QEMU is confined: its environment ([`qemu_env`]), bwrap around it
+//! where the build sandbox's bwrap runs ([`qemu_bwrap_args`]), and what a
+//! run says about it ([`Confinement`]). QEMU's own seccomp filter is an
+//! argument of [`super::qemu_args`] ([`super::QEMU_SANDBOX`]).
+
+use std::path::Path;
+
+use super::{Accel, VmSpec};
+
+/// QEMU's whole environment: the host's PATH (the same QEMU and firmware
+/// lookup), the C locale, and TMPDIR in the run's scratch dir; nothing
+/// else of mmci's (no GITHUB_TOKEN, SMTP password or cloud credential of a
+/// shell that started `mmci run`).
+pub fn qemu_env(host_path: Option<String>, scratch: &Path) -> Vec<(String, String)> {
+    vec![
+        (
+            "PATH".to_string(),
+            host_path.unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into()),
+        ),
+        ("LC_ALL".to_string(), "C".to_string()),
+        ("TMPDIR".to_string(), scratch.display().to_string()),
+    ]
+}
+
+/// The run's scratch dir: where its record socket, initramfs and disks live.
+pub(super) fn scratch_dir(spec: &VmSpec) -> &Path {
+    spec.record_socket.parent().unwrap_or(Path::new("/"))
+}
+
+/// How QEMU ran: in bwrap or not (and why not).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Confinement {
+    /// Inside bwrap ([`qemu_bwrap_args`]), with `-sandbox` and the cleared
+    /// environment.
+    Bwrap,
+    /// bwrap cannot run here (`why`): `-sandbox` and the cleared
+    /// environment only.
+    SeccompOnly { why: String },
+}
+
+impl std::fmt::Display for Confinement {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Confinement::Bwrap => f.write_str(
+                "QEMU confined: bwrap (no network, own user, pid, IPC and UTS namespaces, no capabilities, only the system dirs, the kernel, initramfs and images read-only, the scratch dir and console file writable), -sandbox on, environment cleared",
+            ),
+            Confinement::SeccompOnly { why } => write!(
+                f,
+                "QEMU not confined by bwrap ({why}): -sandbox on and environment cleared only"
+            ),
+        }
+    }
+}
+
+/// bwrap's arguments around QEMU, up to (not including) the `--` before
+/// it: the build sandbox's system dirs and namespaces (see
+/// [`crate::kernel::sandbox`]), no network (the record socket is a path in
+/// the scratch dir, which needs none), the kernel, the initramfs and every
+/// read-only disk bound read-only, the scratch dir (socket, swap and
+/// scenario disks) and the console file writable, /dev/kvm only under
+/// KVM, and `env` as the whole environment. QEMU's stderr is an fd mmci
+/// opened, so it needs no bind.
+/// A QEMU outside the system dirs (`/opt/qemu/bin/qemu-system-x86_64`)
+/// gets its prefix (`/opt/qemu`, where its firmware is) bound read-only.
+pub fn qemu_bwrap_args(
+    spec: &VmSpec,
+    bwrap: crate::kernel::sandbox::Bwrap,
+    env: &[(String, String)],
+    qemu: &Path,
+) -> Vec<String> {
+    use crate::kernel::sandbox::{SANDBOX_ID, SYSTEM_DIRS};
+    let mut a: Vec<String> = [
+        "--unshare-user",
+        "--uid",
+        SANDBOX_ID,
+        "--gid",
+        SANDBOX_ID,
+        "--cap-drop",
+        "ALL",
+        "--unshare-net",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--hostname",
+        "mmci-qemu",
+        "--unshare-cgroup-try",
+        "--new-session",
+        "--die-with-parent",
+    ]
+    .map(String::from)
+    .to_vec();
+    if bwrap.disable_userns {
+        a.push("--disable-userns".into());
+    }
+    for dir in SYSTEM_DIRS {
+        a.extend(["--ro-bind-try", dir, dir].map(String::from));
+    }
+    a.extend(["--dev", "/dev", "--proc", "/proc"].map(String::from));
+    if bwrap.tmpfs_size {
+        a.extend(["--size", "16777216"].map(String::from));
+    }
+    a.extend(["--tmpfs", "/tmp"].map(String::from));
+    if spec.accel == Accel::Kvm {
+        a.extend(["--dev-bind", "/dev/kvm", "/dev/kvm"].map(String::from));
+    }
+    let bind = |a: &mut Vec<String>, how: &str, p: &Path| {
+        let p = p.display().to_string();
+        a.extend([how.to_string(), p.clone(), p]);
+    };
+    if let Some(prefix) = qemu.parent().and_then(Path::parent) {
+        if !SYSTEM_DIRS.iter().any(|d| prefix.starts_with(d)) && prefix != Path::new("/") {
+            bind(&mut a, "--ro-bind", prefix);
+        }
+    }
+    bind(&mut a, "--bind", scratch_dir(spec));
+    bind(&mut a, "--ro-bind", &spec.kernel);
+    bind(&mut a, "--ro-bind", &spec.initrd);
+    for disk in &spec.disks {
+        bind(
+            &mut a,
+            if disk.readonly { "--ro-bind" } else { "--bind" },
+            &disk.path,
+        );
+    }
+    bind(&mut a, "--bind", &spec.console_log);
+    a.extend(["--remount-ro", "/"].map(String::from));
+    a.push("--clearenv".into());
+    for (k, v) in env {
+        a.extend(["--setenv".to_string(), k.clone(), v.clone()]);
+    }
+    a
+}
+
+/// The build sandbox's probe, once per mmci process: QEMU is started many
+/// times, and whether bwrap runs does not change.
+pub(super) async fn bwrap_for_qemu() -> Result<crate::kernel::sandbox::Bwrap, String> {
+    static PROBE: tokio::sync::OnceCell<Result<crate::kernel::sandbox::Bwrap, String>> =
+        tokio::sync::OnceCell::const_new();
+    PROBE
+        .get_or_init(|| async { crate::kernel::sandbox::probe().await.map_err(|e| e.why) })
+        .await
+        .clone()
+}
