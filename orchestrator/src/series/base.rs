@@ -6,7 +6,7 @@
 //!    applied there and the base kernel of the comparison is that commit.
 //!    Being in the tree's object store is not enough: a commit no fetched
 //!    ref reaches may be one another series left (see
-//!    [`crate::kernel::apply`]), and the base kernel is the comparison's
+//!    the kernel stage's `apply`), and the base kernel is the comparison's
 //!    trusted side. A base-commit that is not itself such a tip is built as
 //!    untrusted ([`BaseChoice::trusted`]);
 //! 2. otherwise the configured tree's ref (`--tree URL --ref REF`, or the

@@ -113,52 +113,6 @@ pub struct BuildRequest {
     pub ccache: bool,
 }
 
-/// Which builds are the operator's own code, and which builds may go on
-/// where the sandbox cannot run (see [`sandbox::probe`]). The default
-/// trusts nothing and refuses every build without the sandbox.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SandboxPolicy {
-    /// The tree is the operator's own tarball (the Debian package
-    /// mmci-setup installs), not a tree fetched by URL.
-    pub operator_tarball: bool,
-    /// The commit built is a tip the operator configured (the tree's ref,
-    /// a cascade entry; see [`crate::series::base::BaseChoice::trusted`]),
-    /// not a commit a series named. Only such a build writes the object
-    /// dir and the ccache every later build of the configuration reads:
-    /// any other base is built as a series is, in a private copy.
-    pub trusted_base: bool,
-    /// `--unsandboxed-builds`: series and fetched trees too.
-    pub allow_unsandboxed: bool,
-}
-
-impl SandboxPolicy {
-    /// Builds the operator's own code, as when they build it by hand.
-    pub fn operator() -> SandboxPolicy {
-        SandboxPolicy {
-            operator_tarball: true,
-            trusted_base: true,
-            allow_unsandboxed: false,
-        }
-    }
-
-    /// Is a build of this base (with a series or not) the shared
-    /// baseline's, which writes the configuration's object dir?
-    pub fn writes_shared_objects(&self, with_series: bool) -> bool {
-        self.trusted_base && !with_series
-    }
-
-    /// May a build of this tree (with a series or not) run unsandboxed?
-    pub fn allows_unsandboxed(&self, with_series: bool) -> bool {
-        self.allow_unsandboxed || (self.operator_tarball && self.writes_shared_objects(with_series))
-    }
-
-    /// Must ccache be read-only for this build? Only the operator's own
-    /// tarball at a trusted tip writes it.
-    pub fn ccache_read_only(&self, with_series: bool) -> bool {
-        !(self.operator_tarball && self.writes_shared_objects(with_series))
-    }
-}
-
 /// A built kernel.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct KernelBuild {
@@ -195,19 +149,6 @@ pub struct KernelBuild {
     #[serde(default)]
     pub digests: std::collections::BTreeMap<String, String>,
 }
-
-const STAMP: &str = "mmci-build.json";
-
-/// The most of a build's artifacts mmci copies out of its object dir: a
-/// build (a series' Makefile) decides their size, and the host's disk is
-/// not its to fill. A debug (DWARF) vmlinux of mmci's configurations is a
-/// few hundred MiB; KASAN adds less than that.
-const MAX_IMAGE_BYTES: u64 = 2 << 30;
-/// System.map and .config are text of a few MiB at most.
-const MAX_TEXT_ARTIFACT_BYTES: u64 = 64 << 20;
-/// The tail of build.log mmci reads back for warnings (make writes it
-/// unbounded; the warnings of a real build fit in a few MiB).
-const MAX_LOG_TAIL_BYTES: u64 = 16 << 20;
 
 /// The cache key: everything that changes the kernel we get.
 pub fn cache_key(
@@ -310,7 +251,13 @@ pub fn make_args(
     args
 }
 
+mod artifacts;
+mod policy;
 mod step;
+
+use artifacts::{copy_capped, file_digest, log_tail, read_stamp, STAMP};
+use artifacts::{MAX_IMAGE_BYTES, MAX_TEXT_ARTIFACT_BYTES};
+pub use policy::SandboxPolicy;
 
 pub use step::sandbox_available;
 use step::Step;
@@ -699,117 +646,6 @@ fn read_ledger(objs: &Path) -> warnings::Ledger {
         .unwrap_or_default()
 }
 
-/// A cached build in `dir`, if its stamp parses and every artifact it
-/// names still has the digest it was built with (see
-/// [`KernelBuild::digests`]); else `None`, and the kernel is built again.
-fn read_stamp(dir: &Path) -> Option<KernelBuild> {
-    let text = crate::host::fs::read_capped_to_string(
-        &dir.join(STAMP),
-        1 << 20,
-        "a build stamp's 1 MiB",
-        crate::host::fs::Accept::RegularNoSymlink,
-    )
-    .ok()?;
-    let build: KernelBuild = serde_json::from_str(&text).ok()?;
-    match stale_artifact(dir, &build) {
-        None => Some(build),
-        Some(why) => {
-            tracing::warn!(dir = %dir.display(), why, "cached kernel not used: building it again");
-            None
-        }
-    }
-}
-
-/// Why the artifacts of `build` in `dir` do not match its stamp, if they
-/// do not.
-fn stale_artifact(dir: &Path, build: &KernelBuild) -> Option<String> {
-    let image = build.image.file_name()?.to_string_lossy().into_owned();
-    if build.image != dir.join(&image) {
-        return Some(format!(
-            "its image {} is not in its dir",
-            build.image.display()
-        ));
-    }
-    if !build.digests.contains_key(&image) || !build.digests.contains_key("config") {
-        return Some("its stamp has no digests (written by an older mmci)".into());
-    }
-    for (name, want) in &build.digests {
-        let path = dir.join(name);
-        if Path::new(name).components().count() != 1 {
-            return Some(format!("its stamp names {name:?}, not a file of its dir"));
-        }
-        match file_digest(&path) {
-            Ok(got) if &got == want => {}
-            Ok(_) => return Some(format!("{name} changed since it was built")),
-            Err(e) => return Some(format!("{name}: {e}")),
-        }
-    }
-    None
-}
-
-/// sha256 of a regular file (not through a symlink), in hex.
-fn file_digest(path: &Path) -> std::io::Result<String> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)?;
-    if !f.metadata()?.is_file() {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "not a regular file",
-        ));
-    }
-    let mut h = Sha256::new();
-    std::io::copy(&mut f, &mut h)?;
-    Ok(hex::encode(h.finalize()))
-}
-
-/// Copies `rel` under `objs` to `to` (see [`sandbox::open_beneath`]),
-/// refusing a file larger than `cap` (counted in the bytes copied, so a
-/// file still growing is caught too).
-fn copy_capped(objs: &Path, rel: &Path, to: &Path, cap: u64) -> std::io::Result<u64> {
-    use std::io::Read;
-    let from = sandbox::open_beneath(objs, rel)?;
-    let too_large = || {
-        std::io::Error::new(
-            std::io::ErrorKind::FileTooLarge,
-            format!("larger than {cap} bytes, the most mmci copies out of a build; refused"),
-        )
-    };
-    if from.metadata()?.len() > cap {
-        return Err(too_large());
-    }
-    let _ = std::fs::remove_file(to);
-    let mut out = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(to)?;
-    let n = std::io::copy(&mut from.take(cap + 1), &mut out)?;
-    if n > cap {
-        drop(out);
-        let _ = std::fs::remove_file(to);
-        return Err(too_large());
-    }
-    Ok(n)
-}
-
-/// The last [`MAX_LOG_TAIL_BYTES`] of the build log, as text (lossy: a
-/// build's output is not always UTF-8, and the cut may split a character).
-fn log_tail(log: &Path) -> String {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut f) = std::fs::File::open(log) else {
-        return String::new();
-    };
-    let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-    if len > MAX_LOG_TAIL_BYTES {
-        let _ = f.seek(SeekFrom::Start(len - MAX_LOG_TAIL_BYTES));
-    }
-    let mut bytes = Vec::new();
-    let _ = f.take(MAX_LOG_TAIL_BYTES).read_to_end(&mut bytes);
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -863,135 +699,6 @@ mod tests {
         ] {
             assert_ne!(objs, other);
         }
-    }
-
-    /// Who writes the shared object dir and ccache, and who may build
-    /// without the sandbox: only the operator's tarball at a trusted tip.
-    #[test]
-    fn sandbox_policy_by_base_and_series() {
-        let p = |operator_tarball, trusted_base, allow_unsandboxed| SandboxPolicy {
-            operator_tarball,
-            trusted_base,
-            allow_unsandboxed,
-        };
-        // (policy, with series) -> (writes shared objects, unsandboxed ok, ccache read-only)
-        for (policy, series, want) in [
-            (p(true, true, false), false, (true, true, false)),
-            (p(true, true, false), true, (false, false, true)),
-            // A base a series named (an ancestor of a fetched ref): private.
-            (p(true, false, false), false, (false, false, true)),
-            // A fetched tree's configured tip: shared objects, but ccache
-            // read-only and never unsandboxed without the flag.
-            (p(false, true, false), false, (true, false, true)),
-            (p(false, false, false), true, (false, false, true)),
-            (p(false, false, true), true, (false, true, true)),
-            (SandboxPolicy::default(), false, (false, false, true)),
-        ] {
-            assert_eq!(
-                (
-                    policy.writes_shared_objects(series),
-                    policy.allows_unsandboxed(series),
-                    policy.ccache_read_only(series)
-                ),
-                want,
-                "{policy:?} series={series}"
-            );
-        }
-    }
-
-    fn stamped(dir: &Path) -> KernelBuild {
-        std::fs::write(dir.join("vmlinux"), b"kernel image").unwrap();
-        std::fs::write(dir.join("config"), b"CONFIG_MMU=y\n").unwrap();
-        let digests = ["vmlinux", "config"]
-            .iter()
-            .map(|n| (n.to_string(), file_digest(&dir.join(n)).unwrap()))
-            .collect();
-        let build = KernelBuild {
-            arch: Arch::X86_64,
-            key: "k".repeat(64),
-            dir: dir.to_path_buf(),
-            image: dir.join("vmlinux"),
-            release: "6.12.95+".into(),
-            tree_commit: "c".repeat(40),
-            series_hash: None,
-            head_commit: "c".repeat(40),
-            compiler: "gcc 12".into(),
-            sandboxed: true,
-            ccache: false,
-            warnings: vec![],
-            build_seconds: 1.0,
-            cached: false,
-            digests,
-        };
-        std::fs::write(dir.join(STAMP), serde_json::to_vec(&build).unwrap()).unwrap();
-        build
-    }
-
-    /// Issue 50, C2: a cached kernel is used only while its artifacts are
-    /// the ones built; a replaced image, a stamp without digests or one
-    /// pointing outside its dir means building again.
-    #[test]
-    fn a_cached_build_is_checked_against_its_digests() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path();
-        stamped(dir);
-        assert!(read_stamp(dir).is_some());
-        std::fs::write(dir.join("vmlinux"), b"another kernel").unwrap();
-        assert!(read_stamp(dir).is_none(), "a replaced image was trusted");
-
-        let mut build = stamped(dir);
-        std::fs::write(dir.join("config"), b"CONFIG_MMU=n\n").unwrap();
-        assert!(read_stamp(dir).is_none(), "a changed .config was trusted");
-
-        build.digests.clear();
-        stamped(dir);
-        std::fs::write(dir.join(STAMP), serde_json::to_vec(&build).unwrap()).unwrap();
-        assert!(
-            read_stamp(dir).is_none(),
-            "a stamp without digests was trusted"
-        );
-
-        let mut build = stamped(dir);
-        let elsewhere = tmp.path().join("elsewhere");
-        std::fs::create_dir_all(&elsewhere).unwrap();
-        stamped(&elsewhere);
-        build.image = elsewhere.join("vmlinux");
-        std::fs::write(dir.join(STAMP), serde_json::to_vec(&build).unwrap()).unwrap();
-        assert!(
-            read_stamp(dir).is_none(),
-            "an image outside the dir was trusted"
-        );
-
-        stamped(dir);
-        std::fs::remove_file(dir.join("vmlinux")).unwrap();
-        std::os::unix::fs::symlink(elsewhere.join("vmlinux"), dir.join("vmlinux")).unwrap();
-        assert!(read_stamp(dir).is_none(), "a symlinked image was trusted");
-    }
-
-    #[test]
-    fn artifacts_are_copied_up_to_a_cap_and_the_log_read_from_its_tail() {
-        let tmp = tempfile::tempdir().unwrap();
-        let objs = tmp.path().join("objs");
-        std::fs::create_dir_all(&objs).unwrap();
-        std::fs::write(objs.join("System.map"), vec![b'x'; 100]).unwrap();
-        let to = tmp.path().join("System.map");
-        assert_eq!(
-            copy_capped(&objs, Path::new("System.map"), &to, 100).unwrap(),
-            100
-        );
-        let e = copy_capped(&objs, Path::new("System.map"), &to, 99).unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::FileTooLarge, "{e}");
-        std::os::unix::fs::symlink("/etc/passwd", objs.join("link")).unwrap();
-        assert!(copy_capped(&objs, Path::new("link"), &to, 1 << 20).is_err());
-
-        let log = tmp.path().join("build.log");
-        let mut text = "old line\n".repeat((MAX_LOG_TAIL_BYTES / 9 + 10) as usize);
-        text.push_str("mm/vmscan.c:1:1: warning: last\n");
-        std::fs::write(&log, &text).unwrap();
-        let tail = log_tail(&log);
-        assert_eq!(tail.len() as u64, MAX_LOG_TAIL_BYTES);
-        assert!(tail.ends_with("warning: last\n"));
-        assert_eq!(log_tail(&tmp.path().join("missing")), "");
     }
 
     #[test]
