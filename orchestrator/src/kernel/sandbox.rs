@@ -134,18 +134,20 @@ impl BuildLimits {
     }
 }
 
-/// bwrap's arguments for `spec`, up to (not including) the `--` before the
-/// program.
-pub fn args(spec: &Spec, bwrap: Bwrap) -> Vec<String> {
-    args_with_tmp(
-        spec,
-        bwrap,
-        BuildLimits::for_host(crate::host::facts::memory_mb()).tmp_bytes,
-    )
-}
-
-/// [`args`] with a /tmp of `tmp_bytes` (where bwrap takes `--size`).
-pub fn args_with_tmp(spec: &Spec, bwrap: Bwrap, tmp_bytes: u64) -> Vec<String> {
+/// What every sandbox of mmci's starts with, a build step's and QEMU's
+/// (`guest::vm`): its own user (uid and gid [`SANDBOX_ID`], no
+/// capabilities), network, pid, IPC, UTS (`hostname`) and cgroup
+/// namespaces (`unshare_cgroup`: `--unshare-cgroup`, or its `-try` form
+/// where the kernel may lack them), a new session, death with mmci, no
+/// further user namespaces where bwrap can say so, the system dirs
+/// read-only, a fresh /dev and /proc, and a private /tmp of `tmp_bytes`
+/// (where bwrap takes `--size`).
+pub fn isolation_args(
+    bwrap: Bwrap,
+    hostname: &str,
+    unshare_cgroup: &str,
+    tmp_bytes: u64,
+) -> Vec<String> {
     let mut a: Vec<String> = [
         "--unshare-user",
         "--uid",
@@ -159,8 +161,8 @@ pub fn args_with_tmp(spec: &Spec, bwrap: Bwrap, tmp_bytes: u64) -> Vec<String> {
         "--unshare-ipc",
         "--unshare-uts",
         "--hostname",
-        "mmci",
-        "--unshare-cgroup",
+        hostname,
+        unshare_cgroup,
         "--new-session",
         "--die-with-parent",
     ]
@@ -177,6 +179,22 @@ pub fn args_with_tmp(spec: &Spec, bwrap: Bwrap, tmp_bytes: u64) -> Vec<String> {
         a.extend(["--size".to_string(), tmp_bytes.to_string()]);
     }
     a.extend(["--tmpfs", "/tmp"].map(String::from));
+    a
+}
+
+/// bwrap's arguments for `spec`, up to (not including) the `--` before the
+/// program.
+pub fn args(spec: &Spec, bwrap: Bwrap) -> Vec<String> {
+    args_with_tmp(
+        spec,
+        bwrap,
+        BuildLimits::for_host(crate::host::facts::memory_mb()).tmp_bytes,
+    )
+}
+
+/// [`args`] with a /tmp of `tmp_bytes` (where bwrap takes `--size`).
+pub fn args_with_tmp(spec: &Spec, bwrap: Bwrap, tmp_bytes: u64) -> Vec<String> {
+    let mut a = isolation_args(bwrap, "mmci", "--unshare-cgroup", tmp_bytes);
     let bind = |a: &mut Vec<String>, how: &str, p: &Path| {
         let p = p.display().to_string();
         a.extend([how.to_string(), p.clone(), p]);

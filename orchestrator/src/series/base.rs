@@ -119,13 +119,21 @@ pub async fn resolve(repo: &Path, rev: &str) -> Result<Option<String>, BaseError
     if rev.is_empty() || rev.starts_with('-') || !rev.chars().all(|c| c.is_ascii_hexdigit()) {
         return Ok(None);
     }
-    let out = process::output(
-        Command::new("git").arg("-C").arg(repo).args([
-            "rev-parse",
-            "--verify",
-            "-q",
-            &format!("{rev}^{{commit}}"),
-        ]),
+    let out = rev_parse(repo, &["--verify", "-q", &format!("{rev}^{{commit}}")]).await?;
+    Ok(out
+        .status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()))
+}
+
+/// `git rev-parse ARGS` in `repo` (its own process group, a short timeout).
+async fn rev_parse(repo: &Path, args: &[&str]) -> Result<std::process::Output, BaseError> {
+    process::output(
+        Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .arg("rev-parse")
+            .args(args),
         "git rev-parse",
         Limits::QUICK,
     )
@@ -133,29 +141,12 @@ pub async fn resolve(repo: &Path, rev: &str) -> Result<Option<String>, BaseError
     .map_err(|e| BaseError::Command {
         repo: repo.display().to_string(),
         source: e,
-    })?;
-    Ok(out
-        .status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string()))
+    })
 }
 
 /// The object dir of `repo` (its common dir's `objects`), absolute.
 async fn objects_dir(repo: &Path) -> Result<std::path::PathBuf, BaseError> {
-    let out = process::output(
-        Command::new("git").arg("-C").arg(repo).args([
-            "rev-parse",
-            "--path-format=absolute",
-            "--git-common-dir",
-        ]),
-        "git rev-parse --git-common-dir",
-        Limits::QUICK,
-    )
-    .await
-    .map_err(|e| BaseError::Command {
-        repo: repo.display().to_string(),
-        source: e,
-    })?;
+    let out = rev_parse(repo, &["--path-format=absolute", "--git-common-dir"]).await?;
     Ok(Path::new(String::from_utf8_lossy(&out.stdout).trim()).join("objects"))
 }
 

@@ -68,38 +68,15 @@ pub fn qemu_bwrap_args(
     env: &[(String, String)],
     qemu: &Path,
 ) -> Vec<String> {
-    use crate::kernel::sandbox::{SANDBOX_ID, SYSTEM_DIRS};
-    let mut a: Vec<String> = [
-        "--unshare-user",
-        "--uid",
-        SANDBOX_ID,
-        "--gid",
-        SANDBOX_ID,
-        "--cap-drop",
-        "ALL",
-        "--unshare-net",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--hostname",
+    use crate::kernel::sandbox::SYSTEM_DIRS;
+    // A 16 MiB /tmp: QEMU writes its temporary files to TMPDIR, the
+    // scratch dir.
+    let mut a = crate::kernel::sandbox::isolation_args(
+        bwrap,
         "mmci-qemu",
         "--unshare-cgroup-try",
-        "--new-session",
-        "--die-with-parent",
-    ]
-    .map(String::from)
-    .to_vec();
-    if bwrap.disable_userns {
-        a.push("--disable-userns".into());
-    }
-    for dir in SYSTEM_DIRS {
-        a.extend(["--ro-bind-try", dir, dir].map(String::from));
-    }
-    a.extend(["--dev", "/dev", "--proc", "/proc"].map(String::from));
-    if bwrap.tmpfs_size {
-        a.extend(["--size", "16777216"].map(String::from));
-    }
-    a.extend(["--tmpfs", "/tmp"].map(String::from));
+        16 << 20,
+    );
     if spec.accel == Accel::Kvm {
         a.extend(["--dev-bind", "/dev/kvm", "/dev/kvm"].map(String::from));
     }
