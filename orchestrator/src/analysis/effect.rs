@@ -117,6 +117,14 @@ pub struct Effect {
     pub candidate_runs: usize,
 }
 
+impl FloorDecision {
+    /// `REGRESSION`, `no regression`, `undecided` (`CHANGED`, `unchanged`
+    /// for a metric with no better direction).
+    pub fn word(&self) -> &'static str {
+        self.decision.name(self.better)
+    }
+}
+
 impl Effect {
     /// The level asked for is reached (up to rounding).
     pub fn reaches_level(&self) -> bool {
@@ -276,11 +284,15 @@ pub enum Decision {
 }
 
 impl Decision {
-    pub fn name(self) -> &'static str {
-        match self {
-            Decision::Regression => "REGRESSION",
-            Decision::NoRegression => "no regression",
-            Decision::Undecided => "undecided",
+    /// The word for a metric whose better direction is `better`: with none,
+    /// a "regression" is a change either way, and reads so.
+    pub fn name(self, better: Better) -> &'static str {
+        match (self, better) {
+            (Decision::Regression, Better::Neither) => "CHANGED",
+            (Decision::NoRegression, Better::Neither) => "unchanged",
+            (Decision::Regression, _) => "REGRESSION",
+            (Decision::NoRegression, _) => "no regression",
+            (Decision::Undecided, _) => "undecided",
         }
     }
 }
@@ -299,6 +311,9 @@ pub struct FloorDecision {
     pub level: f64,
     /// The noise floor applied (relative).
     pub floor: f64,
+    /// The metric's better direction: which side of the floor is worse
+    /// (none: both).
+    pub better: Better,
     pub decision: Decision,
     pub base_runs: usize,
     pub candidate_runs: usize,
@@ -364,6 +379,7 @@ pub fn decide(metric: &str, better: Better, e: &Effect, floor: f64) -> Option<Fl
         interval: (lo, hi),
         level: e.level,
         floor,
+        better,
         decision,
         base_runs: e.base_runs,
         candidate_runs: e.candidate_runs,
@@ -807,6 +823,14 @@ mod tests {
             assert_eq!((d.estimate, d.interval, d.floor), (est, (lo, hi), 0.05));
             assert_eq!((d.base_runs, d.candidate_runs, d.level), (5, 5, level));
             assert_eq!(d.metric, "pgmajfault_per_ktouch");
+            let word = match (want, better) {
+                (Regression, Better::Neither) => "CHANGED",
+                (NoRegression, Better::Neither) => "unchanged",
+                (Regression, _) => "REGRESSION",
+                (NoRegression, _) => "no regression",
+                (Undecided, _) => "undecided",
+            };
+            assert_eq!(d.word(), word);
         }
         // From the runs: the 5 v 5 reference case at 99% straddles.
         let e = effect(CASES[0].base, CASES[0].cand, 0.99).unwrap();
