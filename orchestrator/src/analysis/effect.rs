@@ -630,7 +630,7 @@ mod tests {
         // at 50 v 50 (the table's bound, computed both ways).
         let (k, level, method) = interval_rank(60, 60, 0.99);
         assert_eq!(method, IntervalMethod::Normal);
-        assert!(level >= 0.99 && level < 0.992, "{k} {level}");
+        assert!((0.99..0.992).contains(&level), "{k} {level}");
         let (ke, le, me) = interval_rank(50, 50, 0.99);
         assert_eq!(me, IntervalMethod::Exact);
         assert!((0.99..0.992).contains(&le), "{ke} {le}");
