@@ -69,7 +69,7 @@ fn markdown_snapshot_two_cells() {
     );
     assert!(!table.contains("**REGRESSION**"), "{table}");
     assert!(
-        table.contains("| threads=192 | pswpout (pages) | - | 44794 ± 5741 (n=5) | - | - | too few runs (runs without an OOM kill) |"),
+        table.contains("| threads=192 | pswpout (pages) | - | 44794 ± 5741 (n=5) | - | - | - | too few runs (runs without an OOM kill) |"),
         "{table}"
     );
     assert!(md.contains("mmci run --shard "), "{md}");

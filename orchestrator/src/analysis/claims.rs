@@ -525,6 +525,8 @@ mod tests {
             significant: false,
             assessment: Assessment::NoChange,
             survivors: None,
+            effect: None,
+            floor_decision: None,
         };
         let big = Change::Relative { rel: 4.0, ci: None };
         let c = check("s", &row, Some("threads=64"), Some(&measured(big)));

@@ -9,6 +9,7 @@ use std::path::Path;
 
 use super::catalog::{self, Better, Metric};
 use super::claims::claim_checks;
+use super::effect;
 use super::expect;
 pub use super::model::cell_name;
 use super::model::*;
@@ -89,6 +90,13 @@ pub fn metric_comparison(
         (true, Better::Lower) if sign < 0.0 => Assessment::Improvement,
         (true, _) => Assessment::Regression,
     };
+    // Beside the change of means and p: the shift with its interval at the
+    // same level, and that interval against the floor (the cell is set
+    // where the row is placed in its cell).
+    let effect = effect::effect(&base_values, &candidate_values, confidence);
+    let floor_decision = effect
+        .as_ref()
+        .and_then(|e| effect::decide(&m.name, m.better, e, noise_floor));
     MetricComparison {
         metric: m.name.to_string(),
         unit: m.unit.to_string(),
@@ -108,6 +116,8 @@ pub fn metric_comparison(
         significant,
         assessment,
         survivors: None,
+        effect,
+        floor_decision,
     }
 }
 
@@ -293,6 +303,9 @@ pub fn compare(
                 })
                 .collect();
             judge_per_work(&mut metrics);
+            for d in metrics.iter_mut().filter_map(|m| m.floor_decision.as_mut()) {
+                d.cell = cell.id.clone();
+            }
             // The matrix's expectations, then the candidate's own over them.
             let mut expect = expect.clone();
             if let Some(own) = candidate_expect.get(cand) {
@@ -572,7 +585,7 @@ mod tests {
         let back: Comparison = serde_json::from_str(&json).unwrap();
         assert_eq!(back, c);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-        assert_eq!(v["format"], 4);
+        assert_eq!(v["format"], 5);
         assert_eq!(
             v["cells"][0]["candidates"][0]["metrics"][0]["change"]["kind"],
             "from_zero"
@@ -602,6 +615,27 @@ mod tests {
         assert_eq!(get("pswpin").assessment, Assessment::Regression);
         let per = get("pswpout_per_ktouch").base.as_ref().unwrap().mean;
         assert!((per - 750.0).abs() < 1.0, "{per}");
+        // Beside each row: the shift with its interval, and the decision
+        // against the floor, as data (the verdict does not read it yet).
+        let d = |name: &str| get(name).floor_decision.clone().unwrap();
+        let (pin, pout) = (d("pswpin_per_ktouch"), d("pswpout_per_ktouch"));
+        assert_eq!(
+            (pin.decision, pout.decision),
+            (effect::Decision::Regression, effect::Decision::NoRegression)
+        );
+        assert_eq!(pin.cell, c.cells[0].cell);
+        assert_eq!((pin.base_runs, pin.candidate_runs, pin.floor), (5, 5, 0.05));
+        // 5 + 5 runs at 99%: [D(1), D(25)], achieved 250/252.
+        assert!((pin.level - 250.0 / 252.0).abs() < 1e-12, "{pin:?}");
+        assert!(pin.interval.0 > 0.5 && pin.estimate < 0.61, "{pin:?}");
+        let e = get("pswpin_per_ktouch").effect.clone().unwrap();
+        assert_eq!((e.scale, e.rank), (effect::Scale::Log, 1));
+        // A count from 0 has no percentage: no decision, the shift in units.
+        let thr = get("throttle_isolated");
+        assert!(thr.effect.is_some() && thr.floor_decision.is_none());
+        let v: serde_json::Value = serde_json::to_value(get("pswpin_per_ktouch")).unwrap();
+        assert_eq!(v["floor_decision"]["decision"], "regression");
+        assert_eq!(v["effect"]["scale"], "log");
 
         // A baseline that did no work at all: per touch there is nothing
         // to compare, and neither are the raw counts.

@@ -21,7 +21,9 @@ use crate::run::outcome::Outcome;
 /// the verdict's summary line.
 /// 4: `survivors`: in a cell where OOM kills cut one side's runs short, a
 /// row's per-run values are those of the runs without one.
-pub const COMPARISON_FORMAT: u32 = 4;
+/// 5: `effect` and `floor_decision` on each metric row: the Hodges-Lehmann
+/// shift with its exact interval, and that interval against the floor.
+pub const COMPARISON_FORMAT: u32 = 5;
 
 /// Which test decides significance. Both are always computed and shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -302,6 +304,16 @@ pub struct MetricComparison {
     /// [`Survivors`]); None: every completed run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub survivors: Option<Survivors>,
+    /// The Hodges-Lehmann shift, candidate over base, with its exact
+    /// interval at 1 - alpha (see `analysis::effect`); None when a side
+    /// has no value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<super::effect::Effect>,
+    /// That interval against the noise floor: regression, no regression
+    /// or undecided; shown beside the verdict, which does not use it yet.
+    /// None without a relative effect (a baseline median of 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor_decision: Option<super::effect::FloorDecision>,
 }
 
 /// A cell where one side had a larger share of its runs cut short by an

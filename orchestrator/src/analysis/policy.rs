@@ -208,6 +208,8 @@ mod tests {
             significant: false,
             assessment: Assessment::NoChange,
             survivors: None,
+            effect: None,
+            floor_decision: None,
         }
     }
 

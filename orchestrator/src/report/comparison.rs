@@ -9,7 +9,8 @@ use crate::analysis::compare::cell_name;
 use crate::analysis::model::{Comparison, MetricComparison};
 use crate::analysis::text;
 use crate::report::comparison_text::{
-    change_column, rank, result_text, runs_line, SURVIVORS_LEGEND, SURVIVORS_MARK, SURVIVORS_NOTE,
+    change_column, effect_text, rank, result_text, runs_line, EFFECT_LEGEND, SURVIVORS_LEGEND,
+    SURVIVORS_MARK, SURVIVORS_NOTE,
 };
 
 fn side(s: &Option<crate::analysis::stats::Summary>) -> String {
@@ -25,16 +26,18 @@ fn p_text(m: &MetricComparison) -> String {
 /// How much of the table to keep: each level folds or drops more, in this
 /// order, until the table fits the terminal.
 ///  1. p: only the deciding test's, not both;
-///  2. change: without its confidence interval;
+///  2. change: without its confidence interval, and effect without its
+///     interval's level;
 ///  3. means: without `± sd (n)`;
 ///  4. expect: folded into the result column;
 ///  5. the kernel column with one candidate, the cell column with one cell
 ///     (both are named above the table);
 ///  6. result: `(TCG: functional only)` becomes `*` and `(runs without an
-///     OOM kill)` becomes `^`, both explained below.
+///     OOM kill)` becomes `^`, both explained below;
+///  7. effect: the column goes (said below the table).
 ///
 /// Past that, comfy-table wraps the cells that are still too wide.
-pub const FIT_LEVELS: u8 = 6;
+pub const FIT_LEVELS: u8 = 7;
 
 /// Table rows with their sort key (rank, raw counter rather than per-work).
 type Rows = Vec<((u8, bool), Vec<String>)>;
@@ -72,6 +75,13 @@ fn rows_at(c: &Comparison, level: u8) -> (Vec<String>, Rows) {
     } else {
         "p MWU / Welch".to_string()
     });
+    if level < 7 {
+        header.push(if level >= 2 {
+            "effect vs floor".to_string()
+        } else {
+            "effect [CI] (level) vs floor".to_string()
+        });
+    }
     header.push("result".into());
     if level < 4 {
         header.push("expect".into());
@@ -114,6 +124,9 @@ fn rows_at(c: &Comparison, level: u8) -> (Vec<String>, Rows) {
                 } else {
                     p_text(m)
                 });
+                if level < 7 {
+                    row.push(effect_text(m, level < 2));
+                }
                 let mut result = if level >= 6 {
                     let tcg = if m.functional_only { "*" } else { "" };
                     let cut = if m.survivors.is_some() {
@@ -220,6 +233,9 @@ pub fn render_table_fitted(c: &Comparison, width: Option<usize>) -> String {
         if survivors && !out.contains(SURVIVORS_NOTE) {
             out.push_str(SURVIVORS_LEGEND);
             out.push('\n');
+        }
+        if !out.contains("effect vs floor") {
+            out.push_str("effect vs floor left out: --wide shows it\n");
         }
         out.push_str(&format!(
             "(table fitted to {width} columns: p is {}'s; --wide for every column)\n",
@@ -328,6 +344,10 @@ fn render_raw(c: &Comparison, width: Option<usize>) -> String {
         o.alpha,
         text::pct(o.noise_floor).trim_start_matches('+'),
         o.min_runs
+    ));
+    out.push_str(&format!(
+        "{EFFECT_LEGEND} (levels: {:.0}% or the next attainable above)\n",
+        (1.0 - o.alpha) * 100.0
     ));
     for (arch, accel) in &c.accel {
         out.push_str(&format!("accelerator {arch}: {accel}\n"));

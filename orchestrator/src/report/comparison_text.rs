@@ -1,6 +1,7 @@
 //! Text of a comparison that its terminal report (`comparison`) and the
 //! view of the other reports (`view`) share: a kernel's runs line, where a
-//! metric's row goes, its result and its change in a fixed column.
+//! metric's row goes, its result, its change in a fixed column and its
+//! effect against the floor.
 
 use crate::analysis::model::{
     Assessment, ExpectationResult, MetricComparison, Status, VariantRuns,
@@ -73,4 +74,55 @@ pub fn change_column(c: &Change) -> String {
         Change::ToZero { .. } => "to 0".into(),
         Change::BothZero => "0".into(),
     }
+}
+
+/// What the effect column says in a sentence, under the terminal's table
+/// and the markdown's.
+pub const EFFECT_LEGEND: &str = "effect: Hodges-Lehmann shift [exact interval] (its level) against the noise floor: REGRESSION, no regression or undecided; beside the verdict, not used by it yet";
+
+/// A relative bound without its `%`: `+2.6`.
+fn bound(rel: f64) -> String {
+    text::pct(rel).trim_end_matches('%').to_string()
+}
+
+/// A shift in the metric's units, signed: `+31520`.
+fn signed(v: f64) -> String {
+    let s = text::num(v);
+    if v > 0.0 {
+        format!("+{s}")
+    } else {
+        s
+    }
+}
+
+/// `+4.9% [+2.6, +7.3] (99.2%) undecided`: the Hodges-Lehmann shift, its
+/// interval, the interval's achieved level (`with_level`) and its decision
+/// against the floor; a shift without a percentage (from a baseline median
+/// of 0) in the metric's units, `+31520 [+29000, +35645] (99.2%)`; `-`
+/// when a side has no value.
+pub fn effect_text(m: &MetricComparison, with_level: bool) -> String {
+    let Some(e) = &m.effect else {
+        return "-".into();
+    };
+    let level = if with_level {
+        format!(" ({:.1}%)", e.level * 100.0)
+    } else {
+        String::new()
+    };
+    let mut s = match (e.relative, e.relative_interval) {
+        (Some(r), Some((lo, hi))) => {
+            format!("{} [{}, {}]{level}", text::pct(r), bound(lo), bound(hi))
+        }
+        _ => format!(
+            "{} [{}, {}]{level}",
+            signed(e.shift),
+            signed(e.shift_interval.0),
+            signed(e.shift_interval.1)
+        ),
+    };
+    if let Some(d) = &m.floor_decision {
+        s.push(' ');
+        s.push_str(d.word());
+    }
+    s
 }

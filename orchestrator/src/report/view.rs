@@ -17,7 +17,7 @@ use crate::analysis::compare::cell_name;
 use crate::analysis::model::{Assessment, Comparison, MetricComparison, Status};
 use crate::analysis::stats::Summary;
 use crate::analysis::text;
-use crate::report::comparison_text::{change_column, rank, result_text, runs_line};
+use crate::report::comparison_text::{change_column, effect_text, rank, result_text, runs_line};
 
 use crate::matrix::plan::{shard_assignment, Cell};
 use crate::results::dir::Manifest;
@@ -147,6 +147,8 @@ pub struct RowView {
     pub candidate: String,
     pub change: String,
     pub p: String,
+    /// `+4.9% [+2.6, +7.3] (99.2%) undecided` (see `effect_text`).
+    pub effect: String,
     pub verdict: String,
     /// A failed expectation or a regression: shown in bold.
     pub attention: bool,
@@ -251,6 +253,7 @@ fn row(
         candidate: side(&m.candidate),
         change: m.change.as_ref().map_or("-".into(), text::change),
         p,
+        effect: effect_text(m, true),
         verdict,
         attention,
         folded,
