@@ -216,7 +216,8 @@ pub fn run_request(a: RunArgs) -> Result<RunRequest, AppError> {
 }
 
 /// `mmci run`: the matrix, then the runs table, and with candidates the
-/// comparison; the exit code is the runs'.
+/// comparison and its verdict; the exit code is the verdict's after a
+/// kernel or infra failure ([`error::run_exit_code`]).
 pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
     let opts = request::matrix_options(run_request(a)?, work).await?;
     let outcome = crate::run::executor::run_matrix(&opts).await?;
@@ -239,8 +240,10 @@ pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
         outcome.resumed,
         outcome.wall.as_secs_f64()
     );
-    // With a baseline and candidates, the comparison is what the
-    // user came for: print it (the run's exit code stays the runs').
+    // With a baseline and candidates, the comparison is what the user came
+    // for: print it. Its verdict is the exit code, as `mmci analyse` gives
+    // it, except for a shard: its verdict is the merged dir's.
+    let mut verdict = None;
     if outcome.manifest.plan.variants.len() > 1 {
         match analysis::analyse_dir(
             &opts.results,
@@ -262,11 +265,26 @@ pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
                     "(mmci analyse / mmci report {} for other options and formats)",
                     opts.results.display()
                 );
+                verdict = Some(error::verdict_exit_code(c.verdict.status));
             }
-            Err(e) => eprintln!("mmci: analysis skipped: {}", crate::host::error_chain(&e)),
+            Err(e) => {
+                eprintln!("mmci: analysis failed: {}", crate::host::error_chain(&e));
+                verdict = Some(AppError::from(e).exit_code());
+            }
+        }
+        if opts.shard.is_some() {
+            if let Some(code) = verdict.take() {
+                eprintln!(
+                    "mmci: note: a shard's verdict is partial, so its exit code is the runs' (not {code}): \
+                     the verdict is the merged dir's (`mmci merge`, then `mmci analyse`)"
+                );
+            }
         }
     }
-    Ok(error::matrix_exit_code(&outcome))
+    Ok(error::run_exit_code(
+        error::matrix_exit_code(&outcome),
+        verdict,
+    ))
 }
 
 /// `mmci matrix ...`.

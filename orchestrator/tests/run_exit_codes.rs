@@ -1,0 +1,259 @@
+//! `mmci run`'s exit code is its verdict's (docs/commands.md, "Exit
+//! codes"), through the binary. Each test replays real recorded runs
+//! (tests/fixtures/smoke-matrix: 3 runs a side of the smoke cell;
+//! tests/fixtures/default-matrix: 5 a side of scenario A at 64 and 192
+//! threads) into a results dir of a matrix written here, so that `mmci run`
+//! resumes it with every run kept: no kernel is built and no guest booted,
+//! and what is left is what this tests, the comparison of the dir the
+//! run wrote and the code it exits with. The runs are moved cell by cell
+//! to the plan's slots (the fixtures' plans are older than today's cell
+//! ids); their contents are untouched but for the splats one test adds.
+//! The same code from a run that boots its guests is in matrix_runs.rs
+//! (a candidate that WARNs: FAIL).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use mmci::error::exit;
+use mmci::matrix::{Overrides, Slot};
+use mmci::results::dir as rd;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// The smoke cell of the smoke fixture, base and a candidate (its own
+/// kernel command line, so that no series is read or pinned: nothing
+/// here needs the kernel tree).
+const SMOKE: &str = "\
+description: exit codes, the smoke fixture's cell
+axes:
+  arch: [x86_64]
+  vcpus: [1]
+  memory_mb: [512]
+  scenario: [mglru_isolation]
+  threads: [8]
+  working_set_mb: [24]
+  memcg_max_mb: [16]
+  swap_delay_ms: [0]
+  duration_s: [3]
+repeats: 3
+kernels:
+  - name: base
+  - name: patched
+    cmdline: [mmci_replayed=1]
+";
+
+/// The default fixture's two cells, 5 repeats; `expect` appended.
+fn default_matrix(expect: &str) -> String {
+    format!(
+        "\
+description: exit codes, the default fixture's cells
+axes:
+  arch: [x86_64]
+  vcpus: [2]
+  memory_mb: [1024]
+  scenario: [mglru_isolation]
+  memcg_max_mb: [16]
+  working_set_mb: [48]
+  swap_delay_ms: [50]
+  threads: [64, 192]
+  duration_s: [20]
+repeats: 5
+kernels:
+  - name: base
+  - name: patched
+    cmdline: [mmci_replayed=1]
+{expect}"
+    )
+}
+
+/// Writes `matrix` into `root` and a results dir of its plan (as `mmci
+/// run --shard` would with `shard`) holding `fixture`'s runs: its i-th
+/// cell's runs as the plan's i-th cell's, same kernel and repeat. The
+/// manifest is the fixture's (its kernels, host) with the plan replaced.
+/// Returns (matrix, results dir).
+fn replay(
+    root: &Path,
+    matrix: &str,
+    fixture_name: &str,
+    shard: Option<mmci::matrix::Shard>,
+) -> (PathBuf, PathBuf) {
+    let mpath = root.join("matrix.yaml");
+    std::fs::write(&mpath, matrix).unwrap();
+    let plan = mmci::matrix::load(&mpath, &Overrides::default()).unwrap();
+    let from = fixture(fixture_name);
+    let mut m = rd::read_manifest(&from).unwrap().unwrap();
+    assert_eq!(m.plan.cells.len(), plan.cells.len(), "{fixture_name}");
+    assert_eq!(m.plan.repeats, plan.repeats, "{fixture_name}");
+    let dir = root.join("results");
+    for (old, new) in m.plan.cells.iter().zip(&plan.cells) {
+        // The replayed cell is the one recorded, but for ids.
+        assert_eq!(
+            (old.vcpus, old.memory_mb, &old.job.threads),
+            (new.vcpus, new.memory_mb, &new.job.threads)
+        );
+        for v in &plan.variants {
+            for repeat in 1..=plan.repeats {
+                let slot = |cell: &str| Slot {
+                    cell: cell.to_string(),
+                    variant: v.name.clone(),
+                    repeat,
+                };
+                common::results::copy_dir(
+                    &rd::run_dir(&from, &slot(&old.id)),
+                    &rd::run_dir(&dir, &slot(&new.id)),
+                );
+            }
+        }
+    }
+    m.plan_id = plan.fingerprint();
+    m.plan = plan;
+    m.shards = shard.map(|s| vec![s]);
+    rd::write_manifest(&dir, &m).unwrap();
+    (mpath, dir)
+}
+
+/// `mmci run --matrix M --results DIR ARGS` in a work dir of its own
+/// (nothing is built: every run is kept).
+fn run(root: &Path, matrix: &Path, results: &Path, args: &[&str]) -> Output {
+    common::bin_blocking()
+        .env("MMCI_WORK_DIR", root.join("work"))
+        .env("COLUMNS", "200")
+        .args(["run", "--accel", "tcg", "--matrix"])
+        .arg(matrix)
+        .arg("--results")
+        .arg(results)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// `mmci analyse`'s code on the same dir.
+fn analyse_code(results: &Path) -> Option<i32> {
+    common::bin_blocking()
+        .args(["analyse", "--results"])
+        .arg(results)
+        .output()
+        .unwrap()
+        .status
+        .code()
+}
+
+/// Asserts that `mmci run` resumed every run, printed `verdict` and exited
+/// with `code`, which `mmci analyse` gives too.
+fn assert_run(o: &Output, results: &Path, runs: usize, verdict: &str, code: i32) {
+    let t = text(o);
+    assert!(
+        t.contains(&format!(
+            "({runs} runs, {runs} kept from an earlier invocation"
+        )),
+        "every run kept, none booted: {t}"
+    );
+    assert!(t.contains(verdict), "{verdict:?} in {t}");
+    assert_eq!(o.status.code(), Some(code), "{t}");
+    assert_eq!(analyse_code(results), Some(code), "mmci analyse agrees");
+}
+
+#[test]
+fn too_few_runs_exit_no_verdict() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (matrix, results) = replay(tmp.path(), SMOKE, "smoke-matrix", None);
+    let o = run(tmp.path(), &matrix, &results, &[]);
+    assert_run(&o, &results, 6, "verdict: NO VERDICT", exit::NO_VERDICT);
+}
+
+#[test]
+fn a_new_splat_exits_fail_and_the_report_is_printed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (matrix, results) = replay(tmp.path(), SMOKE, "smoke-matrix", None);
+    common::results::add_splats(&results, "patched", 2, "mmci_warn_shrink_folio_list.txt");
+    let o = run(tmp.path(), &matrix, &results, &[]);
+    assert_run(&o, &results, 6, "verdict: FAIL", exit::RUN_FAILED);
+    // The comparison came before the code: the runs table and the splat.
+    let t = text(&o);
+    assert!(t.contains("WARNING in shrink_folio_list"), "{t}");
+}
+
+#[test]
+fn guards_judged_and_held_exit_pass() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (matrix, results) = replay(tmp.path(), &default_matrix(""), "default-matrix", None);
+    let o = run(tmp.path(), &matrix, &results, &[]);
+    assert_run(
+        &o,
+        &results,
+        20,
+        "verdict: PASS: no regression found in 20 runs on 2 cells",
+        exit::OK,
+    );
+}
+
+#[test]
+fn an_undecided_expectation_exits_inconclusive() {
+    // A timing expectation under TCG cannot be decided.
+    let tmp = tempfile::tempdir().unwrap();
+    let (matrix, results) = replay(
+        tmp.path(),
+        &default_matrix("expect:\n  touches: no_regression\n"),
+        "default-matrix",
+        None,
+    );
+    let o = run(tmp.path(), &matrix, &results, &[]);
+    assert_run(
+        &o,
+        &results,
+        20,
+        "verdict: INCONCLUSIVE",
+        exit::INCONCLUSIVE,
+    );
+}
+
+#[test]
+fn a_shard_exits_with_its_runs_not_its_partial_verdict() {
+    // The shard's comparison FAILs on the splat, but its code is the
+    // runs' (all completed): the verdict is the merged dir's.
+    let tmp = tempfile::tempdir().unwrap();
+    let shard = mmci::matrix::Shard { index: 1, count: 1 };
+    let (matrix, results) = replay(tmp.path(), SMOKE, "smoke-matrix", Some(shard));
+    common::results::add_splats(&results, "patched", 1, "mmci_warn_shrink_folio_list.txt");
+    let o = run(tmp.path(), &matrix, &results, &["--shard", "1/1"]);
+    let t = text(&o);
+    assert!(t.contains("verdict: FAIL"), "{t}");
+    assert!(t.contains("a shard's verdict is partial"), "{t}");
+    assert_eq!(o.status.code(), Some(exit::OK), "{t}");
+}
+
+#[test]
+fn the_help_lists_every_code() {
+    for (command, codes) in [
+        ("run", &[0, 1, 2, 3, 4, 5, 6, 7, 8, 10, 130, 143][..]),
+        ("analyse", &[0, 1, 2, 8, 10, 130, 143][..]),
+    ] {
+        let o = common::bin_blocking()
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(exit::OK));
+        let help = String::from_utf8_lossy(&o.stdout);
+        let section = &help[help.find("EXIT CODES").expect("the section")..];
+        let listed: Vec<i32> = section
+            .lines()
+            .skip(1)
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        assert_eq!(listed, codes, "{command}: {section}");
+    }
+}
