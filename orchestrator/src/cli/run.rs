@@ -70,6 +70,11 @@ pub struct RunArgs {
     /// Guest RAM (MiB) that may be in use at once [default: host RAM - 1 GiB].
     #[arg(long, help_heading = help::SCHEDULING)]
     pub guest_memory_mb: Option<u64>,
+    /// Seed of the run order: within each cell and repeat the kernels run in
+    /// an order shuffled by it [default: a fresh one, recorded in the results
+    /// dir; a resumed dir keeps its own].
+    #[arg(long, value_name = "N", help_heading = help::SCHEDULING)]
+    pub seed: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -212,6 +217,7 @@ pub fn run_request(a: RunArgs) -> Result<RunRequest, AppError> {
         guest_vcpus: a.guest_vcpus,
         guest_memory_mb: a.guest_memory_mb,
         oversubscribe: a.oversubscribe,
+        seed: a.seed,
     })
 }
 
@@ -234,11 +240,17 @@ pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
         crate::report::runs_table::render_runs(&outcome.manifest, &outcome.runs)
     );
     println!(
-        "results: {} ({} runs, {} kept from an earlier invocation, {:.0} s)",
+        "results: {} ({} runs, {} kept from an earlier invocation, {:.0} s{})",
         opts.results.display(),
         outcome.runs.len(),
         outcome.resumed,
-        outcome.wall.as_secs_f64()
+        outcome.wall.as_secs_f64(),
+        outcome
+            .manifest
+            .plan
+            .order_seed
+            .map(|s| format!(", run order seed {s}"))
+            .unwrap_or_default()
     );
     // With a baseline and candidates, the comparison is what the user came
     // for: print it. Its verdict is the exit code, as `mmci analyse` gives

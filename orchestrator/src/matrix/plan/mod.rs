@@ -17,12 +17,14 @@ use crate::scenario::DeclaredMetric;
 
 mod cell;
 pub mod expectations;
+mod order;
 mod regimes;
 mod scripts;
 mod shard;
 mod variant;
 
 pub use cell::*;
+pub use order::*;
 pub use scripts::*;
 pub use shard::*;
 pub use variant::*;
@@ -120,6 +122,14 @@ pub struct Plan {
     /// The matrix's `scripts:`, resolved (scenario script).
     #[serde(default)]
     pub scripts: BTreeMap<String, ScriptDef>,
+    /// The seed of the run order ([`run_order`]): each block's kernels
+    /// shuffled. Set when a results dir is made (`mmci run --seed`, else a
+    /// fresh one) and read back on resume; not part of the fingerprint, so
+    /// shards and resumes of one plan match whatever their seeds. `None`
+    /// (a plan not run yet, or a results dir from before the seed): the
+    /// plan's order, the baseline first in every block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
 }
 
 /// A script of the plan: where its image's recipe is and what it reports.
@@ -373,6 +383,7 @@ pub fn plan(
             .map(|(k, v)| (k.clone(), v.value.clone()))
             .collect(),
         scripts,
+        order_seed: None,
     })
 }
 
@@ -414,9 +425,10 @@ pub fn from_text(
 }
 
 impl Plan {
-    /// Every run in execution order: per repeat, per cell, the variants
+    /// Every run in the plan's order: per repeat, per cell, the variants
     /// back to back (A B A B ...), so that drift of a noisy host hits base
-    /// and candidates alike.
+    /// and candidates alike. They run in [`run_order`]'s order: the same
+    /// blocks, each one's kernels shuffled by [`Plan::order_seed`].
     pub fn slots(&self, cells: &[&Cell]) -> Vec<Slot> {
         let mut out = Vec::with_capacity(cells.len() * self.variants.len() * self.repeats as usize);
         for repeat in 1..=self.repeats {
