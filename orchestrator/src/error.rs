@@ -166,7 +166,7 @@ pub fn verdict_exit_code(s: crate::analysis::Status) -> i32 {
 /// 4. without a verdict, the runs' code (0 or 1).
 ///
 /// So `mmci run ... && echo ok` says ok on a PASS only, and a FAIL exits 1
-/// as `mmci analyse` does.
+/// as `mmci analyse` does (table-tested in tests/run_exit_codes.rs).
 pub fn run_exit_code(runs: i32, verdict: Option<i32>) -> i32 {
     match verdict {
         _ if runs != exit::OK && runs != exit::RUN_FAILED => runs,
@@ -741,114 +741,6 @@ mod tests {
             exit::TERMINATED,
         ];
         assert_eq!(documented, defined);
-    }
-
-    /// `mmci run`'s code from its runs' code and the verdict's, every
-    /// combination that can happen and the order between them.
-    #[test]
-    fn a_run_exits_with_the_verdict_after_kernel_and_infra_failures() {
-        use crate::analysis::Status;
-        let v = |s| Some(verdict_exit_code(s));
-        let cases: &[(&str, i32, Option<i32>, i32)] = &[
-            ("one kernel, every run completed", exit::OK, None, exit::OK),
-            (
-                "one kernel, a crash",
-                exit::RUN_FAILED,
-                None,
-                exit::RUN_FAILED,
-            ),
-            ("PASS", exit::OK, v(Status::Pass), exit::OK),
-            (
-                "FAIL on numbers",
-                exit::OK,
-                v(Status::Fail),
-                exit::RUN_FAILED,
-            ),
-            (
-                "FAIL on a crash",
-                exit::RUN_FAILED,
-                v(Status::Fail),
-                exit::RUN_FAILED,
-            ),
-            (
-                "INCONCLUSIVE",
-                exit::OK,
-                v(Status::Inconclusive),
-                exit::INCONCLUSIVE,
-            ),
-            (
-                "NO VERDICT",
-                exit::OK,
-                v(Status::NoVerdict),
-                exit::NO_VERDICT,
-            ),
-            // Cannot come from the verdict rules (a run that did not
-            // complete fails them), but a PASS never hides one.
-            (
-                "PASS beside a crash",
-                exit::RUN_FAILED,
-                v(Status::Pass),
-                exit::RUN_FAILED,
-            ),
-            (
-                "a crash, INCONCLUSIVE",
-                exit::RUN_FAILED,
-                v(Status::Inconclusive),
-                exit::INCONCLUSIVE,
-            ),
-            (
-                "the analysis refused the dir",
-                exit::OK,
-                Some(exit::USAGE),
-                exit::USAGE,
-            ),
-            (
-                "infra failure, PASS",
-                exit::INFRA,
-                v(Status::Pass),
-                exit::INFRA,
-            ),
-            (
-                "infra failure, FAIL",
-                exit::INFRA,
-                v(Status::Fail),
-                exit::INFRA,
-            ),
-            (
-                "infra failure, NO VERDICT",
-                exit::INFRA,
-                v(Status::NoVerdict),
-                exit::INFRA,
-            ),
-            (
-                "series does not apply, FAIL",
-                exit::DOES_NOT_APPLY,
-                v(Status::Fail),
-                exit::DOES_NOT_APPLY,
-            ),
-            (
-                "build failure, FAIL",
-                exit::BUILD,
-                v(Status::Fail),
-                exit::BUILD,
-            ),
-            ("fetch failure, no verdict", exit::FETCH, None, exit::FETCH),
-            (
-                "base ref unknown, INCONCLUSIVE",
-                exit::USAGE,
-                v(Status::Inconclusive),
-                exit::USAGE,
-            ),
-            (
-                "no build sandbox, PASS",
-                exit::ENVIRONMENT,
-                v(Status::Pass),
-                exit::ENVIRONMENT,
-            ),
-        ];
-        for (what, runs, verdict, want) in cases {
-            assert_eq!(run_exit_code(*runs, *verdict), *want, "{what}");
-        }
     }
 
     #[test]

@@ -17,7 +17,8 @@ use std::path::Path;
 use std::process::Output;
 
 use common::replay::{default_matrix, replay, run, SMOKE};
-use mmci::error::exit;
+use mmci::analysis::Status;
+use mmci::error::{exit, run_exit_code, verdict_exit_code};
 
 fn text(o: &Output) -> String {
     format!(
@@ -141,5 +142,112 @@ fn the_help_lists_every_code() {
             .filter_map(|l| l.split_whitespace().next()?.parse().ok())
             .collect();
         assert_eq!(listed, codes, "{command}: {section}");
+    }
+}
+
+/// `mmci run`'s code from its runs' code and the verdict's, every
+/// combination that can happen and the order between them.
+#[test]
+fn a_run_exits_with_the_verdict_after_kernel_and_infra_failures() {
+    let v = |s| Some(verdict_exit_code(s));
+    let cases: &[(&str, i32, Option<i32>, i32)] = &[
+        ("one kernel, every run completed", exit::OK, None, exit::OK),
+        (
+            "one kernel, a crash",
+            exit::RUN_FAILED,
+            None,
+            exit::RUN_FAILED,
+        ),
+        ("PASS", exit::OK, v(Status::Pass), exit::OK),
+        (
+            "FAIL on numbers",
+            exit::OK,
+            v(Status::Fail),
+            exit::RUN_FAILED,
+        ),
+        (
+            "FAIL on a crash",
+            exit::RUN_FAILED,
+            v(Status::Fail),
+            exit::RUN_FAILED,
+        ),
+        (
+            "INCONCLUSIVE",
+            exit::OK,
+            v(Status::Inconclusive),
+            exit::INCONCLUSIVE,
+        ),
+        (
+            "NO VERDICT",
+            exit::OK,
+            v(Status::NoVerdict),
+            exit::NO_VERDICT,
+        ),
+        // Cannot come from the verdict rules (a run that did not
+        // complete fails them), but a PASS never hides one.
+        (
+            "PASS beside a crash",
+            exit::RUN_FAILED,
+            v(Status::Pass),
+            exit::RUN_FAILED,
+        ),
+        (
+            "a crash, INCONCLUSIVE",
+            exit::RUN_FAILED,
+            v(Status::Inconclusive),
+            exit::INCONCLUSIVE,
+        ),
+        (
+            "the analysis refused the dir",
+            exit::OK,
+            Some(exit::USAGE),
+            exit::USAGE,
+        ),
+        (
+            "infra failure, PASS",
+            exit::INFRA,
+            v(Status::Pass),
+            exit::INFRA,
+        ),
+        (
+            "infra failure, FAIL",
+            exit::INFRA,
+            v(Status::Fail),
+            exit::INFRA,
+        ),
+        (
+            "infra failure, NO VERDICT",
+            exit::INFRA,
+            v(Status::NoVerdict),
+            exit::INFRA,
+        ),
+        (
+            "series does not apply, FAIL",
+            exit::DOES_NOT_APPLY,
+            v(Status::Fail),
+            exit::DOES_NOT_APPLY,
+        ),
+        (
+            "build failure, FAIL",
+            exit::BUILD,
+            v(Status::Fail),
+            exit::BUILD,
+        ),
+        ("fetch failure, no verdict", exit::FETCH, None, exit::FETCH),
+        (
+            "base ref unknown, INCONCLUSIVE",
+            exit::USAGE,
+            v(Status::Inconclusive),
+            exit::USAGE,
+        ),
+        (
+            "no build sandbox, PASS",
+            exit::ENVIRONMENT,
+            v(Status::Pass),
+            exit::ENVIRONMENT,
+        ),
+    ];
+    for (what, runs, verdict, want) in cases {
+        assert_eq!(run_exit_code(*runs, *verdict), *want, "{what}");
     }
 }

@@ -351,6 +351,7 @@ pub fn compare(
     let verdict = super::verdict::verdict(&cells, &variants, &splats, &claims);
     let anatomy =
         super::anatomy::anatomies(plan, |cell, variant| completed(plan, runs, cell, variant));
+    let drift = super::drift::drift(plan, |cell, variant| completed(plan, runs, cell, variant));
     Comparison {
         format: COMPARISON_FORMAT,
         mmci_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -370,6 +371,7 @@ pub fn compare(
         splats,
         series,
         anatomy,
+        drift,
     }
 }
 

@@ -15,6 +15,7 @@ pub mod anatomy;
 pub mod catalog;
 pub mod claims;
 pub mod compare;
+pub mod drift;
 pub mod expect;
 pub mod model;
 pub mod policy;

@@ -113,6 +113,9 @@ pub struct Comparison {
     /// B: the slowest dm-bufio call); the key is format 2's.
     #[serde(default, rename = "noio_anatomy")]
     pub anatomy: Vec<super::anatomy::Anatomy>,
+    /// Per cell, whether a kernel's runs drifted with their order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<super::drift::CellDrift>,
 }
 
 /// How a cell is named in reasons: its label, else its id.

@@ -84,7 +84,7 @@ pub enum Command {
     /// for every kernel and repeat, and print the runs. Without --matrix:
     /// the embedded matrix/default.yaml (scenario A, bundled series vs base).
     #[command(after_help = help::run_after_help())]
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Matrix files.
     Matrix {
         #[command(subcommand)]
@@ -194,7 +194,7 @@ pub async fn execute(mut cli: Cli) -> Result<i32, AppError> {
         Command::B4Check(a) => b4::b4_check(&a),
         Command::Man { dir } => shell::man(dir.as_deref()),
         Command::Series { command } => kernel::series(command, &work).await,
-        Command::Run(a) => run::run(a, work).await,
+        Command::Run(a) => run::run(*a, work).await,
         Command::Matrix { command } => run::matrix(command),
         Command::Merge(a) => results::merge(&a),
         Command::Analyse(a) => results::analyse(&a),

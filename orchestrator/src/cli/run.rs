@@ -334,7 +334,7 @@ mod tests {
     fn run_args(args: &[&str]) -> RunArgs {
         let argv = ["mmci", "run"].iter().chain(args);
         match Cli::try_parse_from(argv).unwrap().command {
-            Command::Run(a) => a,
+            Command::Run(a) => *a,
             _ => unreachable!(),
         }
     }
