@@ -19,10 +19,13 @@
 //! | `Watch`: fetch or patchwork / GitHub refused or unreachable / else | 7 / 9 / 2 |
 //! | `Image`: recipe, package, not built / tool, root / apt / build | 2 / 3 / 7 / 4 |
 //!
-//! A finished matrix exits with [`matrix_exit_code`] (a kernel failure's
-//! code, else 5 for an infra failure, 1 for any other incomplete run, 0),
-//! `mmci analyse` with [`verdict_exit_code`] (0, 1 or 8), an interrupted
-//! command with 130 (SIGINT) or 143 (SIGTERM).
+//! A finished matrix's runs give [`matrix_exit_code`] (a kernel failure's
+//! code, else 5 for an infra failure, 1 for any other incomplete run, 0);
+//! `mmci analyse` exits with [`verdict_exit_code`] (0 PASS, 1 FAIL, 8
+//! INCONCLUSIVE, 10 NO VERDICT), and `mmci run` with [`run_exit_code`]: the
+//! runs' code when a kernel failed or QEMU did, else the verdict's, as
+//! `analyse` would give it on the same dir. An interrupted command exits
+//! with 130 (SIGINT) or 143 (SIGTERM).
 
 use crate::kernel::KernelError;
 use crate::matrix::MatrixError;
@@ -146,6 +149,29 @@ pub fn verdict_exit_code(s: crate::analysis::Status) -> i32 {
         crate::analysis::Status::Fail => exit::RUN_FAILED,
         crate::analysis::Status::Inconclusive => exit::INCONCLUSIVE,
         crate::analysis::Status::NoVerdict => exit::NO_VERDICT,
+    }
+}
+
+/// The exit code of `mmci run`, from its runs' code ([`matrix_exit_code`])
+/// and `verdict`: the code `mmci analyse` gives on the same results dir
+/// (its verdict's, or its error's), `None` where the run has no verdict of
+/// its own (one kernel; a shard, whose verdict is the merged dir's).
+/// Precedence, first that applies (docs/commands.md, "Exit codes"):
+/// 1. a kernel that could not be prepared (2, 3, 4, 6, 7): its runs never
+///    happened, and the code says which step to fix;
+/// 2. an infra failure after the retries (5): the host's, not a kernel's;
+///    the same command resumes, and the verdict then has those runs;
+/// 3. the verdict (0, 1, 8, 10), except that a PASS never hides a run
+///    that did not complete (1), which the verdict already fails;
+/// 4. without a verdict, the runs' code (0 or 1).
+///
+/// So `mmci run ... && echo ok` says ok on a PASS only, and a FAIL exits 1
+/// as `mmci analyse` does (table-tested in tests/run_exit_codes.rs).
+pub fn run_exit_code(runs: i32, verdict: Option<i32>) -> i32 {
+    match verdict {
+        _ if runs != exit::OK && runs != exit::RUN_FAILED => runs,
+        Some(exit::OK) | None => runs,
+        Some(v) => v,
     }
 }
 

@@ -166,9 +166,12 @@ async fn smoke_matrix_interrupted_then_resumed() {
     .expect("the resumed matrix finishes")
     .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
+    // Every run completed, and the candidate's WARN is a new splat: the
+    // verdict is FAIL, and so is the exit code (docs/commands.md).
+    assert!(stdout.contains("verdict: FAIL"), "{stdout}");
     assert_eq!(
         out.status.code(),
-        Some(exit::OK),
+        Some(exit::RUN_FAILED),
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -903,8 +903,35 @@ async fn two_invocations_share_one_work_dir() {
         tokio::time::timeout(limit, b.wait())
     );
     let logs = [&a_err, &b_err].map(|p| std::fs::read_to_string(p).unwrap_or_default());
-    assert_eq!(sa.unwrap().unwrap().code(), Some(0), "{}", logs[0]);
-    assert_eq!(sb.unwrap().unwrap().code(), Some(0), "{}", logs[1]);
+    // Both completed every run: each exits with its verdict, as `mmci
+    // analyse` gives it on its dir (one run a side: NO VERDICT).
+    let verdict_code = |name: &str| {
+        let c = mmci::analysis::analyse_dir(
+            &tmp.path().join(name),
+            &Default::default(),
+            &Default::default(),
+        )
+        .unwrap();
+        assert_ne!(
+            c.verdict.status,
+            mmci::analysis::Status::Fail,
+            "{name}: {:?}",
+            c.verdict.reasons
+        );
+        Some(mmci::error::verdict_exit_code(c.verdict.status))
+    };
+    assert_eq!(
+        sa.unwrap().unwrap().code(),
+        verdict_code("a"),
+        "{}",
+        logs[0]
+    );
+    assert_eq!(
+        sb.unwrap().unwrap().code(),
+        verdict_code("b"),
+        "{}",
+        logs[1]
+    );
 
     let builds = |cached: bool| -> usize {
         logs.iter()

@@ -543,9 +543,21 @@ async fn series_hash_of(mbox: &str) -> String {
 }
 
 fn check_base_and_patched(out: &std::process::Output, results: &Path, hash: &str, describes: &str) {
+    // Every run completed: the exit code is the verdict's, as `mmci
+    // analyse` gives it on the dir (one run a side: NO VERDICT).
+    let verdict = mmci::analysis::analyse_dir(results, &Default::default(), &Default::default())
+        .unwrap()
+        .verdict;
+    assert_ne!(
+        verdict.status,
+        mmci::analysis::Status::Fail,
+        "{:?}",
+        verdict.reasons
+    );
+    let verdict = verdict.status;
     assert_eq!(
         out.status.code(),
-        Some(mmci::error::exit::OK),
+        Some(mmci::error::verdict_exit_code(verdict)),
         "{}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)

@@ -364,6 +364,7 @@ pub fn compare(
     let verdict = super::verdict::verdict(&cells, &variants, &splats, &claims);
     let anatomy =
         super::anatomy::anatomies(plan, |cell, variant| completed(plan, runs, cell, variant));
+    let drift = super::drift::drift(plan, |cell, variant| completed(plan, runs, cell, variant));
     Comparison {
         format: COMPARISON_FORMAT,
         mmci_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -384,6 +385,7 @@ pub fn compare(
         series,
         anatomy,
         unreadable: vec![],
+        drift,
     }
 }
 

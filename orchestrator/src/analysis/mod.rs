@@ -15,6 +15,7 @@ pub mod anatomy;
 pub mod catalog;
 pub mod claims;
 pub mod compare;
+pub mod drift;
 pub mod effect;
 pub mod expect;
 pub mod model;

@@ -120,6 +120,9 @@ pub struct Comparison {
     /// what the comparison goes without; named in every report.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<UnreadableFile>,
+    /// Per cell, whether a kernel's runs drifted with their order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<super::drift::CellDrift>,
 }
 
 /// A file of a results dir that analysis refused or could not read.

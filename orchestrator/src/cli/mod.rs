@@ -83,8 +83,8 @@ pub enum Command {
     /// Run a matrix: build the kernels (cached), boot every cell under QEMU
     /// for every kernel and repeat, and print the runs. Without --matrix:
     /// the embedded matrix/default.yaml (scenario A, bundled series vs base).
-    #[command(after_help = help::RUN_EXAMPLES)]
-    Run(run::RunArgs),
+    #[command(after_help = help::run_after_help())]
+    Run(Box<run::RunArgs>),
     /// Matrix files.
     Matrix {
         #[command(subcommand)]
@@ -95,8 +95,8 @@ pub enum Command {
     Merge(results::MergeArgs),
     /// Compare each candidate kernel with the baseline in a results dir:
     /// per cell and metric the statistics, the matrix's expectations, the
-    /// verdict. Exit 0: pass, 1: fail, 8: inconclusive.
-    #[command(visible_alias = "analyze")]
+    /// verdict, which is the exit code (EXIT CODES below).
+    #[command(visible_alias = "analyze", after_help = help::analyse_after_help())]
     Analyse(results::AnalyseArgs),
     /// Render the comparison of a results dir as GitHub markdown, a
     /// plain-text email for the patch thread, a self-contained HTML page or
@@ -194,7 +194,7 @@ pub async fn execute(mut cli: Cli) -> Result<i32, AppError> {
         Command::B4Check(a) => b4::b4_check(&a),
         Command::Man { dir } => shell::man(dir.as_deref()),
         Command::Series { command } => kernel::series(command, &work).await,
-        Command::Run(a) => run::run(a, work).await,
+        Command::Run(a) => run::run(*a, work).await,
         Command::Matrix { command } => run::matrix(command),
         Command::Merge(a) => results::merge(&a),
         Command::Analyse(a) => results::analyse(&a),

@@ -70,6 +70,11 @@ pub struct RunArgs {
     /// Guest RAM (MiB) that may be in use at once [default: host RAM - 1 GiB].
     #[arg(long, help_heading = help::SCHEDULING)]
     pub guest_memory_mb: Option<u64>,
+    /// Seed of the run order: within each cell and repeat the kernels run in
+    /// an order shuffled by it [default: a fresh one, recorded in the results
+    /// dir; a resumed dir keeps its own].
+    #[arg(long, value_name = "N", help_heading = help::SCHEDULING)]
+    pub seed: Option<u64>,
 }
 
 #[derive(Subcommand)]
@@ -212,11 +217,13 @@ pub fn run_request(a: RunArgs) -> Result<RunRequest, AppError> {
         guest_vcpus: a.guest_vcpus,
         guest_memory_mb: a.guest_memory_mb,
         oversubscribe: a.oversubscribe,
+        seed: a.seed,
     })
 }
 
 /// `mmci run`: the matrix, then the runs table, and with candidates the
-/// comparison; the exit code is the runs'.
+/// comparison and its verdict; the exit code is the verdict's after a
+/// kernel or infra failure ([`error::run_exit_code`]).
 pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
     let opts = request::matrix_options(run_request(a)?, work).await?;
     let outcome = crate::run::executor::run_matrix(&opts).await?;
@@ -233,14 +240,22 @@ pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
         crate::report::runs_table::render_runs(&outcome.manifest, &outcome.runs)
     );
     println!(
-        "results: {} ({} runs, {} kept from an earlier invocation, {:.0} s)",
+        "results: {} ({} runs, {} kept from an earlier invocation, {:.0} s{})",
         opts.results.display(),
         outcome.runs.len(),
         outcome.resumed,
-        outcome.wall.as_secs_f64()
+        outcome.wall.as_secs_f64(),
+        outcome
+            .manifest
+            .plan
+            .order_seed
+            .map(|s| format!(", run order seed {s}"))
+            .unwrap_or_default()
     );
-    // With a baseline and candidates, the comparison is what the
-    // user came for: print it (the run's exit code stays the runs').
+    // With a baseline and candidates, the comparison is what the user came
+    // for: print it. Its verdict is the exit code, as `mmci analyse` gives
+    // it, except for a shard: its verdict is the merged dir's.
+    let mut verdict = None;
     if outcome.manifest.plan.variants.len() > 1 {
         match analysis::analyse_dir(
             &opts.results,
@@ -262,11 +277,26 @@ pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
                     "(mmci analyse / mmci report {} for other options and formats)",
                     opts.results.display()
                 );
+                verdict = Some(error::verdict_exit_code(c.verdict.status));
             }
-            Err(e) => eprintln!("mmci: analysis skipped: {}", crate::host::error_chain(&e)),
+            Err(e) => {
+                eprintln!("mmci: analysis failed: {}", crate::host::error_chain(&e));
+                verdict = Some(AppError::from(e).exit_code());
+            }
+        }
+        if opts.shard.is_some() {
+            if let Some(code) = verdict.take() {
+                eprintln!(
+                    "mmci: note: a shard's verdict is partial, so its exit code is the runs' (not {code}): \
+                     the verdict is the merged dir's (`mmci merge`, then `mmci analyse`)"
+                );
+            }
         }
     }
-    Ok(error::matrix_exit_code(&outcome))
+    Ok(error::run_exit_code(
+        error::matrix_exit_code(&outcome),
+        verdict,
+    ))
 }
 
 /// `mmci matrix ...`.
@@ -304,7 +334,7 @@ mod tests {
     fn run_args(args: &[&str]) -> RunArgs {
         let argv = ["mmci", "run"].iter().chain(args);
         match Cli::try_parse_from(argv).unwrap().command {
-            Command::Run(a) => a,
+            Command::Run(a) => *a,
             _ => unreachable!(),
         }
     }

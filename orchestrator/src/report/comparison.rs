@@ -381,6 +381,7 @@ fn render_raw(c: &Comparison, width: Option<usize>) -> String {
     }
     out.push_str(&render_anatomy(c));
     out.push_str(&super::checks::render_regimes(c));
+    out.push_str(&render_drift(c));
     out.push_str(&super::checks::render_policy(c));
     out.push_str(&super::checks::render_claims(c));
     let v = &c.verdict;
@@ -392,11 +393,109 @@ fn render_raw(c: &Comparison, width: Option<usize>) -> String {
     out
 }
 
+/// One line per cell whose runs drifted with their order (the analysis'
+/// drift check), naming the kernel, metric, direction and p; nothing for
+/// the others.
+pub fn render_drift(c: &Comparison) -> String {
+    let mut out = String::new();
+    for d in c.drift.iter().filter(|d| d.drifted) {
+        let tests: Vec<String> = d
+            .significant()
+            .iter()
+            .map(|t| {
+                format!(
+                    "{} {} {} with run order (Kendall's tau {:+.2}, p {}, Holm {} over {} tests)",
+                    t.variant,
+                    t.metric,
+                    if t.trend.tau > 0.0 { "rises" } else { "falls" },
+                    t.trend.tau,
+                    text::p(t.trend.p),
+                    text::p(t.p_holm),
+                    d.tests.len()
+                )
+            })
+            .collect();
+        out.push_str(&format!(
+            "drift {}: {}: the runs were not alike over time (the host?); the shuffled order keeps it off the comparison, not out of its spread\n",
+            d.name(),
+            tests.join("; ")
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::analysis::synthetic::synthetic;
     use crate::analysis::{compare, Options};
+
+    /// A baseline whose throughput falls run after run (the host slowing
+    /// down) is flagged in its cell's drift line; the same runs in another
+    /// order are not, and neither is a cell of 5 runs a side.
+    #[test]
+    fn a_drifting_side_gets_its_cells_drift_line() {
+        let plan = |repeats: u32| {
+            let over = crate::matrix::Overrides {
+                repeats: Some(repeats),
+                variants: Some(vec![
+                    crate::matrix::Variant::base(),
+                    crate::matrix::Variant {
+                        name: "patched".into(),
+                        cmdline: vec!["x=1".into()],
+                        ..crate::matrix::Variant::base()
+                    },
+                ]),
+                ..Default::default()
+            };
+            crate::matrix::plan::from_text(
+                &crate::matrix::synthetic::synthetic_matrix(1),
+                "synthetic.yaml",
+                std::path::Path::new("."),
+                &over,
+            )
+            .map(|mut p| {
+                p.cells.truncate(1);
+                p
+            })
+            .unwrap()
+        };
+        // (repeats, touches of base in run order falls, drift line)
+        for (repeats, falls, want) in [(10, true, true), (10, false, false), (5, true, false)] {
+            let (m, mut runs, _) = crate::analysis::synthetic::synthetic_for(plan(repeats));
+            for r in runs.values_mut() {
+                let repeat: u64 = r.id.rsplit("-r").next().unwrap().parse().unwrap();
+                r.started_unix = 1_000 + 60 * repeat;
+                if r.id.contains("-base-") {
+                    let x = r.metrics.mglru_mut().unwrap();
+                    // Falling: 50,000 down by 1,000 a run; else the same
+                    // values with every other run swapped end for end.
+                    let k = if falls || repeat.is_multiple_of(2) {
+                        repeat
+                    } else {
+                        u64::from(repeats) + 1 - repeat
+                    };
+                    x.touches = 50_000 - 1_000 * k;
+                }
+            }
+            let c = compare(&m, &runs, &m.plan.expect, vec![], &Options::default());
+            let text = render(&c);
+            let line = text.lines().find(|l| l.starts_with("drift "));
+            assert_eq!(line.is_some(), want, "{repeats} {falls}: {text}");
+            assert_eq!(c.drift.len(), 1);
+            assert_eq!(c.drift[0].drifted, want);
+            if let Some(line) = line {
+                assert!(
+                    line.contains("base touches falls with run order (Kendall's tau -1.00, p "),
+                    "{line}"
+                );
+                let t = &c.drift[0].significant()[0];
+                assert_eq!((t.variant.as_str(), t.metric.as_str()), ("base", "touches"));
+                // 10 runs, every later one lower: the exact p is 2/10!.
+                assert!((t.trend.p - 2.0 / 3_628_800.0).abs() < 1e-15);
+            }
+        }
+    }
 
     #[test]
     fn regressions_and_failures_come_first() {

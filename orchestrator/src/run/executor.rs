@@ -122,12 +122,20 @@ pub fn preflight(opts: &MatrixOptions) -> Result<Manifest, MatrixRunError> {
         option: "--results",
         source,
     })?;
+    // The run order's seed: the one asked for, else a fresh one; a resumed
+    // dir keeps the one it recorded (checked below).
+    let mut plan = opts.plan.clone();
+    plan.order_seed = Some(
+        opts.plan
+            .order_seed
+            .unwrap_or_else(crate::matrix::plan::fresh_seed),
+    );
     let fresh = Manifest {
         format: rd::MANIFEST_FORMAT,
         mmci_version: env!("CARGO_PKG_VERSION").to_string(),
         mmci_commit: rd::MMCI_COMMIT.map(str::to_string),
         plan_id: opts.plan.fingerprint(),
-        plan: opts.plan.clone(),
+        plan,
         shards: opts.shard.map(|s| vec![s]),
         host: Host::this(),
         accel: BTreeMap::new(),
@@ -138,12 +146,39 @@ pub fn preflight(opts: &MatrixOptions) -> Result<Manifest, MatrixRunError> {
     match rd::read_manifest(&opts.results)? {
         Some(existing) => {
             rd::check_resumable(&opts.results, &existing, &fresh)?;
+            check_seed(
+                &opts.results,
+                existing.plan.order_seed,
+                opts.plan.order_seed,
+            )?;
             Ok(existing)
         }
         None => {
             rd::write_manifest(&opts.results, &fresh)?;
             Ok(fresh)
         }
+    }
+}
+
+/// A `--seed` given for a results dir that recorded another order is
+/// refused: its runs so far followed the recorded one, and the rest must
+/// too (rerun without --seed, or with the recorded seed).
+fn check_seed(
+    root: &std::path::Path,
+    recorded: Option<u64>,
+    asked: Option<u64>,
+) -> Result<(), ResultsDirError> {
+    match asked {
+        Some(s) if recorded != Some(s) => Err(ResultsDirError::Mismatch {
+            path: root.to_path_buf(),
+            what: format!(
+                "runs ordered {}, not by --seed {s}",
+                recorded.map_or("as the plan lists them (no seed)".to_string(), |r| format!(
+                    "by seed {r}"
+                ))
+            ),
+        }),
+        _ => Ok(()),
     }
 }
 
@@ -293,11 +328,17 @@ pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRun
         }
     }
     let resumed = finished.len();
-    let pending: Vec<Slot> = slots
-        .iter()
-        .filter(|s| !finished.contains_key(*s))
-        .cloned()
+    // In the recorded order: a resumed dir goes on where it stopped.
+    let pending: Vec<Slot> = crate::matrix::plan::run_order(&slots, manifest.plan.order_seed)
+        .into_iter()
+        .filter(|s| !finished.contains_key(s))
         .collect();
+    if let Some(seed) = manifest.plan.order_seed {
+        tracing::info!(
+            seed,
+            "run order: the kernels of each cell and repeat shuffled"
+        );
+    }
     if resumed > 0 {
         tracing::info!(
             kept = resumed,
@@ -540,4 +581,42 @@ pub fn all_completed(o: &MatrixOutcome) -> bool {
         r.as_ref()
             .is_some_and(|r| r.classification.outcome == Outcome::Completed)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_seed_other_than_the_recorded_one_is_refused() {
+        let root = std::path::Path::new("/r");
+        // (recorded, asked, refused with)
+        let cases: &[(Option<u64>, Option<u64>, Option<&str>)] = &[
+            (Some(7), None, None),
+            (Some(7), Some(7), None),
+            (None, None, None),
+            (
+                Some(7),
+                Some(8),
+                Some("runs ordered by seed 7, not by --seed 8"),
+            ),
+            (
+                None,
+                Some(8),
+                Some("runs ordered as the plan lists them (no seed), not by --seed 8"),
+            ),
+        ];
+        for (recorded, asked, want) in cases {
+            let got = check_seed(root, *recorded, *asked)
+                .err()
+                .map(|e| e.to_string());
+            match want {
+                None => assert_eq!(got, None, "{recorded:?} {asked:?}"),
+                Some(w) => {
+                    let got = got.unwrap_or_default();
+                    assert!(got.contains(w) && got.contains("/r"), "{got}");
+                }
+            }
+        }
+    }
 }

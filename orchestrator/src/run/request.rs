@@ -41,6 +41,9 @@ pub struct RunRequest {
     /// Guest RAM (MiB) at once [default: host RAM - 1 GiB].
     pub guest_memory_mb: Option<u64>,
     pub oversubscribe: f64,
+    /// The seed of the run order (`--seed`); `None`: a fresh one for a new
+    /// results dir, the recorded one on resume.
+    pub seed: Option<u64>,
 }
 
 impl RunRequest {
@@ -61,6 +64,7 @@ impl RunRequest {
             guest_vcpus: None,
             guest_memory_mb: None,
             oversubscribe: 1.0,
+            seed: None,
         }
     }
 }
@@ -69,10 +73,13 @@ impl RunRequest {
 /// variant's kernel source, every series read once and its base chosen
 /// before any build (see [`crate::kernel::pin_bases`]), the capacity.
 pub async fn matrix_options(req: RunRequest, work: WorkDir) -> Result<MatrixOptions, MatrixError> {
-    let plan = match &req.matrix {
+    let mut plan = match &req.matrix {
         Some(path) => crate::matrix::load(path, &req.overrides)?,
         None => crate::matrix::default_plan(&req.overrides)?,
     };
+    // The seed asked for; the executor draws one for a new results dir
+    // without it, and keeps a resumed dir's.
+    plan.order_seed = req.seed;
     let capacity = match (req.guest_vcpus, req.guest_memory_mb) {
         (None, None) => None,
         (vcpus, memory_mb) => {

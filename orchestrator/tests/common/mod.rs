@@ -7,6 +7,7 @@ pub mod http;
 pub mod mbox;
 pub mod patchwork;
 pub mod posting;
+pub mod replay;
 pub mod results;
 
 use std::path::PathBuf;
