@@ -551,8 +551,13 @@ impl Rng {
 
 /// Live QEMU processes of this results dir (their command lines name it).
 fn qemus_of(needle: &str) -> Vec<i32> {
+    // QEMU itself, not the bwrap that confines it (whose command line
+    // names QEMU too): the kill is the emulator dying, as a crash would.
     let mut pids: Vec<i32> = common::qemu_processes_mentioning(needle)
         .iter()
+        .filter(|p| {
+            std::fs::read_to_string(p.join("comm")).is_ok_and(|c| c.starts_with("qemu-system"))
+        })
         .filter_map(|p| p.file_name()?.to_str()?.parse().ok())
         .collect();
     pids.sort();

@@ -179,19 +179,63 @@ async fn lore_thread_latest_revision_applies_builds_and_caches() {
             .unwrap()
             .success()
     };
-    let tree_git_dir = match tree.path.join(".git") {
-        d if d.is_dir() => d,
-        _ => tree.path.clone(),
-    };
-    assert!(
-        !has_head(&tree_git_dir),
-        "the applied head is in the tree's store"
+    // Not reached from any ref of the tree. (Whether the tree's store
+    // holds the object is series_base's test, on a fresh repository: the
+    // head is deterministic, and a work dir an older mmci used, which ran
+    // `git am` in the tree, holds the same commit, unreachable.)
+    let refs = std::process::Command::new("git")
+        .arg("-C")
+        .arg(&tree.path)
+        .args(["for-each-ref", "--contains", &built.head_commit])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&refs.stdout),
+        "",
+        "a ref of the tree reaches the applied head"
     );
     assert!(
         has_head(&mmci::kernel::apply::applied_repo(
             &built.dir.join("patches")
         )),
         "the applied head is kept with its build"
+    );
+    // The review's attack, through the binary: a second series naming the
+    // first's applied head (published in the reports' kernels table) as
+    // its base-commit is not placed there: the bundled tree's tip is.
+    let tmp = tempfile::tempdir().unwrap();
+    let second = tmp.path().join("second.mbox");
+    std::fs::write(
+        &second,
+        fault_mbox().replace(
+            "base-commit: 2a7be210a22a8655e73e347054808314e73be671",
+            &format!("base-commit: {}", &built.head_commit[..12]),
+        ),
+    )
+    .unwrap();
+    let out = common::mmci_blocking()
+        .args(["series", "show"])
+        .arg(&second)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let base = text
+        .lines()
+        .find(|l| l.starts_with("base:"))
+        .unwrap_or_default();
+    let short = &built.head_commit[..12];
+    assert!(
+        base.starts_with(&format!("base:      bundled tree {}", tree.commit))
+            && (base.contains(&format!("base-commit: {short} is not in the tree"))
+                || base.contains(&format!(
+                    "base-commit: {short} is in the tree's objects but no fetched ref reaches it"
+                ))),
+        "{text}"
     );
     let log = std::fs::read_to_string(built.dir.join("build.log")).unwrap();
     assert!(

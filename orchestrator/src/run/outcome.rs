@@ -139,11 +139,12 @@ pub fn classify(run: &VmRun) -> Classification {
     // A guest that panics or powers off makes QEMU exit; only someone
     // outside (the OOM killer, an operator, a dying host) kills it with a
     // signal, and mmci's own kills are timeouts. Not the kernel's fault.
-    if done.is_none() && !run.timed_out {
-        if let Some(sig) = run.exit.and_then(|s| {
-            use std::os::unix::process::ExitStatusExt;
-            s.signal()
-        }) {
+    // (mmci also ends a stalled, flooding or accelerator-failed run itself,
+    // with SIGTERM: QEMU exits on it, but the bwrap around QEMU dies of it.)
+    let killed_by_mmci =
+        run.timed_out || run.stalled.is_some() || run.console_flooded || run.accel_failed;
+    if done.is_none() && !killed_by_mmci {
+        if let Some(sig) = qemu_signal(run) {
             return result(
                 Outcome::InfraFailure,
                 format!("QEMU was killed by signal {sig} from outside mmci"),
@@ -240,6 +241,24 @@ pub fn job_echo_mismatch(sent: &GuestJob, records: &[Record]) -> Option<String> 
     (echoed != sent).then(|| {
         "the guest reported a job other than the one sent (its records are not judged)".to_string()
     })
+}
+
+/// The signal that killed QEMU, if one did. Inside bwrap (see
+/// [`crate::guest::vm::Confinement`]) mmci waits for bwrap, which exits
+/// with 128 + the signal when QEMU was killed by one (QEMU itself exits
+/// with 0 or 1).
+fn qemu_signal(run: &crate::guest::vm::VmRun) -> Option<i32> {
+    use std::os::unix::process::ExitStatusExt;
+    let status = run.exit?;
+    if let Some(sig) = status.signal() {
+        return Some(sig);
+    }
+    match (&run.confinement, status.code()) {
+        (crate::guest::vm::Confinement::Bwrap, Some(code)) if (129..=128 + 64).contains(&code) => {
+            Some(code - 128)
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
