@@ -200,42 +200,32 @@ async fn lore_thread_latest_revision_applies_builds_and_caches() {
         )),
         "the applied head is kept with its build"
     );
-    // The review's attack, through the binary: a second series naming the
-    // first's applied head (published in the reports' kernels table) as
-    // its base-commit is not placed there: the bundled tree's tip is.
-    let tmp = tempfile::tempdir().unwrap();
-    let second = tmp.path().join("second.mbox");
-    std::fs::write(
-        &second,
-        fault_mbox().replace(
-            "base-commit: 2a7be210a22a8655e73e347054808314e73be671",
-            &format!("base-commit: {}", &built.head_commit[..12]),
-        ),
-    )
-    .unwrap();
-    let out = common::mmci_blocking()
-        .args(["series", "show"])
-        .arg(&second)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    // The review's attack: a second series naming the first's applied head
+    // (published in the reports' kernels table) as its base-commit is not
+    // placed there: the bundled tree's tip is. (Through the binary, with
+    // `series show --tree`: series_base.)
+    let second = fault_mbox().replace(
+        "base-commit: 2a7be210a22a8655e73e347054808314e73be671",
+        &format!("base-commit: {}", &built.head_commit[..12]),
     );
-    let base = text
-        .lines()
-        .find(|l| l.starts_with("base:"))
-        .unwrap_or_default();
+    let second = series::assemble(&series::mails_from_mbox(second.as_bytes()), "second").unwrap();
+    let choice = kernel::base_for(&KernelSource::bundled(), &second, &work)
+        .await
+        .unwrap();
     let short = &built.head_commit[..12];
+    assert_eq!(
+        (choice.commit.as_str(), choice.trusted),
+        (tree.commit.as_str(), true)
+    );
     assert!(
-        base.starts_with(&format!("base:      bundled tree {}", tree.commit))
-            && (base.contains(&format!("base-commit: {short} is not in the tree"))
-                || base.contains(&format!(
-                    "base-commit: {short} is in the tree's objects but no fetched ref reaches it"
-                ))),
-        "{text}"
+        choice
+            .how
+            .starts_with(&format!("base-commit: {short} is not in the tree"))
+            || choice.how.starts_with(&format!(
+                "base-commit: {short} is in the tree's objects but no fetched ref reaches it"
+            )),
+        "{}",
+        choice.how
     );
     let log = std::fs::read_to_string(built.dir.join("build.log")).unwrap();
     assert!(
