@@ -738,9 +738,15 @@ async fn early_kvm_probe_decides_as_the_late_one_and_dies_with_its_run() {
     if !probes_needed {
         // Without a usable /dev/kvm there is nothing to probe.
         assert!(!seen, "a probe QEMU started though /dev/kvm is not usable");
-    } else if late.accel == Accel::Tcg {
-        // A KVM that fails here holds the probe until its timeout (10 s):
-        // long enough to be seen, and then dropped mid-probe.
+    } else if late.accel == Accel::Tcg
+        && !late
+            .note
+            .starts_with("KVM probe failed (infra failure: QEMU:")
+    {
+        // A KVM that hangs holds the probe until its timeout (10 s): long
+        // enough to be seen, and then dropped mid-probe. (One that QEMU
+        // refuses at once, as this host's nested KVM, is gone in
+        // milliseconds: the poll may never see it.)
         assert!(seen, "no probe QEMU within 20 s of start");
     }
     drop(probes);
