@@ -235,6 +235,11 @@ pub struct GuardResult {
     pub status: Option<Status>,
     /// One line: why.
     pub reason: String,
+    /// More runs of this cell could decide it (the interval straddles the
+    /// floor, or the test cannot yet reach its level): what the sequential
+    /// budget (`analysis::sequential`) adds runs for.
+    #[serde(default)]
+    pub more_runs: bool,
 }
 
 /// What the numbers say, before any expectation.

@@ -142,6 +142,9 @@ pub fn check_cell(
         out.push(GuardResult {
             metric: OOM_METRIC.into(),
             why: "runs with an OOM kill, by Fisher's exact test".into(),
+            more_runs: r.status == Status::Inconclusive
+                && !m.base_values.is_empty()
+                && !m.candidate_values.is_empty(),
             status: (r.status != Status::Inconclusive).then_some(r.status),
             reason: r.reason,
         });
@@ -154,6 +157,13 @@ pub fn check_cell(
         .unwrap_or(0);
     for g in guards(scenario) {
         let found = find(g.metric).map(|m| (m, no_work(m, cand_runs)));
+        let more_runs = found.as_ref().is_some_and(|(m, nw)| {
+            nw.is_none()
+                && !m.functional_only
+                && m.floor_decision
+                    .as_ref()
+                    .is_some_and(|d| d.decision == super::effect::Decision::Undecided)
+        });
         let (status, reason) = match found {
             None => (None, "no completed run has it".to_string()),
             Some((_, Some(why))) => (Some(Status::Fail), why),
@@ -177,6 +187,7 @@ pub fn check_cell(
             why: g.why.into(),
             status,
             reason,
+            more_runs,
         });
     }
     out
