@@ -358,6 +358,14 @@ pub fn compare(
             regime: regime::check(cell, &base_runs, &catalog::of_cell(cell, &plan.scripts)),
         });
     }
+    // The guards of every cell and candidate are one family.
+    super::decision::decide(
+        &mut cells,
+        super::decision::Levels {
+            alpha: opts.verdict_alpha,
+            looks: opts.looks,
+        },
+    );
     let variants = variant_runs(m, runs);
     let splats = splat_findings(plan, runs, &baseline);
     let claims = claim_checks(m, &cells);

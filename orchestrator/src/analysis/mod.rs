@@ -15,6 +15,7 @@ pub mod anatomy;
 pub mod catalog;
 pub mod claims;
 pub mod compare;
+pub mod decision;
 pub mod drift;
 pub mod effect;
 pub mod expect;
@@ -80,6 +81,7 @@ pub fn options_from_args(
         metric_noise_floors: floors,
         min_runs,
         test,
+        ..Options::default()
     })
 }
 

@@ -60,6 +60,24 @@ pub struct Options {
     pub min_runs: usize,
     /// The test whose p-value decides significance. Default Mann-Whitney.
     pub test: Test,
+    /// The verdict's level: the most a false FAIL (every guard within its
+    /// floor, one family over all cells: Holm) or a false PASS (a guard
+    /// beyond it) may happen, over all looks of the sequential budget.
+    /// Default 0.05 (`analysis::decision`).
+    #[serde(default = "default_verdict_alpha")]
+    pub verdict_alpha: f64,
+    /// How many looks the sequential budget allows (1: no budget); each
+    /// spends verdict_alpha / looks.
+    #[serde(default = "one")]
+    pub looks: usize,
+}
+
+fn default_verdict_alpha() -> f64 {
+    0.05
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Default for Options {
@@ -70,6 +88,8 @@ impl Default for Options {
             metric_noise_floors: BTreeMap::new(),
             min_runs: 3,
             test: Test::MannWhitney,
+            verdict_alpha: default_verdict_alpha(),
+            looks: 1,
         }
     }
 }
@@ -240,6 +260,10 @@ pub struct GuardResult {
     /// budget (`analysis::sequential`) adds runs for.
     #[serde(default)]
     pub more_runs: bool,
+    /// The guard's tests and figures, where it has a test (the finding as
+    /// data: `analysis::decision`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<super::decision::GuardDecision>,
 }
 
 /// What the numbers say, before any expectation.

@@ -8,9 +8,11 @@
 //! in `compare`'s verdict). Then, per cell and candidate:
 //! - no more runs with an OOM kill than the baseline had (Fisher's exact
 //!   test on the counts of runs: a fact, so it holds under TCG too);
-//! - no significant regression beyond its noise floor of the guards below,
-//!   metrics normalised by the work done, so that a kernel that does more
-//!   work is not blamed for doing it. A guard that is a timing is judged
+//! - no regression beyond its noise floor of the guards below, metrics
+//!   normalised by the work done, so that a kernel that does more work is
+//!   not blamed for doing it. How each is decided (two tests at the floor,
+//!   Holm over the verdict's whole family, the looks of the sequential
+//!   budget) is `decision`'s; this module says what is guarded. A guard that is a timing is judged
 //!   on KVM only: under TCG its size means little, and it is listed as not
 //!   judged rather than making the verdict inconclusive. Each scenario's
 //!   `Def` names its guards (scenario A: throughput and swap and fault
@@ -129,24 +131,32 @@ pub fn guard(m: &MetricComparison, opts: &Options) -> Option<ExpectationResult> 
 
 /// The regression policy in one cell for one candidate: runs with an OOM
 /// kill (Fisher's exact test), then each guard of the cell's scenario.
-/// A check that cannot be judged here is kept with status None and why.
+/// A guard with a test carries it (`GuardResult::decision`), undecided
+/// until [`super::decision::decide`] tests the verdict's whole family; a
+/// check that cannot be judged here is kept with status None and why.
 pub fn check_cell(
     scenario: &str,
     metrics: &[MetricComparison],
     opts: &Options,
 ) -> Vec<GuardResult> {
+    let levels = super::decision::Levels {
+        alpha: opts.verdict_alpha,
+        looks: opts.looks,
+    };
     let mut out = vec![];
     let find = |name: &str| metrics.iter().find(|m| m.metric == name);
     if let Some(m) = find(OOM_METRIC) {
-        let r = oom_runs(m, opts);
+        let decision = super::decision::oom_guard(m, levels);
         out.push(GuardResult {
             metric: OOM_METRIC.into(),
             why: "runs with an OOM kill, by Fisher's exact test".into(),
-            more_runs: r.status == Status::Inconclusive
-                && !m.base_values.is_empty()
-                && !m.candidate_values.is_empty(),
-            status: (r.status != Status::Inconclusive).then_some(r.status),
-            reason: r.reason,
+            status: None,
+            reason: match decision {
+                Some(_) => "not yet decided".into(),
+                None => oom_runs(m, opts).reason,
+            },
+            more_runs: false,
+            decision,
         });
     }
     // Completed candidate runs, counted on any metric every run has.
@@ -156,38 +166,38 @@ pub fn check_cell(
         .max()
         .unwrap_or(0);
     for g in guards(scenario) {
-        let found = find(g.metric).map(|m| (m, no_work(m, cand_runs)));
-        let more_runs = found.as_ref().is_some_and(|(m, nw)| {
-            nw.is_none()
-                && !m.functional_only
-                && m.floor_decision
-                    .as_ref()
-                    .is_some_and(|d| d.decision == super::effect::Decision::Undecided)
-        });
-        let (status, reason) = match found {
+        let mut decision = None;
+        let (status, reason) = match find(g.metric) {
             None => (None, "no completed run has it".to_string()),
-            Some((_, Some(why))) => (Some(Status::Fail), why),
-            Some((m, None)) => {
-                let (status, reason) = match guard(m, opts) {
-                    None => (
-                        None,
-                        "a timing under TCG: its size means little".to_string(),
-                    ),
-                    Some(r) if r.status == Status::Inconclusive => (None, r.reason),
-                    Some(r) => (Some(r.status), r.reason),
-                };
-                match m.survivors {
-                    Some(s) => (status, format!("{}: {reason}", s.text())),
-                    None => (status, reason),
+            Some(m) => match no_work(m, cand_runs) {
+                Some(why) => (Some(Status::Fail), why),
+                None if m.functional_only => (
+                    None,
+                    "a timing under TCG: its size means little".to_string(),
+                ),
+                None => {
+                    decision = super::decision::size_guard(m, levels);
+                    let why = match decision {
+                        Some(_) => "not yet decided".to_string(),
+                        None if m.base_values.is_empty() || m.candidate_values.is_empty() => {
+                            "a side has no value".to_string()
+                        }
+                        None => "no relative floor: the baseline's median is 0".to_string(),
+                    };
+                    match m.survivors {
+                        Some(s) if decision.is_none() => (None, format!("{}: {why}", s.text())),
+                        _ => (None, why),
+                    }
                 }
-            }
+            },
         };
         out.push(GuardResult {
             metric: g.metric.into(),
             why: g.why.into(),
             status,
             reason,
-            more_runs,
+            more_runs: false,
+            decision,
         });
     }
     out

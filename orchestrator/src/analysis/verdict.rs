@@ -82,6 +82,12 @@ pub fn verdict(
                             g.reason
                         ));
                     }
+                    // Undecided at the floor with the runs there are: the
+                    // verdict cannot say PASS or FAIL.
+                    Some(Status::Inconclusive | Status::NoVerdict) => {
+                        judged += 1;
+                        unsure.push(line);
+                    }
                     Some(_) => judged += 1,
                     None => not_judged.push(line),
                 }
