@@ -51,11 +51,21 @@ fn a_guard_that_regresses_fails_and_is_named() {
     assert_eq!(c.verdict.summary, "2 findings in 20 runs on 2 cells");
     assert!(
         c.verdict.reasons[0].starts_with(
-            "threads=1 patched: pswpout_per_ktouch (swap-out traffic per 1,000 touches): regressed: +"
+            "threads=1 patched: pswpout_per_ktouch (swap-out traffic per 1,000 touches): +"
         ),
         "{:?}",
         c.verdict.reasons
     );
+    let d = c.cells[0].candidates[0]
+        .guards
+        .iter()
+        .find(|g| g.metric == "pswpout_per_ktouch")
+        .and_then(|g| g.decision.clone())
+        .unwrap();
+    // The finding as data: the decision, the test against Holm's level.
+    assert_eq!(d.decision, mmci::analysis::effect::Decision::Regression);
+    assert!(d.p_regression <= d.fail_level.unwrap());
+    assert!(d.interval.unwrap().0 > 0.05, "{d:?}");
 }
 
 #[test]
@@ -239,11 +249,17 @@ fn a_candidate_that_does_no_work_fails_under_tcg_too() {
         "{}",
         per_touch.reason
     );
+    // Every candidate run killed against 1 of 5 on base: Fisher's p =
+    // 0.024, within the verdict's level (0.05, Holm): the OOM guard fails
+    // too, where at 0.01 it could not.
     let oom = &guards[0];
     assert_eq!(
         (oom.metric.as_str(), oom.status),
-        ("oom_kills", Some(Status::Pass))
+        ("oom_kills", Some(Status::Fail)),
+        "{}",
+        oom.reason
     );
+    assert!(oom.reason.contains("5 of 5, base 1 of 5"), "{}", oom.reason);
 }
 
 #[test]
@@ -419,8 +435,9 @@ fn guards_on_the_runs_without_an_oom_kill_say_so() {
         [270.0, 268.0, 281.0, 262.0],
         [650.0, 661.0, 640.0, 672.0, 655.0],
     );
-    // compare.rs kept base's 4 runs without an OOM kill: 4 against 5
-    // cannot reach p <= 0.01 (2/126 at best), and the guard says why.
+    // compare.rs kept base's 4 runs without an OOM kill: 4 against 5 can
+    // reach the verdict's level (1/126 at best, one-sided), and the guard
+    // says which runs it compared. 2 against 3 could not (1/10 at best).
     let s = Survivors {
         base: 4,
         base_of: 5,
@@ -428,11 +445,24 @@ fn guards_on_the_runs_without_an_oom_kill_say_so() {
         candidate_of: 5,
     };
     let g = guard_of(with(&b4, &c5, Some(s)));
-    assert_eq!(g.status, None, "{}", g.reason);
+    assert_eq!(g.status, Some(Status::Fail), "{}", g.reason);
     assert!(
         g.reason.starts_with(
-            "only the runs without an OOM kill compared: base 4 of 5, candidate 5 of 5: "
+            "only the runs without an OOM kill compared: base 4 of 5, candidate 5 of 5: +"
         ),
+        "{}",
+        g.reason
+    );
+    let few = Survivors {
+        base: 2,
+        candidate: 3,
+        ..s
+    };
+    let g = guard_of(with(&b4[..2], &c5[..3], Some(few)));
+    assert_eq!(g.status, None, "{}", g.reason);
+    assert!(
+        g.reason
+            .ends_with("with 2 + 3 runs no outcome could reach p <= 0.0500"),
         "{}",
         g.reason
     );

@@ -51,6 +51,7 @@ use statrs::distribution::{ContinuousCDF, Normal};
 
 use super::catalog::Better;
 use super::effect::{Decision, Scale};
+pub use super::guard_finding::{GuardDecision, GuardKind};
 use super::stats::{fisher_exact_greater, u_counts};
 
 /// The power a "smallest change caught" is stated at.
@@ -71,48 +72,6 @@ impl Levels {
     pub fn per_look(&self) -> f64 {
         self.alpha / self.looks.max(1) as f64
     }
-}
-
-/// What kind of guard a decision is about.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GuardKind {
-    /// A size against its floor (two rank tests).
-    Size,
-    /// Runs with an OOM kill (Fisher's exact test).
-    OomRuns,
-}
-
-/// One guard's decision in one cell for one candidate: the finding as data.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GuardDecision {
-    pub kind: GuardKind,
-    pub decision: Decision,
-    /// One-sided p of "worse than the floor" (the OOM guard: of more runs
-    /// with a kill).
-    pub p_regression: f64,
-    /// The level Holm's procedure held p_regression to (the step it was
-    /// tested at); None where the procedure stopped before it.
-    pub fail_level: Option<f64>,
-    /// One-sided p of "within the floor" (size guards).
-    pub p_no_regression: Option<f64>,
-    /// The level p_no_regression is held to (one look's share of alpha).
-    pub pass_level: f64,
-    /// Relative estimate (Hodges-Lehmann) and its interval at the effect's
-    /// level, as `effect` gives them (size guards).
-    pub estimate: Option<f64>,
-    pub interval: Option<(f64, f64)>,
-    pub interval_level: Option<f64>,
-    /// The relative floor (size guards).
-    pub floor: Option<f64>,
-    pub base_runs: usize,
-    pub candidate_runs: usize,
-    /// The smallest worsening the regression test would have caught with
-    /// [`POWER`] (relative, size guards; the OOM guard: a kill rate).
-    pub detectable: Option<f64>,
-    /// `detectable` exceeds twice the floor (size guards), or is above
-    /// half the runs (the OOM guard).
-    pub underpowered: bool,
 }
 
 /// Both one-sided tests of a size guard at its floor.
@@ -405,27 +364,57 @@ pub fn oom_guard(m: &super::model::MetricComparison, levels: Levels) -> Option<G
 /// The guard's metric row in its candidate gives the runs for the figures
 /// that need them (the smallest change caught).
 pub fn decide(cells: &mut [super::model::CellComparison], levels: Levels) {
-    use super::model::Status;
-    let per_look = levels.per_look();
-    // The family: every guard with a regression test.
-    let mut at = vec![];
-    for (ci, c) in cells.iter().enumerate() {
-        for (ki, k) in c.candidates.iter().enumerate() {
-            for (gi, g) in k.guards.iter().enumerate() {
-                if let Some(d) = &g.decision {
-                    at.push(((ci, ki, gi), d.p_regression));
-                }
+    let mut family = vec![];
+    for c in cells.iter_mut() {
+        for k in c.candidates.iter_mut() {
+            let (guards, metrics) = (&mut k.guards, &k.metrics);
+            for g in guards.iter_mut() {
+                let row = metrics.iter().find(|m| m.metric == g.metric);
+                family.push((g, row));
             }
         }
     }
-    let ps: Vec<f64> = at.iter().map(|(_, p)| *p).collect();
-    let family = ps.len();
+    decide_guards(family, levels);
+}
+
+/// [`decide`] over one cell's guards on their own (a family of one cell):
+/// what `policy::check_cell` gives a caller that judges one cell; the
+/// verdict decides again over all cells.
+pub fn decide_cell(
+    guards: &mut [super::model::GuardResult],
+    metrics: &[super::model::MetricComparison],
+    levels: Levels,
+) {
+    let family = guards
+        .iter_mut()
+        .map(|g| {
+            let row = metrics.iter().find(|m| m.metric == g.metric);
+            (g, row)
+        })
+        .collect();
+    decide_guards(family, levels);
+}
+
+/// The family's decisions (the rule at the top): each guard with the row
+/// of its metric.
+fn decide_guards(
+    mut family: Vec<(
+        &mut super::model::GuardResult,
+        Option<&super::model::MetricComparison>,
+    )>,
+    levels: Levels,
+) {
+    use super::model::Status;
+    let per_look = levels.per_look();
+    family.retain(|(g, _)| g.decision.is_some());
+    let ps: Vec<f64> = family
+        .iter()
+        .filter_map(|(g, _)| g.decision.as_ref().map(|d| d.p_regression))
+        .collect();
+    let size = ps.len();
     let tested = holm(&ps, per_look);
-    for (((ci, ki, gi), _), (fail_level, rejected)) in at.into_iter().zip(tested) {
-        let cand = &mut cells[ci].candidates[ki];
-        let metric = cand.guards[gi].metric.clone();
-        let row = cand.metrics.iter().find(|m| m.metric == metric).cloned();
-        let g = &mut cand.guards[gi];
+    for ((g, row), (fail_level, rejected)) in family.into_iter().zip(tested) {
+        let family = size;
         let Some(d) = g.decision.as_mut() else {
             continue;
         };
@@ -478,17 +467,32 @@ pub fn decide(cells: &mut [super::model::CellComparison], levels: Levels) {
             Some(s) => format!("{}: {text}", s.text()),
             None => text,
         };
-        // Even complete separation could not decide a size guard with
-        // these runs: too few to judge, not undecided at the floor.
-        let reachable = u_tails(d.base_runs, d.candidate_runs, 0.0).1 <= per_look;
+        // Even complete separation could not decide the guard with these
+        // runs (every candidate run killed, for the OOM guard): too few to
+        // judge, not undecided at the floor.
+        let reachable = match d.kind {
+            GuardKind::Size => u_tails(d.base_runs, d.candidate_runs, 0.0).1 <= per_look,
+            GuardKind::OomRuns => {
+                fisher_exact_greater(d.candidate_runs, d.candidate_runs, 0, d.base_runs) <= per_look
+            }
+        };
         g.status = match d.decision {
             Decision::Regression => Some(Status::Fail),
+            _ if !reachable => None,
             Decision::NoRegression => Some(Status::Pass),
             Decision::Undecided if d.kind == GuardKind::OomRuns => Some(Status::Pass),
-            Decision::Undecided if !reachable => None,
             Decision::Undecided => Some(Status::Inconclusive),
         };
         g.more_runs = d.decision == Decision::Undecided;
+        if !reachable && d.decision != Decision::Regression {
+            g.reason = format!(
+                "{}: with {} + {} runs no outcome could reach p <= {}",
+                g.reason,
+                d.base_runs,
+                d.candidate_runs,
+                super::text::p(per_look)
+            );
+        }
     }
 }
 
@@ -514,12 +518,13 @@ pub fn reason(
             let floor = pct(d.floor.unwrap_or(0.0))
                 .trim_start_matches('+')
                 .to_string();
-            let est = match (d.estimate, d.interval) {
-                (Some(e), Some((lo, hi))) => format!(
-                    "{} [{}, {}]",
+            let est = match (d.estimate, d.interval, d.interval_level) {
+                (Some(e), Some((lo, hi)), Some(level)) => format!(
+                    "{} [{}, {}] ({:.1}% interval)",
                     pct(e),
                     pct(lo).trim_end_matches('%'),
-                    pct(hi)
+                    pct(hi).trim_end_matches('%'),
+                    level * 100.0
                 ),
                 _ => "-".into(),
             };

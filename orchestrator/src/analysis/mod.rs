@@ -19,6 +19,7 @@ pub mod decision;
 pub mod drift;
 pub mod effect;
 pub mod expect;
+pub mod guard_finding;
 pub mod model;
 pub mod policy;
 pub mod regime;

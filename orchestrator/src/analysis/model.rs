@@ -23,7 +23,10 @@ use crate::run::outcome::Outcome;
 /// row's per-run values are those of the runs without one.
 /// 5: `effect` and `floor_decision` on each metric row: the Hodges-Lehmann
 /// shift with its exact interval, and that interval against the floor.
-pub const COMPARISON_FORMAT: u32 = 5;
+/// 6: a guard's `decision` (its tests at the floor, Holm's level, the
+/// smallest change caught) and `more_runs`; a guard undecided at the floor
+/// has status `inconclusive`; options `verdict_alpha` and `looks`.
+pub const COMPARISON_FORMAT: u32 = 6;
 
 /// Which test decides significance. Both are always computed and shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
@@ -261,9 +264,9 @@ pub struct GuardResult {
     #[serde(default)]
     pub more_runs: bool,
     /// The guard's tests and figures, where it has a test (the finding as
-    /// data: `analysis::decision`).
+    /// data: `analysis::guard_finding`, made by `analysis::decision`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<super::decision::GuardDecision>,
+    pub decision: Option<super::guard_finding::GuardDecision>,
 }
 
 /// What the numbers say, before any expectation.

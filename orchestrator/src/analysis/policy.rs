@@ -131,9 +131,10 @@ pub fn guard(m: &MetricComparison, opts: &Options) -> Option<ExpectationResult> 
 
 /// The regression policy in one cell for one candidate: runs with an OOM
 /// kill (Fisher's exact test), then each guard of the cell's scenario.
-/// A guard with a test carries it (`GuardResult::decision`), undecided
-/// until [`super::decision::decide`] tests the verdict's whole family; a
-/// check that cannot be judged here is kept with status None and why.
+/// A guard with a test carries it (`GuardResult::decision`), decided here
+/// with this cell's guards as the family, and again by
+/// [`super::decision::decide`] over the verdict's whole family; a check
+/// that cannot be judged here is kept with status None and why.
 pub fn check_cell(
     scenario: &str,
     metrics: &[MetricComparison],
@@ -200,6 +201,9 @@ pub fn check_cell(
             decision,
         });
     }
+    // Decided on the cell alone; the verdict decides again over the
+    // family of every cell (`decision::decide`).
+    super::decision::decide_cell(&mut out, metrics, levels);
     out
 }
 

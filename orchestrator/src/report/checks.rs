@@ -15,9 +15,13 @@ pub struct GuardView {
     pub kernel: String,
     pub metric: String,
     pub why: String,
-    /// `PASS`, `FAIL` or `not judged`.
+    /// `PASS`, `FAIL`, `undecided` or `not judged`.
     pub status: String,
     pub reason: String,
+    /// The smallest worsening (a size guard) or kill rate (the OOM guard)
+    /// it would have caught with 80% power, `underpowered` beside it when
+    /// that is past twice the floor; empty without a test.
+    pub caught: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -38,8 +42,24 @@ pub struct ClaimView {
     pub reason: String,
 }
 
-/// The regression policy's checks as rows: failures first, then passes,
-/// then what was not judged; stable within.
+/// What a guard's test would have caught (`GuardView::caught`).
+fn caught(d: &crate::analysis::decision::GuardDecision) -> String {
+    use crate::analysis::decision::GuardKind;
+    let x = match (d.kind, d.detectable) {
+        (_, None) => return "nothing at these runs".into(),
+        (GuardKind::Size, Some(x)) => text::pct(x).trim_start_matches('+').to_string(),
+        (GuardKind::OomRuns, Some(q)) => format!("a kill rate of {:.0}%", q * 100.0),
+    };
+    if d.underpowered {
+        format!("{x}, underpowered")
+    } else {
+        x
+    }
+}
+
+/// The regression policy's checks as rows: failures first, then what is
+/// undecided at the floor, then passes, then what was not judged; stable
+/// within.
 pub fn guard_views(c: &Comparison) -> Vec<GuardView> {
     let mut out: Vec<(u8, GuardView)> = vec![];
     for cell in &c.cells {
@@ -47,8 +67,9 @@ pub fn guard_views(c: &Comparison) -> Vec<GuardView> {
             for g in &cand.guards {
                 let (rank, status) = match g.status {
                     Some(Status::Fail) => (0, "FAIL"),
-                    Some(_) => (1, "PASS"),
-                    None => (2, "not judged"),
+                    Some(Status::Inconclusive | Status::NoVerdict) => (1, "undecided"),
+                    Some(Status::Pass) => (2, "PASS"),
+                    None => (3, "not judged"),
                 };
                 out.push((
                     rank,
@@ -59,6 +80,7 @@ pub fn guard_views(c: &Comparison) -> Vec<GuardView> {
                         why: g.why.clone(),
                         status: status.into(),
                         reason: untrusted::line(&g.reason),
+                        caught: g.decision.as_ref().map_or(String::new(), caught),
                     },
                 ));
             }
@@ -139,12 +161,33 @@ pub fn render_policy(c: &Comparison) -> String {
                 .collect::<Vec<_>>()
         };
         let (pass, fail, unjudged) = (of("PASS"), of("FAIL"), of("not judged"));
+        let undecided = of("undecided");
         let mut parts = vec![];
         if !pass.is_empty() {
-            parts.push(format!("passed in {} cell(s)", pass.len()));
+            // What each pass could have missed.
+            let caught: Vec<String> = pass
+                .iter()
+                .filter(|g| !g.caught.is_empty())
+                .map(|g| format!("{} {}", g.cell, g.caught))
+                .collect();
+            parts.push(match caught.as_slice() {
+                [] => format!("passed in {} cell(s)", pass.len()),
+                _ => format!(
+                    "passed in {} cell(s) (80% power to catch: {})",
+                    pass.len(),
+                    caught.join("; ")
+                ),
+            });
         }
         if !fail.is_empty() {
             parts.push(format!("FAILED in {} cell(s)", fail.len()));
+        }
+        if !undecided.is_empty() {
+            // Each with its figures in the verdict's lines below.
+            parts.push(format!(
+                "undecided at the floor in {} cell(s) (see the verdict)",
+                undecided.len()
+            ));
         }
         // One reason when every cell gives the same; else each with its
         // cells, since a reason may carry a cell's own run counts.
