@@ -21,6 +21,7 @@ pub mod expect;
 pub mod model;
 pub mod policy;
 pub mod regime;
+pub mod sequential;
 pub mod series;
 pub mod spread;
 pub mod stats;
