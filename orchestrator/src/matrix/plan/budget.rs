@@ -140,7 +140,9 @@ mod tests {
 
     #[test]
     fn the_budget_is_the_command_lines_then_the_matrixs_then_the_default() {
-        let cases: &[(Option<u32>, Option<u32>, u32, Result<Option<u32>, &str>)] = &[
+        // (--max-repeats, max_repeats:, repeats, the budget or the error)
+        type Case<'a> = (Option<u32>, Option<u32>, u32, Result<Option<u32>, &'a str>);
+        let cases: &[Case] = &[
             (None, None, 5, Ok(Some(15))),
             (None, None, 15, Ok(None)),
             (None, None, 20, Ok(None)),
