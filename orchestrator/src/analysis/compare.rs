@@ -151,7 +151,7 @@ pub(crate) fn completed<'a>(
     cell: &str,
     variant: &str,
 ) -> Vec<&'a RunResult> {
-    (1..=plan.repeats)
+    (1..=plan.repeats_of(cell))
         .filter_map(|repeat| {
             let slot = Slot {
                 cell: cell.to_string(),
@@ -194,8 +194,12 @@ fn variant_runs(m: &Manifest, runs: &BTreeMap<String, RunResult>) -> Vec<Variant
                         )
                     }),
             };
-            for repeat in 1..=plan.repeats {
-                for cell in &plan.cells {
+            for repeat in 1..=plan.most_repeats() {
+                for cell in plan
+                    .cells
+                    .iter()
+                    .filter(|c| repeat <= plan.repeats_of(&c.id))
+                {
                     let slot = Slot {
                         cell: cell.id.clone(),
                         variant: v.name.clone(),
@@ -413,8 +417,12 @@ pub fn splat_findings(
     let mut of: BTreeMap<&str, usize> = BTreeMap::new();
     let mut titles: Vec<(String, Acc)> = vec![];
     for v in &plan.variants {
-        for repeat in 1..=plan.repeats {
-            for cell in &plan.cells {
+        for repeat in 1..=plan.most_repeats() {
+            for cell in plan
+                .cells
+                .iter()
+                .filter(|c| repeat <= plan.repeats_of(&c.id))
+            {
                 let slot = Slot {
                     cell: cell.id.clone(),
                     variant: v.name.clone(),

@@ -101,6 +101,7 @@ pub async fn packing(
             sets: vec![format!("duration_s={duration_s}"), "vcpus=1".into()],
             repeats: Some(guests as u32),
             variants: None,
+            max_repeats: None,
         },
         accel,
         retries: 0,

@@ -13,7 +13,9 @@ use super::kernel::KernelArgs;
 use crate::analysis;
 use crate::error::{self, exit, AppError};
 use crate::host::paths::WorkDir;
-use crate::matrix::{Overrides, Shard, Variant};
+use crate::matrix::plan::budget::BLOCK_REPEATS;
+use crate::matrix::{Overrides, Plan, Shard, Variant};
+use crate::results::dir::{self as rd, Manifest};
 use crate::run::accel::AccelRequest;
 use crate::run::request::{self, Endpoints, RunRequest};
 use crate::series::SeriesSpec;
@@ -31,6 +33,12 @@ pub struct RunArgs {
     /// Runs per cell and kernel, instead of the matrix's.
     #[arg(long, help_heading = help::MATRIX)]
     pub repeats: Option<u32>,
+    /// Sequential budget: a cell whose verdict is still close (a guard's interval on its
+    /// floor) gets more runs, 5 a kernel at a time, up to N a kernel, instead of a coin
+    /// toss at the floor; 0 or the repeats: none; not with --shard [default: the matrix's
+    /// max_repeats, else 15]
+    #[arg(long, value_name = "N", help_heading = help::MATRIX)]
+    pub max_repeats: Option<u32>,
     /// Where results go; rerunning with the same dir resumes [default: ./mmci-results/<UTC time>]
     #[arg(long, help_heading = help::OUTPUT)]
     pub results: Option<PathBuf>,
@@ -186,12 +194,25 @@ pub fn run_request(a: RunArgs) -> Result<RunRequest, AppError> {
         v.revision = base.series_revision;
         v.patches = base.series_patches.clone();
     }
+    // A shard's comparison is partial: it cannot say which cells of the
+    // whole matrix need more runs, so shards run the planned repeats.
+    if let (Some(shard), Some(n)) = (a.shard, a.max_repeats.filter(|n| *n > 0)) {
+        return Err(AppError::BadOption(format!(
+            "--max-repeats {n} with --shard {shard}: the sequential budget decides on the whole \
+             matrix's comparison, which a shard does not have; drop --max-repeats (a shard runs \
+             the planned repeats)"
+        )));
+    }
     Ok(RunRequest {
         matrix: a.matrix,
         overrides: Overrides {
             sets,
             variants,
             repeats: a.repeats,
+            max_repeats: match a.shard {
+                Some(_) => Some(0),
+                None => a.max_repeats,
+            },
         },
         endpoints: Endpoints {
             lore_url: a.kernel.series_from.lore_url.clone(),
@@ -226,7 +247,48 @@ pub fn run_request(a: RunArgs) -> Result<RunRequest, AppError> {
 /// kernel or infra failure ([`error::run_exit_code`]).
 pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
     let opts = request::matrix_options(run_request(a)?, work).await?;
-    let outcome = crate::run::executor::run_matrix(&opts).await?;
+    let mut outcome = crate::run::executor::run_matrix(&opts).await?;
+    // Kept from an earlier invocation, and the time, over every pass.
+    let kept = outcome.resumed;
+    let mut wall = outcome.wall;
+    let compare = || {
+        analysis::analyse_dir(
+            &opts.results,
+            &Default::default(),
+            &analysis::Options::default(),
+        )
+    };
+    let mut compared = (outcome.manifest.plan.variants.len() > 1).then(compare);
+    // The sequential budget: while a cell's guard could be decided by more
+    // runs and the cell has room under the budget, its next block is
+    // recorded in the manifest and run (the executor resumes: only the new
+    // runs start). Each pass adds at least one run to a cell below its
+    // budget, so the loop ends. A shard has no budget (run_request).
+    while let Some(Ok(c)) = &compared {
+        let plan = budget_plan(&outcome.manifest.plan, opts.plan.max_repeats);
+        let wanted = analysis::sequential::cells_wanting_runs(c, &plan, BLOCK_REPEATS);
+        if wanted.is_empty() {
+            break;
+        }
+        for (cell, n) in &wanted {
+            let name = plan
+                .cell(cell)
+                .map_or(cell.as_str(), |c| match c.label.as_str() {
+                    "" => &c.id,
+                    label => label,
+                });
+            tracing::info!(
+                "sequential budget: {name}: still undecided at {} runs a kernel; {n} more (up to {})",
+                plan.repeats_of(cell),
+                plan.max_repeats.unwrap_or(0)
+            );
+        }
+        record_added(&opts.results, opts.plan.max_repeats, &wanted)?;
+        outcome = crate::run::executor::run_matrix(&opts).await?;
+        wall += outcome.wall;
+        compared = Some(compare());
+    }
+    let budget = budget_plan(&outcome.manifest.plan, opts.plan.max_repeats);
     // A single run gets its full metrics table.
     if let [(_, Some(run))] = outcome.runs.as_slice() {
         println!("{}", crate::report::run::render_run(run));
@@ -243,8 +305,8 @@ pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
         "results: {} ({} runs, {} kept from an earlier invocation, {:.0} s{})",
         opts.results.display(),
         outcome.runs.len(),
-        outcome.resumed,
-        outcome.wall.as_secs_f64(),
+        kept,
+        wall.as_secs_f64(),
         outcome
             .manifest
             .plan
@@ -256,12 +318,8 @@ pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
     // for: print it. Its verdict is the exit code, as `mmci analyse` gives
     // it, except for a shard: its verdict is the merged dir's.
     let mut verdict = None;
-    if outcome.manifest.plan.variants.len() > 1 {
-        match analysis::analyse_dir(
-            &opts.results,
-            &Default::default(),
-            &analysis::Options::default(),
-        ) {
+    if let Some(compared) = compared {
+        match compared {
             Ok(c) => {
                 println!();
                 print!(
@@ -273,6 +331,18 @@ pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
                         ))
                     )
                 );
+                let needed = analysis::sequential::runs_needed(&budget, &c);
+                if !needed.is_empty() {
+                    println!(
+                        "runs each cell needed (sequential budget: {}):",
+                        budget.max_repeats.map_or("off".to_string(), |n| format!(
+                            "up to {n} a kernel, {BLOCK_REPEATS} at a time"
+                        ))
+                    );
+                    for line in needed {
+                        println!("  {line}");
+                    }
+                }
                 println!(
                     "(mmci analyse / mmci report {} for other options and formats)",
                     opts.results.display()
@@ -297,6 +367,36 @@ pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
         error::matrix_exit_code(&outcome),
         verdict,
     ))
+}
+
+/// The results dir's plan (with the runs the budget added so far) under
+/// this invocation's budget: the command line's and matrix's
+/// `max_repeats`, which may differ from the one recorded by an earlier
+/// invocation.
+pub fn budget_plan(recorded: &Plan, max_repeats: Option<u32>) -> Plan {
+    Plan {
+        max_repeats,
+        ..recorded.clone()
+    }
+}
+
+/// Records `wanted`'s runs (cell id, runs a kernel) in the manifest of
+/// `results` under the budget `max_repeats`, before they run: an
+/// interrupted block is finished by the next `mmci run` on the dir.
+pub fn record_added(
+    results: &Path,
+    max_repeats: Option<u32>,
+    wanted: &[(String, u32)],
+) -> Result<Manifest, AppError> {
+    let mut m = rd::read_manifest(results)?.ok_or_else(|| {
+        AppError::from(rd::ResultsDirError::Mismatch {
+            path: results.to_path_buf(),
+            what: "no manifest.json any more".into(),
+        })
+    })?;
+    m.plan = budget_plan(&m.plan, max_repeats).with_added(wanted);
+    rd::write_manifest(results, &m)?;
+    Ok(m)
 }
 
 /// `mmci matrix ...`.

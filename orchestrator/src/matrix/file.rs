@@ -48,6 +48,11 @@ pub struct MatrixFile {
     /// Runs per cell and kernel. Default 1.
     #[serde(default)]
     pub repeats: Option<Spanned<u32>>,
+    /// The sequential budget: runs a side a cell whose verdict is still
+    /// undecided may reach (`mmci run --max-repeats` wins; 0: none).
+    /// Default 15 (`matrix::plan::budget`).
+    #[serde(default)]
+    pub max_repeats: Option<Spanned<u32>>,
     /// Kernel variants; the first is the baseline. Default: the base tree
     /// alone, or base + patched when a series is given on the command line.
     #[serde(default)]

@@ -80,7 +80,9 @@ fn run_figure(r: Option<&RunResult>) -> String {
 
 /// The runs table: rows are cell x kernel, columns the repeats.
 pub fn render_runs(m: &Manifest, runs: &[(Slot, Option<RunResult>)]) -> String {
-    let repeats = m.plan.repeats;
+    // A column per repeat, to the most any cell has (the sequential
+    // budget's runs included).
+    let repeats = m.plan.most_repeats();
     let mut table = Table::new();
     table
         .load_preset(presets::ASCII_FULL_CONDENSED)

@@ -315,24 +315,40 @@ fn reap(
     }
 }
 
+/// The runs of `plan`'s `cells` (with the runs the sequential budget
+/// added, which the results dir's manifest records: `plan` is the
+/// command line's, without them), those already finished in `root`, and
+/// the rest in the recorded order: a resumed dir goes on where it
+/// stopped, in the middle of an added block too.
+pub fn slots_to_run(
+    plan: &Plan,
+    manifest: &Manifest,
+    cells: &[&Cell],
+    root: &std::path::Path,
+) -> (Vec<Slot>, BTreeMap<Slot, RunResult>, Vec<Slot>) {
+    let mut plan = plan.clone();
+    plan.extra_repeats = manifest.plan.extra_repeats.clone();
+    let slots = plan.slots(cells);
+    let mut finished: BTreeMap<Slot, RunResult> = BTreeMap::new();
+    for s in &slots {
+        if let Some(r) = rd::finished_run(root, s) {
+            finished.insert(s.clone(), r);
+        }
+    }
+    let pending: Vec<Slot> = crate::matrix::plan::run_order(&slots, manifest.plan.order_seed)
+        .into_iter()
+        .filter(|s| !finished.contains_key(s))
+        .collect();
+    (slots, finished, pending)
+}
+
 /// Runs the plan (this shard of it) into `opts.results`.
 pub async fn run_matrix(opts: &MatrixOptions) -> Result<MatrixOutcome, MatrixRunError> {
     let t0 = Instant::now();
     let mut manifest = preflight(opts)?;
     let cells = cells_of(&opts.plan, opts.shard);
-    let slots = opts.plan.slots(&cells);
-    let mut finished: BTreeMap<Slot, RunResult> = BTreeMap::new();
-    for s in &slots {
-        if let Some(r) = rd::finished_run(&opts.results, s) {
-            finished.insert(s.clone(), r);
-        }
-    }
+    let (slots, mut finished, pending) = slots_to_run(&opts.plan, &manifest, &cells, &opts.results);
     let resumed = finished.len();
-    // In the recorded order: a resumed dir goes on where it stopped.
-    let pending: Vec<Slot> = crate::matrix::plan::run_order(&slots, manifest.plan.order_seed)
-        .into_iter()
-        .filter(|s| !finished.contains_key(s))
-        .collect();
     if let Some(seed) = manifest.plan.order_seed {
         tracing::info!(
             seed,

@@ -109,8 +109,14 @@ pub fn replay(
 }
 
 /// `mmci run --matrix M --results DIR ARGS` in a work dir of its own
-/// (nothing is built: every run is kept).
+/// (nothing is built: every run is kept). Without the sequential budget
+/// unless `args` give `--max-repeats`: a replayed dir has the recorded runs
+/// only, and an undecided cell's next block would build and boot.
 pub fn run(root: &Path, matrix: &Path, results: &Path, args: &[&str]) -> Output {
+    let budget: &[&str] = match args.contains(&"--max-repeats") {
+        true => &[],
+        false => &["--max-repeats", "0"],
+    };
     super::bin_blocking()
         .env("MMCI_WORK_DIR", root.join("work"))
         .env("COLUMNS", "200")
@@ -118,6 +124,7 @@ pub fn run(root: &Path, matrix: &Path, results: &Path, args: &[&str]) -> Output 
         .arg(matrix)
         .arg("--results")
         .arg(results)
+        .args(budget)
         .args(args)
         .output()
         .unwrap()

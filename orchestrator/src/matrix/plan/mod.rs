@@ -15,6 +15,7 @@ use crate::arch::Arch;
 use crate::kernel::Flavour;
 use crate::scenario::DeclaredMetric;
 
+pub mod budget;
 mod cell;
 pub mod expectations;
 mod limits;
@@ -132,6 +133,18 @@ pub struct Plan {
     /// plan's order, the baseline first in every block.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order_seed: Option<u64>,
+    /// The sequential budget: the runs a side a cell whose verdict is still
+    /// undecided may reach (`mmci run --max-repeats`, the matrix's
+    /// `max_repeats:`; see [`budget`]). `None`: no budget. Not part of the
+    /// fingerprint, as [`Plan::extra_repeats`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_repeats: Option<u32>,
+    /// Per cell id, the runs a kernel the budget added after the planned
+    /// [`Plan::repeats`] (numbered on from them). Recorded in the results
+    /// dir's manifest before they run, so that a resume runs them too; not
+    /// part of the fingerprint: the plan is the same, it has more runs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extra_repeats: BTreeMap<String, u32>,
 }
 
 /// A script of the plan: where its image's recipe is and what it reports.
@@ -171,6 +184,8 @@ pub struct Overrides {
     /// Replace the file's kernel variants.
     pub variants: Option<Vec<Variant>>,
     pub repeats: Option<u32>,
+    /// `--max-repeats`: the sequential budget (0: none), over the matrix's.
+    pub max_repeats: Option<u32>,
 }
 
 /// Validates `m` (read from `file`, relative paths against `base_dir`)
@@ -373,7 +388,17 @@ pub fn plan(
             ),
         ));
     }
-    Ok(Plan {
+    let max_repeats = budget::resolve(
+        over.max_repeats,
+        m.max_repeats.as_ref().map(|r| r.value),
+        repeats,
+    )
+    .map_err(|what| match over.max_repeats {
+        Some(_) => MatrixError::at("command line", None, what),
+        None => MatrixError::at(file, m.max_repeats.as_ref().map(Pos::of), what),
+    })?;
+    let explicit = over.max_repeats.is_some() || m.max_repeats.is_some();
+    let mut plan = Plan {
         source: file.to_string(),
         description: m.description.clone(),
         cells,
@@ -386,7 +411,11 @@ pub fn plan(
             .collect(),
         scripts,
         order_seed: None,
-    })
+        max_repeats,
+        extra_repeats: BTreeMap::new(),
+    };
+    budget::check_runs(&mut plan, file, explicit)?;
+    Ok(plan)
 }
 
 /// Reads, parses and validates a matrix file.
@@ -431,11 +460,13 @@ impl Plan {
     /// Every run in the plan's order: per repeat, per cell, the variants
     /// back to back (A B A B ...), so that drift of a noisy host hits base
     /// and candidates alike. They run in [`run_order`]'s order: the same
-    /// blocks, each one's kernels shuffled by [`Plan::order_seed`].
+    /// blocks, each one's kernels shuffled by [`Plan::order_seed`]. A cell
+    /// with runs the budget added ([`Plan::extra_repeats`]) has its
+    /// repeats after the planned ones, in blocks like them.
     pub fn slots(&self, cells: &[&Cell]) -> Vec<Slot> {
         let mut out = Vec::with_capacity(cells.len() * self.variants.len() * self.repeats as usize);
-        for repeat in 1..=self.repeats {
-            for cell in cells {
+        for repeat in 1..=self.most_repeats() {
+            for cell in cells.iter().filter(|c| repeat <= self.repeats_of(&c.id)) {
                 for v in &self.variants {
                     out.push(Slot {
                         cell: cell.id.clone(),
