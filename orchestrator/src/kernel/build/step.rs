@@ -111,14 +111,20 @@ impl Step<'_> {
         extra_env: &[(&str, &str)],
         limits: &sandbox::BuildLimits,
     ) -> (Command, Arc<Limited>) {
-        let mut cmd = sandbox::command_with_tmp(
-            self.sandbox,
-            &self.spec(extra_env),
-            program,
-            limits.tmp_bytes,
-        );
+        let spec = self.spec(extra_env);
+        let mut cmd = sandbox::command_with_tmp(self.sandbox, &spec, program, limits.tmp_bytes);
         cmd.current_dir(dir).args(args);
-        let limited = Arc::new(Limited::new(limits.tree));
+        let mut limited = Limited::new(limits.tree);
+        // The object dir (and a trusted build's ccache) are the sandbox
+        // user's while the command lives, mmci's again after.
+        match sandbox::lend_writable(self.sandbox, &spec) {
+            Ok(lent) => limited.lent = lent,
+            Err(e) => append_log(
+                self.log,
+                &format!("==> {program}: could not hand the object dir to the sandbox user: {e}"),
+            ),
+        }
+        let limited = Arc::new(limited);
         let held = limited.clone();
         // SAFETY: `cgroup::enter` makes only async-signal-safe calls (write
         // and setrlimit) on fds `held` keeps open.
@@ -152,6 +158,10 @@ impl Step<'_> {
             self.log,
             &format!("==> {what}: limits: {}", limited.describe(limits)),
         );
+        append_log(
+            self.log,
+            &format!("==> {what}: {}", self.describe_sandbox()),
+        );
         let result =
             process::run_logged_with(&mut cmd, self.log, what, Limits::total(limits.wall)).await;
         if let (Err(_), Some(hit)) = (&result, limited.hits(limits)) {
@@ -160,6 +170,16 @@ impl Step<'_> {
         drop(cmd);
         result?;
         Ok(())
+    }
+}
+
+impl Step<'_> {
+    /// Who the step runs as: "sandbox: bwrap as uid 999 (mmci-sandbox)".
+    pub(super) fn describe_sandbox(&self) -> String {
+        match self.sandbox {
+            Some(_) => format!("sandbox: bwrap {}", sandbox::user::run_as()),
+            None => "no sandbox (allowed for this build)".to_string(),
+        }
     }
 }
 
@@ -177,6 +197,8 @@ fn append_log(log: &Path, line: &str) {
 /// The limits one step's command runs under: its cgroup if one was made.
 pub(super) struct Limited {
     tree: cgroup::TreeLimits,
+    /// The writable dirs handed to the sandbox user (given back on drop).
+    lent: Option<sandbox::user::Lent>,
     cgroup: Option<Cgroup>,
     join_fds: Vec<i32>,
     applied: Applied,
@@ -187,12 +209,14 @@ impl Limited {
         match Cgroup::make(&tree) {
             Ok(c) => Limited {
                 tree,
+                lent: None,
                 join_fds: c.join_fds(),
                 applied: c.applied(),
                 cgroup: Some(c),
             },
             Err(why) => Limited {
                 tree,
+                lent: None,
                 cgroup: None,
                 join_fds: vec![],
                 applied: Applied::Rlimits {
