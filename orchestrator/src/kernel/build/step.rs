@@ -338,6 +338,92 @@ mod tests {
         assert_eq!(cmd.as_std().get_current_dir(), Some(checkout));
     }
 
+    /// The `Uid:` line of /proc/PID/status: real, effective, saved, fs.
+    fn host_uids(pid: u32) -> Vec<u32> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+        line[4..]
+            .split_whitespace()
+            .map(|u| u.parse().unwrap())
+            .collect()
+    }
+
+    /// L of the security review: as root, a build step's bwrap and the
+    /// program in it run as an unprivileged host uid (read from the host's
+    /// /proc while it runs), write the object dir as that uid, and the
+    /// object dir is root's again when the step is done. Before, every uid
+    /// here was 0.
+    #[tokio::test]
+    async fn as_root_a_step_runs_as_an_unprivileged_host_uid() {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(unsafe { libc::geteuid() }, 0, "the tests run as root here");
+        let bwrap = sandbox::probe().await.expect("bwrap runs here");
+        let want = sandbox::user::HostUser::of_host();
+        assert_eq!(
+            sandbox::user::run_as(),
+            sandbox::user::RunAs::User(want.clone())
+        );
+        // A 0700 dir, as the work dir under /root is: the binds are staged.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let (checkout, inputs, objs) = (dir.join("checkout"), dir.join("inputs"), dir.join("objs"));
+        for d in [&checkout, &inputs, &objs] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let step = Step {
+            checkout: &checkout,
+            git_dir: None,
+            inputs: &inputs,
+            objs: &objs,
+            ccache_dir: None,
+            ccache_read_only: false,
+            sandbox: Some(bwrap),
+            log: &dir.join("log"),
+        };
+        assert!(step.describe_sandbox().contains(&want.to_string()));
+        let o = objs.display();
+        let mut cmd = step.command(
+            "sh",
+            vec![
+                "-c".into(),
+                format!("echo built > {o}/vmlinux && exec sleep 30"),
+            ],
+        );
+        let mut child = crate::host::process::GroupChild::spawn(&mut cmd).unwrap();
+        let bwrap_pid = child.child_mut().id().unwrap();
+        // bwrap (setpriv exec'd it: the same pid) and, below it, sleep.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let sleep_pid = loop {
+            let found = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+                let exe = std::fs::read_link(e.path().join("exe")).ok()?;
+                (exe.ends_with("sleep") && cmdline.starts_with(b"sleep\x0030")).then_some(pid)
+            });
+            if let Some(pid) = found {
+                break pid;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the step's sleep never ran"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        let exe = std::fs::read_link(format!("/proc/{bwrap_pid}/exe")).unwrap();
+        assert!(exe.ends_with("bwrap"), "{exe:?}");
+        for (what, pid) in [("bwrap", bwrap_pid), ("the step's program", sleep_pid)] {
+            assert_eq!(host_uids(pid), [want.uid; 4], "{what}'s host uids");
+        }
+        let made = std::fs::metadata(objs.join("vmlinux")).unwrap();
+        assert_eq!(made.uid(), want.uid, "written as the sandbox user");
+        let _ = child.terminate(std::time::Duration::from_secs(2)).await;
+        drop(cmd);
+        for p in [objs.clone(), objs.join("vmlinux")] {
+            assert_eq!(std::fs::metadata(&p).unwrap().uid(), 0, "{p:?} given back");
+        }
+    }
+
     /// The parent's secret, in this process's environment (the child's).
     const PROBE_SECRET: &str = "ghp_sandboxprobe0123456789";
 
