@@ -498,16 +498,23 @@ pub async fn probe() -> Result<Bwrap, Unavailable> {
     // As root: the sandbox user first; as root (today's mapping onto host
     // uid 0) only if bwrap cannot run as that user, and then said.
     let wanted = user::run_as();
-    let mut out = run_true(wanted.clone()).await?;
+    let first = run_true(wanted.clone()).await;
     let mut decided = wanted.clone();
-    if let (false, user::RunAs::User(u)) = (out.status.success(), &wanted) {
-        let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        let as_root = run_true(user::RunAs::Root(String::new())).await?;
-        if as_root.status.success() {
-            decided = user::RunAs::Root(format!("bwrap cannot run as {u} here ({why})"));
-            out = as_root;
+    let out = match (first, &wanted) {
+        (Ok(out), _) if out.status.success() => out,
+        (first, user::RunAs::User(u)) => {
+            let why = match &first {
+                Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                Err(e) => e.why.clone(),
+            };
+            let as_root = run_true(user::RunAs::Root(String::new())).await?;
+            if as_root.status.success() {
+                decided = user::RunAs::Root(format!("bwrap cannot run as {u} here ({why})"));
+            }
+            as_root
         }
-    }
+        (first, _) => first?,
+    };
     if out.status.success() {
         if user::decide(decided.clone()) {
             if let user::RunAs::Root(_) = decided {
@@ -648,7 +655,7 @@ mod tests {
         assert!(old.contains("--proc /proc --tmpfs /tmp"), "{old}");
     }
 
-    /// Staged (bwrap as the sandbox user): each source from /tmp/bN in
+    /// Staged (bwrap as the sandbox user): each source from /dev/shm/bN in
     /// [`bind_sources`]' order, bound at its own path, read-only first.
     #[test]
     fn staged_sandbox_arguments() {
@@ -665,7 +672,7 @@ mod tests {
         for (staged, want) in [
             (
                 true,
-                "--ro-bind /tmp/b0 /root/w/checkout --ro-bind /tmp/b1 /root/w/in --bind /tmp/b2 /root/w/objs --remount-ro /",
+                "--ro-bind /dev/shm/b0 /root/w/checkout --ro-bind /dev/shm/b1 /root/w/in --bind /dev/shm/b2 /root/w/objs --remount-ro /",
             ),
             (
                 false,

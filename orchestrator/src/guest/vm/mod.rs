@@ -784,7 +784,7 @@ mod tests {
     }
 
     /// As the sandbox user, bwrap binds each source from its staged path
-    /// (the child's /tmp/bN), at the source's own path, in the same order
+    /// (the child's /dev/shm/bN), at the source's own path, in the same order
     /// and with the same read-only or writable choice.
     #[test]
     fn qemu_bwrap_staged_binds() {
@@ -803,18 +803,18 @@ mod tests {
         for (qemu, want) in [
             (
                 "/usr/bin/qemu-system-x86_64",
-                "--bind /tmp/b0 /r --ro-bind /tmp/b1 /k/bzImage --ro-bind /tmp/b2 /r/initrd.cpio --bind /tmp/b3 /r/swap.img --ro-bind /tmp/b4 /w/images/tools/image.erofs --bind /tmp/b5 /r/console.log --remount-ro /",
+                "--bind /dev/shm/b0 /r --ro-bind /dev/shm/b1 /k/bzImage --ro-bind /dev/shm/b2 /r/initrd.cpio --bind /dev/shm/b3 /r/swap.img --ro-bind /dev/shm/b4 /w/images/tools/image.erofs --bind /dev/shm/b5 /r/console.log --remount-ro /",
             ),
             (
                 "/opt/qemu/bin/qemu-system-x86_64",
-                "--ro-bind /tmp/b0 /opt/qemu --bind /tmp/b1 /r --ro-bind /tmp/b2 /k/bzImage",
+                "--ro-bind /dev/shm/b0 /opt/qemu --bind /dev/shm/b1 /r --ro-bind /dev/shm/b2 /k/bzImage",
             ),
         ] {
             let joined = qemu_bwrap_args_staged(&s, bwrap, &env, Path::new(qemu), true).join(" ");
             assert!(joined.contains(want), "{want} in {joined}");
             assert_eq!(
                 qemu_binds(&s, Path::new(qemu)).len(),
-                joined.matches("/tmp/b").count()
+                joined.matches("/dev/shm/b").count()
             );
         }
     }

@@ -37,8 +37,8 @@
 //! a 0700 temporary dir) would fail, and `--bind-fd` does not help (bwrap
 //! 0.8 turns the fd back into a path with realpath). Instead the child, while
 //! still root, makes a mount namespace of its own, mounts a small tmpfs over
-//! /tmp there (the host's /tmp is untouched) and bind-mounts each source
-//! onto `/tmp/bN` from an fd mmci opened; bwrap binds `/tmp/bN` at the
+//! /dev/shm there (the host's is untouched; not /tmp, where programs on PATH may be) and bind-mounts each source
+//! onto `/dev/shm/bN` from an fd mmci opened; bwrap binds `/dev/shm/bN` at the
 //! source's own path. Only the sources themselves are then reachable, with
 //! their own permissions: read-only inputs stay root's and unwritable.
 //!
@@ -59,7 +59,7 @@ pub const SANDBOX_USER: &str = "mmci-sandbox";
 pub const NOBODY: u32 = 65534;
 
 /// Where the child stages the binds (in a mount namespace of its own).
-pub const STAGE: &str = "/tmp";
+pub const STAGE: &str = "/dev/shm";
 
 /// An unprivileged host user a sandbox runs as.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -258,9 +258,9 @@ impl Staging {
 
     /// In the child, before exec: a mount namespace of its own, each
     /// source opened there (a bind's source must be a mount of the
-    /// caller's namespace), a tmpfs over /tmp, and each source
+    /// caller's namespace), a tmpfs over /dev/shm, and each source
     /// bind-mounted at its staged path from its fd (so a source under
-    /// /tmp is still reached). Only async-signal-safe calls: raw syscalls
+    /// /dev/shm is still reached). Only async-signal-safe calls: raw syscalls
     /// on prepared strings and a stack buffer.
     pub fn mount_in_child(&self) -> std::io::Result<()> {
         const MAX: usize = 64;
@@ -294,7 +294,7 @@ impl Staging {
             }
             if libc::mount(
                 c"mmci-binds".as_ptr(),
-                c"/tmp".as_ptr(),
+                c"/dev/shm".as_ptr(),
                 c"tmpfs".as_ptr(),
                 libc::MS_NOSUID | libc::MS_NODEV,
                 c"mode=0711,size=1m".as_ptr().cast(),
