@@ -134,7 +134,8 @@ pub fn sandbox_check(
         required: true,
         detail: match probe {
             Ok(b) => format!(
-                "runs: own user namespace (uid 65534), no capabilities, no network{}",
+                "runs {}: own user namespace (uid 65534), no capabilities, no network{}",
+                crate::kernel::sandbox::user::run_as(),
                 if b.disable_userns {
                     ", no nested user namespaces"
                 } else {

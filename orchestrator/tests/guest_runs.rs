@@ -583,6 +583,28 @@ async fn qemu_runs_sandboxed_with_a_cleared_environment() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
     let environ = std::fs::read(qemu.join("environ")).unwrap();
+    // As root (how the tests, the demo and CI run), QEMU and its bwrap run
+    // as an unprivileged host user: every uid of both non-zero on the host.
+    let uids = |p: &std::path::Path| -> Vec<u32> {
+        let status = std::fs::read_to_string(p.join("status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+        line[4..]
+            .split_whitespace()
+            .map(|u| u.parse().unwrap())
+            .collect()
+    };
+    let stat = std::fs::read_to_string(qemu.join("stat")).unwrap();
+    let ppid = stat.rsplit(") ").next().unwrap().split(' ').nth(1).unwrap();
+    let bwrap = std::path::Path::new("/proc").join(ppid);
+    let bwrap_exe = std::fs::read_link(bwrap.join("exe")).unwrap();
+    assert!(bwrap_exe.ends_with("bwrap"), "QEMU's parent: {bwrap_exe:?}");
+    for (what, p) in [("QEMU", qemu.as_path()), ("its bwrap", bwrap.as_path())] {
+        let ids = uids(p);
+        assert!(
+            ids.iter().all(|&u| u != 0),
+            "{what} runs as host uids {ids:?}"
+        );
+    }
     let cmdline =
         String::from_utf8_lossy(&std::fs::read(qemu.join("cmdline")).unwrap()).replace('\0', " ");
     let net = std::fs::read_link(qemu.join("ns/net")).unwrap();
@@ -617,7 +639,10 @@ async fn qemu_runs_sandboxed_with_a_cleared_environment() {
         r.classification
     );
     let stderr = std::fs::read_to_string(dir.join("confined/qemu-stderr.log")).unwrap();
-    assert!(stderr.starts_with("mmci: QEMU confined: bwrap"), "{stderr}");
+    assert!(
+        stderr.starts_with("mmci: QEMU confined: bwrap as uid "),
+        "{stderr}"
+    );
     assert!(
         qemu_processes_mentioning(&needle).is_empty(),
         "QEMU or its bwrap left behind"

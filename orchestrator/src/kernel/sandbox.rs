@@ -30,6 +30,7 @@ use tokio::process::Command;
 use crate::host::process::{self, Limits};
 
 mod seccomp;
+pub mod user;
 
 pub use seccomp::*;
 
@@ -194,16 +195,40 @@ pub fn args(spec: &Spec, bwrap: Bwrap) -> Vec<String> {
 
 /// [`args`] with a /tmp of `tmp_bytes` (where bwrap takes `--size`).
 pub fn args_with_tmp(spec: &Spec, bwrap: Bwrap, tmp_bytes: u64) -> Vec<String> {
+    args_staged(spec, bwrap, tmp_bytes, false)
+}
+
+/// The sources of `spec`'s binds, in the order [`args_staged`] binds them.
+pub fn bind_sources(spec: &Spec) -> Vec<PathBuf> {
+    spec.read_only
+        .iter()
+        .chain(&spec.writable)
+        .cloned()
+        .collect()
+}
+
+/// [`args_with_tmp`], with each bind's source at its staged path
+/// ([`user::staged_path`], in the order of [`bind_sources`]) when `staged`:
+/// how bwrap reaches them when it runs as the sandbox user (see
+/// [`user`]). Each is bound at its own path either way.
+pub fn args_staged(spec: &Spec, bwrap: Bwrap, tmp_bytes: u64, staged: bool) -> Vec<String> {
     let mut a = isolation_args(bwrap, "mmci", "--unshare-cgroup", tmp_bytes);
-    let bind = |a: &mut Vec<String>, how: &str, p: &Path| {
-        let p = p.display().to_string();
-        a.extend([how.to_string(), p.clone(), p]);
-    };
-    for p in &spec.read_only {
-        bind(&mut a, "--ro-bind", p);
-    }
-    for p in &spec.writable {
-        bind(&mut a, "--bind", p);
+    let binds = spec
+        .read_only
+        .iter()
+        .map(|p| ("--ro-bind", p))
+        .chain(spec.writable.iter().map(|p| ("--bind", p)));
+    for (i, (how, p)) in binds.enumerate() {
+        let src = if staged {
+            user::staged_path(i)
+        } else {
+            p.clone()
+        };
+        a.extend([
+            how.to_string(),
+            src.display().to_string(),
+            p.display().to_string(),
+        ]);
     }
     // The skeleton bwrap made for the binds (their parent dirs) read-only
     // too: the only writable places are the spec's dirs and /tmp, a tmpfs
@@ -268,17 +293,57 @@ pub fn command(bwrap: Option<Bwrap>, spec: &Spec, program: impl AsRef<std::ffi::
 
 /// [`command`] with a /tmp of `tmp_bytes` (where bwrap takes `--size`),
 /// and the [`seccomp_filters`] (where bwrap takes `--add-seccomp-fd`):
-/// each in a memory file whose fd the child inherits.
+/// each in a memory file whose fd the child inherits. Where mmci is root,
+/// bwrap runs as the sandbox user ([`user::run_as`]): setpriv in front of
+/// it, the binds staged. The caller hands the spec's writable dirs to that
+/// user ([`lend_writable`]) before the command starts.
 pub fn command_with_tmp(
     bwrap: Option<Bwrap>,
     spec: &Spec,
     program: impl AsRef<std::ffi::OsStr>,
     tmp_bytes: u64,
 ) -> Command {
+    command_as(bwrap, spec, program, tmp_bytes, &user::run_as())
+}
+
+/// [`command_with_tmp`] as `run_as` says.
+pub fn command_as(
+    bwrap: Option<Bwrap>,
+    spec: &Spec,
+    program: impl AsRef<std::ffi::OsStr>,
+    tmp_bytes: u64,
+    run_as: &user::RunAs,
+) -> Command {
     let mut cmd = match bwrap {
         Some(b) => {
-            let mut c = Command::new("bwrap");
-            c.args(args_with_tmp(spec, b, tmp_bytes));
+            let mut c = match run_as.user() {
+                Some(u) => {
+                    let argv = user::setpriv_args(u, &[]);
+                    let mut c = Command::new(&argv[0]);
+                    c.args(&argv[1..]).arg("bwrap");
+                    match user::Staging::open(&bind_sources(spec)) {
+                        Ok(staging) => {
+                            c.args(args_staged(spec, b, tmp_bytes, true));
+                            // SAFETY: `mount_in_child` makes only raw
+                            // syscalls on strings and fds the closure owns.
+                            unsafe {
+                                c.pre_exec(move || staging.mount_in_child());
+                            }
+                        }
+                        // A source that cannot be opened (missing): bwrap,
+                        // given it by path, fails naming it.
+                        Err(_) => {
+                            c.args(args_with_tmp(spec, b, tmp_bytes));
+                        }
+                    }
+                    c
+                }
+                None => {
+                    let mut c = Command::new("bwrap");
+                    c.args(args_with_tmp(spec, b, tmp_bytes));
+                    c
+                }
+            };
             if b.seccomp {
                 match seccomp_filters().and_then(|programs| {
                     programs
@@ -317,6 +382,16 @@ pub fn command_with_tmp(
     };
     cmd.env_clear().envs(spec.env.iter().map(|(k, v)| (k, v)));
     cmd
+}
+
+/// Hands `spec`'s writable dirs to the sandbox user for as long as the
+/// returned value lives, where bwrap runs as one (see [`user::lend`]);
+/// `None` where it does not (the dirs stay mmci's, as bwrap's uid is).
+pub fn lend_writable(bwrap: Option<Bwrap>, spec: &Spec) -> std::io::Result<Option<user::Lent>> {
+    match (bwrap, user::run_as()) {
+        (Some(_), user::RunAs::User(u)) => user::lend(&spec.writable, &u).map(Some),
+        _ => Ok(None),
+    }
 }
 
 /// Why the sandbox cannot run here, and what to do about it.
@@ -404,17 +479,48 @@ pub async fn probe() -> Result<Bwrap, Unavailable> {
         env: host_env(false),
         ..Spec::default()
     };
-    let out = process::output(
-        &mut command(Some(bwrap), &spec, "true"),
-        "bwrap true",
-        Limits::QUICK,
-    )
-    .await
-    .map_err(|e| Unavailable {
-        why: format!("bwrap could not be run: {}", crate::host::error_chain(&e)),
-        fix: "see `mmci doctor`".into(),
-    })?;
+    let run_true = |run_as: user::RunAs| {
+        let spec = spec.clone();
+        async move {
+            let tmp = BuildLimits::for_host(crate::host::facts::memory_mb()).tmp_bytes;
+            process::output(
+                &mut command_as(Some(bwrap), &spec, "true", tmp, &run_as),
+                "bwrap true",
+                Limits::QUICK,
+            )
+            .await
+            .map_err(|e| Unavailable {
+                why: format!("bwrap could not be run: {}", crate::host::error_chain(&e)),
+                fix: "see `mmci doctor`".into(),
+            })
+        }
+    };
+    // As root: the sandbox user first; as root (today's mapping onto host
+    // uid 0) only if bwrap cannot run as that user, and then said.
+    let wanted = user::run_as();
+    let first = run_true(wanted.clone()).await;
+    let mut decided = wanted.clone();
+    let out = match (first, &wanted) {
+        (Ok(out), _) if out.status.success() => out,
+        (first, user::RunAs::User(u)) => {
+            let why = match &first {
+                Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
+                Err(e) => e.why.clone(),
+            };
+            let as_root = run_true(user::RunAs::Root(String::new())).await?;
+            if as_root.status.success() {
+                decided = user::RunAs::Root(format!("bwrap cannot run as {u} here ({why})"));
+            }
+            as_root
+        }
+        (first, _) => first?,
+    };
     if out.status.success() {
+        if user::decide(decided.clone()) {
+            if let user::RunAs::Root(_) = decided {
+                tracing::warn!("the build sandbox and QEMU's bwrap run {decided}");
+            }
+        }
         return Ok(bwrap);
     }
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
@@ -547,6 +653,39 @@ mod tests {
         .join(" ");
         assert!(!old.contains("--disable-userns"));
         assert!(old.contains("--proc /proc --tmpfs /tmp"), "{old}");
+    }
+
+    /// Staged (bwrap as the sandbox user): each source from /dev/shm/bN in
+    /// [`bind_sources`]' order, bound at its own path, read-only first.
+    #[test]
+    fn staged_sandbox_arguments() {
+        let spec = Spec {
+            read_only: vec!["/root/w/checkout".into(), "/root/w/in".into()],
+            writable: vec!["/root/w/objs".into()],
+            env: vec![],
+        };
+        let b = Bwrap {
+            disable_userns: true,
+            tmpfs_size: true,
+            seccomp: true,
+        };
+        for (staged, want) in [
+            (
+                true,
+                "--ro-bind /dev/shm/b0 /root/w/checkout --ro-bind /dev/shm/b1 /root/w/in --bind /dev/shm/b2 /root/w/objs --remount-ro /",
+            ),
+            (
+                false,
+                "--ro-bind /root/w/checkout /root/w/checkout --ro-bind /root/w/in /root/w/in --bind /root/w/objs /root/w/objs --remount-ro /",
+            ),
+        ] {
+            let joined = args_staged(&spec, b, 1 << 30, staged).join(" ");
+            assert!(joined.contains(want), "{want} in {joined}");
+        }
+        assert_eq!(
+            bind_sources(&spec),
+            ["/root/w/checkout", "/root/w/in", "/root/w/objs"].map(PathBuf::from)
+        );
     }
 
     #[test]

@@ -254,7 +254,9 @@ fn qemu_signal(run: &crate::guest::vm::VmRun) -> Option<i32> {
         return Some(sig);
     }
     match (&run.confinement, status.code()) {
-        (crate::guest::vm::Confinement::Bwrap, Some(code)) if (129..=128 + 64).contains(&code) => {
+        (crate::guest::vm::Confinement::Bwrap { .. }, Some(code))
+            if (129..=128 + 64).contains(&code) =>
+        {
             Some(code - 128)
         }
         _ => None,
@@ -318,7 +320,9 @@ mod tests {
             lifetime: Duration::ZERO,
             first_record: None,
             stalled: None,
-            confinement: crate::guest::vm::Confinement::Bwrap,
+            confinement: crate::guest::vm::Confinement::Bwrap {
+                run_as: "as uid 999 (mmci-sandbox)".into(),
+            },
         }
     }
 

@@ -31,8 +31,9 @@ pub(super) fn scratch_dir(spec: &VmSpec) -> &Path {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Confinement {
     /// Inside bwrap ([`qemu_bwrap_args`]), with `-sandbox` and the cleared
-    /// environment.
-    Bwrap,
+    /// environment, run as `run_as` ("as uid 999 (mmci-sandbox)", see
+    /// [`crate::kernel::sandbox::user::RunAs`]).
+    Bwrap { run_as: String },
     /// bwrap cannot run here (`why`): `-sandbox` and the cleared
     /// environment only.
     SeccompOnly { why: String },
@@ -41,8 +42,9 @@ pub enum Confinement {
 impl std::fmt::Display for Confinement {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Confinement::Bwrap => f.write_str(
-                "QEMU confined: bwrap (no network, own user, pid, IPC and UTS namespaces, no capabilities, only the system dirs, the kernel, initramfs and images read-only, the scratch dir and console file writable), -sandbox on, environment cleared",
+            Confinement::Bwrap { run_as } => write!(
+                f,
+                "QEMU confined: bwrap {run_as} (no network, own user, pid, IPC and UTS namespaces, no capabilities, only the system dirs, the kernel, initramfs and images read-only, the scratch dir and console file writable), -sandbox on, environment cleared",
             ),
             Confinement::SeccompOnly { why } => write!(
                 f,
@@ -68,7 +70,39 @@ pub fn qemu_bwrap_args(
     env: &[(String, String)],
     qemu: &Path,
 ) -> Vec<String> {
+    qemu_bwrap_args_staged(spec, bwrap, env, qemu, false)
+}
+
+/// The binds of QEMU's bwrap, in order: (bwrap's option, the path).
+pub fn qemu_binds(spec: &VmSpec, qemu: &Path) -> Vec<(&'static str, std::path::PathBuf)> {
     use crate::kernel::sandbox::SYSTEM_DIRS;
+    let mut binds = vec![];
+    if let Some(prefix) = qemu.parent().and_then(Path::parent) {
+        if !SYSTEM_DIRS.iter().any(|d| prefix.starts_with(d)) && prefix != Path::new("/") {
+            binds.push(("--ro-bind", prefix.to_path_buf()));
+        }
+    }
+    binds.push(("--bind", scratch_dir(spec).to_path_buf()));
+    binds.push(("--ro-bind", spec.kernel.clone()));
+    binds.push(("--ro-bind", spec.initrd.clone()));
+    for disk in &spec.disks {
+        let how = if disk.readonly { "--ro-bind" } else { "--bind" };
+        binds.push((how, disk.path.clone()));
+    }
+    binds.push(("--bind", spec.console_log.clone()));
+    binds
+}
+
+/// [`qemu_bwrap_args`], with the source of the `i`-th of [`qemu_binds`]
+/// at [`crate::kernel::sandbox::user::staged_path`]`(i)` when `staged`
+/// (bwrap run as the sandbox user; see that module).
+pub fn qemu_bwrap_args_staged(
+    spec: &VmSpec,
+    bwrap: crate::kernel::sandbox::Bwrap,
+    env: &[(String, String)],
+    qemu: &Path,
+    staged: bool,
+) -> Vec<String> {
     // A 16 MiB /tmp: QEMU writes its temporary files to TMPDIR, the
     // scratch dir.
     let mut a = crate::kernel::sandbox::isolation_args(
@@ -80,32 +114,48 @@ pub fn qemu_bwrap_args(
     if spec.accel == Accel::Kvm {
         a.extend(["--dev-bind", "/dev/kvm", "/dev/kvm"].map(String::from));
     }
-    let bind = |a: &mut Vec<String>, how: &str, p: &Path| {
-        let p = p.display().to_string();
-        a.extend([how.to_string(), p.clone(), p]);
-    };
-    if let Some(prefix) = qemu.parent().and_then(Path::parent) {
-        if !SYSTEM_DIRS.iter().any(|d| prefix.starts_with(d)) && prefix != Path::new("/") {
-            bind(&mut a, "--ro-bind", prefix);
-        }
+    for (i, (how, p)) in qemu_binds(spec, qemu).into_iter().enumerate() {
+        let src = if staged {
+            crate::kernel::sandbox::user::staged_path(i)
+        } else {
+            p.clone()
+        };
+        a.extend([
+            how.to_string(),
+            src.display().to_string(),
+            p.display().to_string(),
+        ]);
     }
-    bind(&mut a, "--bind", scratch_dir(spec));
-    bind(&mut a, "--ro-bind", &spec.kernel);
-    bind(&mut a, "--ro-bind", &spec.initrd);
-    for disk in &spec.disks {
-        bind(
-            &mut a,
-            if disk.readonly { "--ro-bind" } else { "--bind" },
-            &disk.path,
-        );
-    }
-    bind(&mut a, "--bind", &spec.console_log);
     a.extend(["--remount-ro", "/"].map(String::from));
     a.push("--clearenv".into());
     for (k, v) in env {
         a.extend(["--setenv".to_string(), k.clone(), v.clone()]);
     }
     a
+}
+
+/// Who QEMU's bwrap runs as, and the supplementary groups it keeps: the
+/// build sandbox's user (see [`crate::kernel::sandbox::user`]), with
+/// /dev/kvm's group under KVM where that is how the device is shared; as
+/// root (said) where that user cannot open /dev/kvm.
+pub(super) fn qemu_run_as(accel: Accel) -> (crate::kernel::sandbox::user::RunAs, Vec<u32>) {
+    use crate::kernel::sandbox::user::{self, RunAs};
+    let run_as = user::run_as();
+    let RunAs::User(u) = &run_as else {
+        return (run_as, vec![]);
+    };
+    if accel != Accel::Kvm {
+        return (run_as, vec![]);
+    }
+    use std::os::unix::fs::MetadataExt;
+    let kvm = match std::fs::metadata("/dev/kvm") {
+        Ok(m) => user::kvm_groups(u, m.uid(), m.gid(), m.mode() & 0o777),
+        Err(e) => Err(format!("/dev/kvm: {e}")),
+    };
+    match kvm {
+        Ok(groups) => (run_as, groups),
+        Err(why) => (RunAs::Root(why), vec![]),
+    }
 }
 
 /// The build sandbox's probe, once per mmci process: QEMU is started many

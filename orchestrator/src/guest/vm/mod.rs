@@ -362,13 +362,55 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
         // Said here: inside bwrap it would be bwrap's exec error.
         return Err(VmError::Missing(super::Missing::Qemu(qemu.to_string())));
     };
+    // As root, QEMU's bwrap runs as the sandbox user (see
+    // kernel::sandbox::user): the scratch dir (initramfs, disks, record
+    // socket) and the console file are that user's while QEMU runs
+    // (`_lent`), the kernel and read-only images stay root's.
+    let mut _lent = None;
     let (mut cmd, confinement) = match bwrap_for_qemu().await {
         Ok(bwrap) => {
-            let mut c = Command::new("bwrap");
-            c.args(qemu_bwrap_args(spec, bwrap, &env, &qemu_path))
-                .arg("--")
-                .arg(&qemu_path);
-            (c, Confinement::Bwrap)
+            use crate::kernel::sandbox::user::{self, RunAs};
+            let (run_as, groups) = qemu_run_as(spec.accel);
+            let mut c = match &run_as {
+                RunAs::User(u) => {
+                    let sources: Vec<PathBuf> = qemu_binds(spec, &qemu_path)
+                        .into_iter()
+                        .map(|(_, p)| p)
+                        .collect();
+                    let staging =
+                        user::Staging::open(&sources).map_err(io_err(scratch_dir(spec)))?;
+                    _lent = Some(
+                        user::lend(
+                            &[scratch_dir(spec).to_path_buf(), spec.console_log.clone()],
+                            u,
+                        )
+                        .map_err(io_err(scratch_dir(spec)))?,
+                    );
+                    let argv = user::setpriv_args(u, &groups);
+                    let mut c = Command::new(&argv[0]);
+                    c.args(&argv[1..])
+                        .arg("bwrap")
+                        .args(qemu_bwrap_args_staged(spec, bwrap, &env, &qemu_path, true));
+                    // SAFETY: `mount_in_child` makes only raw syscalls on
+                    // strings and fds the closure owns.
+                    unsafe {
+                        c.pre_exec(move || staging.mount_in_child());
+                    }
+                    c
+                }
+                _ => {
+                    let mut c = Command::new("bwrap");
+                    c.args(qemu_bwrap_args(spec, bwrap, &env, &qemu_path));
+                    c
+                }
+            };
+            c.arg("--").arg(&qemu_path);
+            (
+                c,
+                Confinement::Bwrap {
+                    run_as: run_as.to_string(),
+                },
+            )
         }
         Err(why) => (Command::new(qemu), Confinement::SeccompOnly { why }),
     };
@@ -386,7 +428,9 @@ pub async fn launch(spec: &VmSpec, timeout: Duration) -> Result<VmRun, VmError> 
     let start = Instant::now();
     let deadline = tokio::time::Instant::now() + timeout;
     let mut child = GroupChild::spawn(&mut cmd).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound && confinement != Confinement::Bwrap {
+        if e.kind() == std::io::ErrorKind::NotFound
+            && !matches!(confinement, Confinement::Bwrap { .. })
+        {
             VmError::Missing(super::Missing::Qemu(qemu.to_string()))
         } else {
             VmError::Io {
@@ -739,11 +783,53 @@ mod tests {
         assert_eq!(a.disks[0].path, Path::new("/r/swap.img"));
     }
 
+    /// As the sandbox user, bwrap binds each source from its staged path
+    /// (the child's /dev/shm/bN), at the source's own path, in the same order
+    /// and with the same read-only or writable choice.
+    #[test]
+    fn qemu_bwrap_staged_binds() {
+        let bwrap = crate::kernel::sandbox::Bwrap {
+            disable_userns: true,
+            tmpfs_size: true,
+            seccomp: true,
+        };
+        let mut s = spec(Arch::X86_64, Accel::Tcg);
+        s.disks.push(Disk {
+            path: "/w/images/tools/image.erofs".into(),
+            serial: "mmci-image".into(),
+            readonly: true,
+        });
+        let env = qemu_env(Some("/usr/bin".into()), Path::new("/r"));
+        for (qemu, want) in [
+            (
+                "/usr/bin/qemu-system-x86_64",
+                "--bind /dev/shm/b0 /r --ro-bind /dev/shm/b1 /k/bzImage --ro-bind /dev/shm/b2 /r/initrd.cpio --bind /dev/shm/b3 /r/swap.img --ro-bind /dev/shm/b4 /w/images/tools/image.erofs --bind /dev/shm/b5 /r/console.log --remount-ro /",
+            ),
+            (
+                "/opt/qemu/bin/qemu-system-x86_64",
+                "--ro-bind /dev/shm/b0 /opt/qemu --bind /dev/shm/b1 /r --ro-bind /dev/shm/b2 /k/bzImage",
+            ),
+        ] {
+            let joined = qemu_bwrap_args_staged(&s, bwrap, &env, Path::new(qemu), true).join(" ");
+            assert!(joined.contains(want), "{want} in {joined}");
+            assert_eq!(
+                qemu_binds(&s, Path::new(qemu)).len(),
+                joined.matches("/dev/shm/b").count()
+            );
+        }
+    }
+
     #[test]
     fn confinement_is_said() {
-        assert!(Confinement::Bwrap
-            .to_string()
-            .starts_with("QEMU confined: bwrap (no network"));
+        let confined = Confinement::Bwrap {
+            run_as: "as uid 999 (mmci-sandbox)".into(),
+        };
+        assert!(
+            confined
+                .to_string()
+                .starts_with("QEMU confined: bwrap as uid 999 (mmci-sandbox) (no network"),
+            "{confined}"
+        );
         let not = Confinement::SeccompOnly {
             why: "bwrap (bubblewrap) is not installed".into(),
         };

@@ -111,14 +111,20 @@ impl Step<'_> {
         extra_env: &[(&str, &str)],
         limits: &sandbox::BuildLimits,
     ) -> (Command, Arc<Limited>) {
-        let mut cmd = sandbox::command_with_tmp(
-            self.sandbox,
-            &self.spec(extra_env),
-            program,
-            limits.tmp_bytes,
-        );
+        let spec = self.spec(extra_env);
+        let mut cmd = sandbox::command_with_tmp(self.sandbox, &spec, program, limits.tmp_bytes);
         cmd.current_dir(dir).args(args);
-        let limited = Arc::new(Limited::new(limits.tree));
+        let mut limited = Limited::new(limits.tree);
+        // The object dir (and a trusted build's ccache) are the sandbox
+        // user's while the command lives, mmci's again after.
+        match sandbox::lend_writable(self.sandbox, &spec) {
+            Ok(lent) => limited.lent = lent,
+            Err(e) => append_log(
+                self.log,
+                &format!("==> {program}: could not hand the object dir to the sandbox user: {e}"),
+            ),
+        }
+        let limited = Arc::new(limited);
         let held = limited.clone();
         // SAFETY: `cgroup::enter` makes only async-signal-safe calls (write
         // and setrlimit) on fds `held` keeps open.
@@ -152,6 +158,10 @@ impl Step<'_> {
             self.log,
             &format!("==> {what}: limits: {}", limited.describe(limits)),
         );
+        append_log(
+            self.log,
+            &format!("==> {what}: {}", self.describe_sandbox()),
+        );
         let result =
             process::run_logged_with(&mut cmd, self.log, what, Limits::total(limits.wall)).await;
         if let (Err(_), Some(hit)) = (&result, limited.hits(limits)) {
@@ -160,6 +170,16 @@ impl Step<'_> {
         drop(cmd);
         result?;
         Ok(())
+    }
+}
+
+impl Step<'_> {
+    /// Who the step runs as: "sandbox: bwrap as uid 999 (mmci-sandbox)".
+    pub(super) fn describe_sandbox(&self) -> String {
+        match self.sandbox {
+            Some(_) => format!("sandbox: bwrap {}", sandbox::user::run_as()),
+            None => "no sandbox (allowed for this build)".to_string(),
+        }
     }
 }
 
@@ -177,6 +197,8 @@ fn append_log(log: &Path, line: &str) {
 /// The limits one step's command runs under: its cgroup if one was made.
 pub(super) struct Limited {
     tree: cgroup::TreeLimits,
+    /// The writable dirs handed to the sandbox user (given back on drop).
+    lent: Option<sandbox::user::Lent>,
     cgroup: Option<Cgroup>,
     join_fds: Vec<i32>,
     applied: Applied,
@@ -187,12 +209,14 @@ impl Limited {
         match Cgroup::make(&tree) {
             Ok(c) => Limited {
                 tree,
+                lent: None,
                 join_fds: c.join_fds(),
                 applied: c.applied(),
                 cgroup: Some(c),
             },
             Err(why) => Limited {
                 tree,
+                lent: None,
                 cgroup: None,
                 join_fds: vec![],
                 applied: Applied::Rlimits {
@@ -312,6 +336,92 @@ mod tests {
         assert!(joined.contains("--bind /w/objs /w/objs"), "{joined}");
         assert!(joined.ends_with("-- make O=/w/objs"), "{joined}");
         assert_eq!(cmd.as_std().get_current_dir(), Some(checkout));
+    }
+
+    /// The `Uid:` line of /proc/PID/status: real, effective, saved, fs.
+    fn host_uids(pid: u32) -> Vec<u32> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+        let line = status.lines().find(|l| l.starts_with("Uid:")).unwrap();
+        line[4..]
+            .split_whitespace()
+            .map(|u| u.parse().unwrap())
+            .collect()
+    }
+
+    /// L of the security review: as root, a build step's bwrap and the
+    /// program in it run as an unprivileged host uid (read from the host's
+    /// /proc while it runs), write the object dir as that uid, and the
+    /// object dir is root's again when the step is done. Before, every uid
+    /// here was 0.
+    #[tokio::test]
+    async fn as_root_a_step_runs_as_an_unprivileged_host_uid() {
+        use std::os::unix::fs::MetadataExt;
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(unsafe { libc::geteuid() }, 0, "the tests run as root here");
+        let bwrap = sandbox::probe().await.expect("bwrap runs here");
+        let want = sandbox::user::HostUser::of_host();
+        assert_eq!(
+            sandbox::user::run_as(),
+            sandbox::user::RunAs::User(want.clone())
+        );
+        // A 0700 dir, as the work dir under /root is: the binds are staged.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let (checkout, inputs, objs) = (dir.join("checkout"), dir.join("inputs"), dir.join("objs"));
+        for d in [&checkout, &inputs, &objs] {
+            std::fs::create_dir(d).unwrap();
+        }
+        let step = Step {
+            checkout: &checkout,
+            git_dir: None,
+            inputs: &inputs,
+            objs: &objs,
+            ccache_dir: None,
+            ccache_read_only: false,
+            sandbox: Some(bwrap),
+            log: &dir.join("log"),
+        };
+        assert!(step.describe_sandbox().contains(&want.to_string()));
+        let o = objs.display();
+        let mut cmd = step.command(
+            "sh",
+            vec![
+                "-c".into(),
+                format!("echo built > {o}/vmlinux && exec sleep 30"),
+            ],
+        );
+        let mut child = crate::host::process::GroupChild::spawn(&mut cmd).unwrap();
+        let bwrap_pid = child.child_mut().id().unwrap();
+        // bwrap (setpriv exec'd it: the same pid) and, below it, sleep.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let sleep_pid = loop {
+            let found = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+                let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+                let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+                let exe = std::fs::read_link(e.path().join("exe")).ok()?;
+                (exe.ends_with("sleep") && cmdline.starts_with(b"sleep\x0030")).then_some(pid)
+            });
+            if let Some(pid) = found {
+                break pid;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the step's sleep never ran"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        };
+        let exe = std::fs::read_link(format!("/proc/{bwrap_pid}/exe")).unwrap();
+        assert!(exe.ends_with("bwrap"), "{exe:?}");
+        for (what, pid) in [("bwrap", bwrap_pid), ("the step's program", sleep_pid)] {
+            assert_eq!(host_uids(pid), [want.uid; 4], "{what}'s host uids");
+        }
+        let made = std::fs::metadata(objs.join("vmlinux")).unwrap();
+        assert_eq!(made.uid(), want.uid, "written as the sandbox user");
+        let _ = child.terminate(std::time::Duration::from_secs(2)).await;
+        drop(cmd);
+        for p in [objs.clone(), objs.join("vmlinux")] {
+            assert_eq!(std::fs::metadata(&p).unwrap().uid(), 0, "{p:?} given back");
+        }
     }
 
     /// The parent's secret, in this process's environment (the child's).
