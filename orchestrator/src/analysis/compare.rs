@@ -240,6 +240,12 @@ pub fn compare(
     opts: &Options,
 ) -> Comparison {
     let plan = &m.plan;
+    // The looks the plan's budget allows: each spends its share of the
+    // verdict's level (`decision`), from the first look on.
+    let opts = &Options {
+        looks: plan.looks(),
+        ..opts.clone()
+    };
     let baseline = plan
         .variants
         .first()

@@ -23,6 +23,7 @@ pub mod guard_finding;
 pub mod model;
 pub mod policy;
 pub mod regime;
+pub mod resample;
 pub mod sequential;
 pub mod series;
 pub mod spread;

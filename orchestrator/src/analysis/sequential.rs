@@ -114,6 +114,7 @@ mod tests {
             status: None,
             reason: "r".into(),
             more_runs,
+            decision: None,
         }
     }
 

@@ -51,6 +51,29 @@ pub struct AnalyseArgs {
         "alpha", "noise_floor", "metric_noise_floors", "min_runs", "test", "expect", "wide",
     ])]
     pub spread: bool,
+    /// Instead of the comparison: the verdict's operating characteristic
+    /// on this dir's runs. Draws N verdicts of --per-side runs a side
+    /// (without replacement, seeded), each decided as a real verdict with
+    /// no budget, and counts them by status and each guard by decision.
+    /// On an A/A dir (the same kernel on both sides) every FAIL is false.
+    #[arg(long, value_name = "N", conflicts_with_all = ["spread", "wide"])]
+    pub resample: Option<usize>,
+    /// Runs a side each resampled verdict draws.
+    #[arg(long, value_name = "K", default_value_t = 5, requires = "resample")]
+    pub per_side: u32,
+    /// The resampling's seed (the same seed draws the same verdicts).
+    #[arg(long, value_name = "S", default_value_t = 1, requires = "resample")]
+    pub seed: u64,
+    /// Raise the candidate's swap-in, swap-out, major fault and anon
+    /// refault counters of every drawn run by this fraction (0.1 = +10%):
+    /// a regression of known size on the dir's real noise.
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        default_value_t = 0.0,
+        requires = "resample"
+    )]
+    pub inflate: f64,
     /// The old `--json FILE`, folded (see [`super::deprecated`]): write
     /// FILE, print the table.
     #[arg(skip)]
@@ -158,6 +181,56 @@ fn results_dir(command: &str, given: Option<&Path>) -> Result<PathBuf, AppError>
     })
 }
 
+/// `mmci analyse --resample N`: the verdict's operating characteristic on
+/// the dir's runs (`analysis::resample`).
+fn resample(a: &AnalyseArgs, dir: &Path, verdicts: usize) -> Result<i32, AppError> {
+    if verdicts == 0 || !(a.inflate.is_finite() && a.inflate > -1.0) || a.per_side < 2 {
+        return Err(AppError::BadOption(format!(
+            "--resample {verdicts} --per-side {} --inflate {}: give at least 1 verdict of at least 2 runs a side, and a fraction above -1",
+            a.per_side, a.inflate
+        )));
+    }
+    let opts = analysis::options_from_args(
+        a.analysis.alpha,
+        a.analysis.noise_floor,
+        &a.analysis.metric_noise_floors,
+        a.analysis.min_runs,
+        a.analysis.test,
+    )
+    .map_err(AppError::BadOption)?;
+    let m = crate::results::dir::read_manifest(dir)
+        .map_err(|e| AppError::BadOption(format!("--results {}: {e}", dir.display())))?
+        .ok_or_else(|| {
+            AppError::BadOption(format!(
+                "--results {}: not a results dir (no manifest.json)",
+                dir.display()
+            ))
+        })?;
+    let (runs, _) = crate::results::dir::runs_checked(dir);
+    let d = analysis::resample::Draws {
+        verdicts,
+        per_side: a.per_side,
+        seed: a.seed,
+        inflate: a.inflate,
+    };
+    let oc = analysis::resample::resample(&m, &runs, &opts, d)
+        .map_err(|e| AppError::BadOption(format!("--resample: {}: {e}", dir.display())))?;
+    let text = if a.json.is_some() {
+        format!(
+            "{}\n",
+            serde_json::to_string_pretty(&oc).expect("serializable")
+        )
+    } else {
+        crate::report::resample::render(&oc, a.seed)
+    };
+    match &a.output {
+        Some(path) => crate::host::fs::write_atomic(path, text.as_bytes())
+            .map_err(|e| AppError::BadOption(format!("--output {}: {e}", path.display())))?,
+        None => print!("{text}"),
+    }
+    Ok(crate::error::exit::OK)
+}
+
 /// `mmci merge`.
 pub fn merge(a: &MergeArgs) -> Result<i32, AppError> {
     let into = results_dir("merge", a.results.as_deref())?;
@@ -181,6 +254,9 @@ pub fn analyse(a: &AnalyseArgs) -> Result<i32, AppError> {
     let dir = results_dir("analyse", a.results.as_deref())?;
     if a.spread {
         return spread(a, &dir);
+    }
+    if let Some(n) = a.resample {
+        return resample(a, &dir, n);
     }
     let c = a.analysis.analyse(&dir)?;
     if let Some(path) = &a.json_and_table {

@@ -17,6 +17,7 @@ pub mod email_verdict;
 pub mod html;
 pub mod markdown;
 pub mod reproduce;
+pub mod resample;
 pub mod run;
 pub mod runs_table;
 pub mod screenshot;

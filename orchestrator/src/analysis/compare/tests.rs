@@ -70,7 +70,7 @@ fn synthetic_series_passes_its_expectations() {
     let back: Comparison = serde_json::from_str(&json).unwrap();
     assert_eq!(back, c);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    assert_eq!(v["format"], 5);
+    assert_eq!(v["format"], 6);
     assert_eq!(
         v["cells"][0]["candidates"][0]["metrics"][0]["change"]["kind"],
         "from_zero"

@@ -126,6 +126,19 @@ impl Plan {
         out
     }
 
+    /// How many times the analysis may look at a cell: once at the planned
+    /// repeats, then after each block of [`BLOCK_REPEATS`] up to the
+    /// budget. The verdict spends its level over these looks
+    /// (`analysis::decision`), so it must know them from the first look.
+    pub fn looks(&self) -> usize {
+        match self.max_repeats {
+            Some(max) if max > self.repeats => {
+                1 + (max - self.repeats).div_ceil(BLOCK_REPEATS) as usize
+            }
+            _ => 1,
+        }
+    }
+
     /// Per cell id, the runs a kernel has that the budget added.
     pub fn added(&self) -> &BTreeMap<String, u32> {
         &self.extra_repeats
@@ -137,6 +150,26 @@ mod tests {
     use super::super::tests::plan_of;
     use super::super::{run_order, Slot};
     use super::*;
+
+    #[test]
+    fn looks_are_the_planned_one_then_one_per_block_up_to_the_budget() {
+        // (repeats, max_repeats, looks)
+        let cases: &[(u32, Option<u32>, usize)] = &[
+            (5, Some(15), 3),
+            (5, Some(16), 4),
+            (5, Some(10), 2),
+            (5, Some(6), 2),
+            (5, Some(5), 1),
+            (5, None, 1),
+            (3, Some(15), 4),
+        ];
+        for (repeats, max, want) in cases {
+            let mut p = plan_of("axes:\n  threads: [8]\n").unwrap();
+            p.repeats = *repeats;
+            p.max_repeats = *max;
+            assert_eq!(p.looks(), *want, "{repeats} {max:?}");
+        }
+    }
 
     #[test]
     fn the_budget_is_the_command_lines_then_the_matrixs_then_the_default() {

@@ -19,7 +19,7 @@ pub mod budget;
 mod cell;
 pub mod expectations;
 mod limits;
-mod order;
+pub mod order;
 mod regimes;
 mod scripts;
 mod shard;

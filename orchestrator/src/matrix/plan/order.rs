@@ -15,8 +15,10 @@ use super::Slot;
 /// fixed by its definition, so a seed recorded in a results dir orders
 /// the same runs in any later mmci. A crate's generic shuffle may change
 /// its algorithm between versions (rand's did), which would break resume.
+/// Also the analysis' resampling generator (`analysis::resample`), for the
+/// same reason: a recorded seed draws the same verdicts later.
 #[derive(Clone, Copy, Debug)]
-struct SplitMix64(u64);
+pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
     fn next(&mut self) -> u64 {
@@ -29,7 +31,7 @@ impl SplitMix64 {
 
     /// Uniform in 0..n (n > 0), without modulo bias (Lemire's
     /// multiply-shift with rejection).
-    fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         let threshold = n.wrapping_neg() % n;
         loop {
             let m = u128::from(self.next()) * u128::from(n);
