@@ -315,7 +315,7 @@ pub fn check(
         {
             (
                 Finding::Agrees,
-                format!("no significant change, as claimed{p}"),
+                format!("{NO_CHANGE_AS_CLAIMED}{p}"),
             )
         }
         _ if !m.significant && sign == 0.0 => (
@@ -402,6 +402,48 @@ pub fn check_tables(
 /// Each candidate's cover-letter claims beside the cells their set-ups
 /// describe (the cover is in the manifest, read when the series was
 /// assembled).
+/// The reason of a claim of no change that agrees because nothing changed
+/// significantly: not a significant finding, so not of the claims' family.
+const NO_CHANGE_AS_CLAIMED: &str = "no significant change, as claimed";
+
+/// A row whose finding rests on a significant test: a contradiction, or an
+/// agreement with a significant change (not one by construction).
+fn significant_row(c: &ClaimCheck) -> bool {
+    c.p.is_some()
+        && !c.by_construction
+        && match c.finding {
+            Finding::Contradicts => true,
+            Finding::Agrees => !c.reason.starts_with(NO_CHANGE_AS_CLAIMED),
+            _ => false,
+        }
+}
+
+/// The claims' rows are a family of their own (the guards are the
+/// verdict's other one): the significant rows' p-values by Holm's
+/// step-down procedure at `alpha`, so that a letter with many rows does
+/// not turn a chance difference into "contradicted". A row Holm does not
+/// reject is not significant, and says so.
+pub(super) fn holm_over_claims(checks: &mut [ClaimCheck], alpha: f64) {
+    let at: Vec<usize> = (0..checks.len())
+        .filter(|&i| significant_row(&checks[i]))
+        .collect();
+    let ps: Vec<f64> = at.iter().map(|&i| checks[i].p.unwrap_or(1.0)).collect();
+    let n = at.len();
+    for (i, (level, rejected)) in at.into_iter().zip(super::decision::holm(&ps, alpha)) {
+        if rejected {
+            continue;
+        }
+        let c = &mut checks[i];
+        c.finding = Finding::NotSignificant;
+        c.reason = format!(
+            "{}, not significant over the letter's {n} significant rows (Holm: p={} > {})",
+            c.reason,
+            crate::analysis::text::p(c.p.unwrap_or(1.0)),
+            crate::analysis::text::p(level.unwrap_or(alpha / n.max(1) as f64))
+        );
+    }
+}
+
 pub(super) fn claim_checks(m: &Manifest, cells: &[CellComparison]) -> Vec<ClaimCheck> {
     let mut out = vec![];
     // A letter's "before" is the series' base. Against a baseline with a
@@ -458,6 +500,69 @@ pub(super) fn claim_checks(m: &Manifest, cells: &[CellComparison]) -> Vec<ClaimC
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_claims_rows_are_one_family_under_holm() {
+        let row = |finding, p: Option<f64>, reason: &str| ClaimCheck {
+            variant: "patched".into(),
+            setup: "s".into(),
+            row: "r".into(),
+            line: 1,
+            claimed: "1 -> 2".into(),
+            metric: Some("pgscan".into()),
+            cell: Some("c".into()),
+            measured: Some("+10%".into()),
+            p,
+            finding,
+            by_construction: false,
+            reason: reason.into(),
+        };
+        // Three significant rows at 0.01: 0.001 <= 0.01/3, 0.004 <= 0.01/2,
+        // 0.009 <= 0.01: all kept. With 0.006 second, Holm stops there.
+        let mut kept = vec![
+            row(
+                Finding::Contradicts,
+                Some(0.001),
+                "significant the other way",
+            ),
+            row(Finding::Agrees, Some(0.004), "significant, the claimed way"),
+            row(Finding::Agrees, Some(0.009), "significant, the claimed way"),
+            row(Finding::Agrees, Some(0.5), NO_CHANGE_AS_CLAIMED),
+            row(Finding::NotSignificant, Some(0.2), "no significant change"),
+        ];
+        holm_over_claims(&mut kept, 0.01);
+        let findings: Vec<Finding> = kept.iter().map(|c| c.finding).collect();
+        assert_eq!(
+            findings,
+            [
+                Finding::Contradicts,
+                Finding::Agrees,
+                Finding::Agrees,
+                Finding::Agrees,
+                Finding::NotSignificant
+            ]
+        );
+        let mut cut = vec![
+            row(Finding::Agrees, Some(0.001), "significant, the claimed way"),
+            row(
+                Finding::Contradicts,
+                Some(0.006),
+                "significant the other way",
+            ),
+            row(Finding::Agrees, Some(0.009), "significant, the claimed way"),
+        ];
+        holm_over_claims(&mut cut, 0.01);
+        assert_eq!(cut[0].finding, Finding::Agrees);
+        assert_eq!(cut[1].finding, Finding::NotSignificant);
+        assert!(
+            cut[1].reason.ends_with(
+                "not significant over the letter's 3 significant rows (Holm: p=0.0060 > 0.0050)"
+            ),
+            "{}",
+            cut[1].reason
+        );
+        assert_eq!(cut[2].finding, Finding::NotSignificant);
+    }
 
     #[test]
     fn row_names_map_to_metrics() {

@@ -378,7 +378,8 @@ pub fn compare(
     );
     let variants = variant_runs(m, runs);
     let splats = splat_findings(plan, runs, &baseline);
-    let claims = claim_checks(m, &cells);
+    let mut claims = claim_checks(m, &cells);
+    super::claims::holm_over_claims(&mut claims, opts.alpha);
     let verdict = super::verdict::verdict(&cells, &variants, &splats, &claims);
     let anatomy =
         super::anatomy::anatomies(plan, |cell, variant| completed(plan, runs, cell, variant));
