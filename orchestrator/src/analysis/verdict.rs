@@ -16,6 +16,12 @@
 use super::catalog;
 use super::model::*;
 
+/// The matrix calibrated the cell's baseline to be OOM-killed in most runs.
+fn oom_regime(c: &CellComparison) -> bool {
+    c.regime
+        .is_some_and(|r| r.expected == crate::matrix::file::BaseOom::Most)
+}
+
 /// The verdict of one comparison's parts, by the rules above.
 pub fn verdict(
     cells: &[CellComparison],
@@ -89,6 +95,15 @@ pub fn verdict(
                         unsure.push(line);
                     }
                     Some(_) => judged += 1,
+                    // A guard with a test that the runs (the survivors of
+                    // OOM kills, most often) are too few to reach: where
+                    // the matrix calibrated base to be OOM-killed in most
+                    // runs, the OOM guard judges the cell and this one is
+                    // not judged; anywhere else a PASS would rest on the
+                    // OOM guard alone while nothing is known of the swap
+                    // and fault traffic: undecided, and the budget adds
+                    // runs to it.
+                    None if g.decision.is_some() && !oom_regime(c) => unsure.push(line),
                     None => not_judged.push(line),
                 }
                 if g.status.is_some() && !guards.contains(&g.metric) {
