@@ -78,8 +78,18 @@ fn a_new_splat_exits_fail_and_the_report_is_printed() {
 
 #[test]
 fn guards_judged_and_held_exit_pass() {
+    // The recorded base was OOM-killed in most runs of both cells: a
+    // matrix that calibrated it so lets the OOM guard judge them (the
+    // survivors are too few for the swap guards).
+    let regimes = "\
+regimes:
+  - when: {threads: 64}
+    base_oom: most
+  - when: {threads: 192}
+    base_oom: most
+";
     let tmp = tempfile::tempdir().unwrap();
-    let (matrix, results) = replay(tmp.path(), &default_matrix(""), "default-matrix", None);
+    let (matrix, results) = replay(tmp.path(), &default_matrix(regimes), "default-matrix", None);
     let o = run(tmp.path(), &matrix, &results, &[]);
     assert_run(
         &o,
@@ -87,6 +97,29 @@ fn guards_judged_and_held_exit_pass() {
         20,
         "verdict: PASS: no regression found in 20 runs on 2 cells",
         exit::OK,
+    );
+}
+
+#[test]
+fn guards_the_survivors_cannot_judge_exit_inconclusive() {
+    // The same runs where the matrix expects base to survive: the swap
+    // and fault guards of the 64-thread cell compare 1 base run against
+    // 5, which no test can decide, and a PASS on the OOM guard alone
+    // would say nothing of them.
+    let tmp = tempfile::tempdir().unwrap();
+    let (matrix, results) = replay(tmp.path(), &default_matrix(""), "default-matrix", None);
+    let o = run(tmp.path(), &matrix, &results, &[]);
+    assert_run(
+        &o,
+        &results,
+        20,
+        "verdict: INCONCLUSIVE: 3 checks could not be decided",
+        exit::INCONCLUSIVE,
+    );
+    assert!(
+        text(&o).contains("with 1 + 5 runs no outcome could reach"),
+        "{}",
+        text(&o)
     );
 }
 

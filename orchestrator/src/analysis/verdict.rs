@@ -14,6 +14,7 @@
 //! calibrated them for (`analysis::regime`).
 
 use super::catalog;
+use super::guard_finding::GuardKind;
 use super::model::*;
 
 /// The matrix calibrated the cell's baseline to be OOM-killed in most runs.
@@ -32,6 +33,7 @@ pub fn verdict(
     let mut fails = vec![];
     let mut unsure = vec![];
     let mut not_judged = vec![];
+    let mut unreached = vec![];
     let mut judged = 0usize;
     // A splat the candidate brings is a regression whatever the numbers say.
     for f in splats.iter().filter(|f| f.status == SplatStatus::New) {
@@ -102,8 +104,16 @@ pub fn verdict(
                     // not judged; anywhere else a PASS would rest on the
                     // OOM guard alone while nothing is known of the swap
                     // and fault traffic: undecided, and the budget adds
-                    // runs to it.
-                    None if g.decision.is_some() && !oom_regime(c) => unsure.push(line),
+                    // runs to it. (When nothing at all could be judged,
+                    // that is NO VERDICT's case: see below.)
+                    None if g
+                        .decision
+                        .as_ref()
+                        .is_some_and(|d| d.kind == GuardKind::Size)
+                        && !oom_regime(c) =>
+                    {
+                        unreached.push(line)
+                    }
                     None => not_judged.push(line),
                 }
                 if g.status.is_some() && !guards.contains(&g.metric) {
@@ -165,6 +175,11 @@ pub fn verdict(
             Finding::NotSignificant => counts.not_significant += 1,
             Finding::NotMeasured => counts.not_measured += 1,
         }
+    }
+    if judged > 0 {
+        unsure.append(&mut unreached);
+    } else {
+        not_judged.append(&mut unreached);
     }
     let runs: usize = variants.iter().map(|v| v.completed).sum();
     let n_cells = cells.len();

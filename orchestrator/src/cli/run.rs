@@ -248,6 +248,12 @@ pub fn run_request(a: RunArgs) -> Result<RunRequest, AppError> {
 pub async fn run(a: RunArgs, work: WorkDir) -> Result<i32, AppError> {
     let opts = request::matrix_options(run_request(a)?, work).await?;
     let mut outcome = crate::run::executor::run_matrix(&opts).await?;
+    // The budget in force is this invocation's, and the analysis spends
+    // the verdict's level over the looks it allows (Plan::looks): a dir
+    // resumed under another budget records this one first.
+    if opts.shard.is_none() && outcome.manifest.plan.max_repeats != opts.plan.max_repeats {
+        outcome.manifest = record_added(&opts.results, opts.plan.max_repeats, &[])?;
+    }
     // Kept from an earlier invocation, and the time, over every pass.
     let kept = outcome.resumed;
     let mut wall = outcome.wall;
