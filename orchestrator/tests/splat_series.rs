@@ -36,12 +36,13 @@ fn faulty(name: &str, fault: &str) -> String {
 }
 
 /// Scenario A at 16 threads, one run per kernel: a splat fails the verdict
-/// whatever the statistics, so one run each is enough.
+/// whatever the statistics, so one run each is enough (and no sequential
+/// budget: its blocks would only measure sizes these tests do not read).
 fn matrix(kernels: &str) -> String {
     format!(
         "axes:\n  arch: [x86_64]\n  vcpus: [2]\n  memory_mb: [1024]\n  scenario: [mglru_isolation]\n  \
          memcg_max_mb: [16]\n  working_set_mb: [48]\n  swap_delay_ms: [50]\n  threads: [16]\n  \
-         duration_s: [40]\nrepeats: 1\nkernels:\n{kernels}"
+         duration_s: [40]\nrepeats: 1\nmax_repeats: 0\nkernels:\n{kernels}"
     )
 }
 
