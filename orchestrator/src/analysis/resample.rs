@@ -38,6 +38,10 @@ pub struct Draws {
     pub seed: u64,
     /// Relative extra swap and fault traffic given the candidate's runs.
     pub inflate: f64,
+    /// The looks each verdict's level is spent over: 1 (no budget), or
+    /// the budget's (3 for 5 runs a kernel and a budget of 15), so that a
+    /// draw of 15 a side is decided as the budget's last look would be.
+    pub looks: usize,
 }
 
 /// The counts over the drawn verdicts.
@@ -49,6 +53,8 @@ pub struct Characteristic {
     /// Runs a side the dir had to draw from (the smallest over cells and
     /// kernels).
     pub pool: usize,
+    /// The looks the level was spent over.
+    pub looks: usize,
     /// Verdicts by status word (`PASS`, `FAIL`, ...).
     pub by_status: BTreeMap<String, usize>,
     /// Per guard metric: (regression, no regression, undecided or not
@@ -110,15 +116,19 @@ pub fn resample(
             pools.push((cell.id.clone(), v.name.clone(), done));
         }
     }
-    // Each drawn verdict is one look of per_side runs a side: no budget.
+    // Each drawn verdict is one look of per_side runs a side, at the level
+    // a look of a budget with `looks` looks spends (a budget Plan::looks
+    // counts as that many).
     let mut small = m.clone();
     small.plan.repeats = d.per_side;
-    small.plan.max_repeats = None;
+    small.plan.max_repeats = (d.looks > 1)
+        .then(|| d.per_side + crate::matrix::plan::budget::BLOCK_REPEATS * (d.looks as u32 - 1));
     small.plan.extra_repeats.clear();
     let mut out = Characteristic {
         verdicts: d.verdicts,
         per_side: d.per_side,
         inflate: d.inflate,
+        looks: d.looks,
         pool: pools.iter().map(|(_, _, p)| p.len()).min().unwrap_or(0),
         ..Default::default()
     };
@@ -199,6 +209,7 @@ mod tests {
             per_side: 5,
             seed: 7,
             inflate: 0.0,
+            looks: 1,
         };
         let aa = resample(&m, &runs, &opts, d).unwrap();
         assert_eq!(aa.verdicts, 20);
@@ -214,6 +225,20 @@ mod tests {
             resample(&m, &runs, &opts, four).unwrap()
         );
         // Too few runs to draw from: named.
+        // Spent over 3 looks the FAIL needs p <= 0.05 / 3 / 5 guards: 5 + 5
+        // (1/252 at best) cannot reach it.
+        let three = resample(
+            &m,
+            &runs,
+            &opts,
+            Draws {
+                inflate: 2.0,
+                looks: 3,
+                ..d
+            },
+        )
+        .unwrap();
+        assert_eq!(three.rate("FAIL"), 0.0, "{three:?}");
         let e = resample(&m, &runs, &opts, Draws { per_side: 50, ..d }).unwrap_err();
         assert!(e.contains("fewer than the 50 a side"), "{e}");
     }

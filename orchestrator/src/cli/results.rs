@@ -74,6 +74,11 @@ pub struct AnalyseArgs {
         requires = "resample"
     )]
     pub inflate: f64,
+    /// Decide each drawn verdict at the level one look of a budget with
+    /// this many looks spends (1: no budget; 3: 5 runs a kernel and a
+    /// budget of 15, so `--per-side 15 --looks 3` is the budget's last look).
+    #[arg(long, value_name = "L", default_value_t = 1, requires = "resample")]
+    pub looks: usize,
     /// The old `--json FILE`, folded (see [`super::deprecated`]): write
     /// FILE, print the table.
     #[arg(skip)]
@@ -212,6 +217,7 @@ fn resample(a: &AnalyseArgs, dir: &Path, verdicts: usize) -> Result<i32, AppErro
         per_side: a.per_side,
         seed: a.seed,
         inflate: a.inflate,
+        looks: a.looks.max(1),
     };
     let oc = analysis::resample::resample(&m, &runs, &opts, d)
         .map_err(|e| AppError::BadOption(format!("--resample: {}: {e}", dir.display())))?;

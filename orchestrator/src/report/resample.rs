@@ -6,11 +6,12 @@ use crate::analysis::resample::Characteristic;
 /// The operating characteristic as the terminal shows it.
 pub fn render(oc: &Characteristic, seed: u64) -> String {
     let mut out = format!(
-        "{} verdicts of {} + {} runs drawn from at least {} a side (seed {seed}), candidate's swap and fault counters {}{:.0}%\n",
+        "{} verdicts of {} + {} runs drawn from at least {} a side (seed {seed}, one look of {}), candidate's swap and fault counters {}{:.0}%\n",
         oc.verdicts,
         oc.per_side,
         oc.per_side,
         oc.pool,
+        oc.looks,
         if oc.inflate >= 0.0 { "+" } else { "" },
         oc.inflate * 100.0
     );
@@ -38,12 +39,13 @@ mod tests {
             per_side: 5,
             inflate: 0.1,
             pool: 30,
+            looks: 1,
             by_status: [("FAIL".to_string(), 2), ("PASS".to_string(), 198)].into(),
             by_guard: [("pswpin_per_ktouch".to_string(), [2, 190, 8])].into(),
         };
         assert_eq!(
             render(&oc, 3),
-            "200 verdicts of 5 + 5 runs drawn from at least 30 a side (seed 3), candidate's swap and fault counters +10%\n\
+            "200 verdicts of 5 + 5 runs drawn from at least 30 a side (seed 3, one look of 1), candidate's swap and fault counters +10%\n\
              \x20 FAIL              2    1.0%\n\
              \x20 PASS            198   99.0%\n\
              per guard and cell (regression / no regression / undecided or not judged):\n\
