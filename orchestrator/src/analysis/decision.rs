@@ -140,6 +140,14 @@ pub fn scale_of(base: &[f64], cand: &[f64]) -> Scale {
     }
 }
 
+/// Values on the scale they are compared on.
+fn on_scale(scale: Scale, xs: &[f64]) -> Vec<f64> {
+    match scale {
+        Scale::Log => xs.iter().map(|v| v.ln()).collect(),
+        Scale::Linear => xs.to_vec(),
+    }
+}
+
 /// One side's test: the pairs whose difference (candidate - base, on the
 /// scale) lies beyond `shift` in the direction `up`, against the exact
 /// null with the candidate moved by `shift`. Returns (p of "beyond",
@@ -172,12 +180,7 @@ pub fn floor_tests(base: &[f64], cand: &[f64], better: Better, floor: f64) -> Op
         return None;
     }
     let scale = scale_of(base, cand);
-    let on = |xs: &[f64]| -> Vec<f64> {
-        match scale {
-            Scale::Log => xs.iter().map(|v| v.ln()).collect(),
-            Scale::Linear => xs.to_vec(),
-        }
-    };
+    let on = |xs: &[f64]| on_scale(scale, xs);
     let (b, c) = (on(base), on(cand));
     let base_median = median(base);
     let test = |up: bool| -> Option<(f64, f64)> {
@@ -245,12 +248,7 @@ pub fn detectable_change(
         return None;
     }
     let scale = scale_of(base, cand);
-    let on = |xs: &[f64]| -> Vec<f64> {
-        match scale {
-            Scale::Log => xs.iter().map(|v| v.ln()).collect(),
-            Scale::Linear => xs.to_vec(),
-        }
-    };
+    let on = |xs: &[f64]| on_scale(scale, xs);
     let var = |xs: &[f64]| {
         let mean = xs.iter().sum::<f64>() / xs.len() as f64;
         xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>()

@@ -218,18 +218,10 @@ pub fn args_staged(spec: &Spec, bwrap: Bwrap, tmp_bytes: u64, staged: bool) -> V
         .iter()
         .map(|p| ("--ro-bind", p))
         .chain(spec.writable.iter().map(|p| ("--bind", p)));
-    for (i, (how, p)) in binds.enumerate() {
-        let src = if staged {
-            user::staged_path(i)
-        } else {
-            p.clone()
-        };
-        a.extend([
-            how.to_string(),
-            src.display().to_string(),
-            p.display().to_string(),
-        ]);
-    }
+    a.extend(user::bind_args(
+        binds.map(|(how, p)| (how, p.as_path())),
+        staged,
+    ));
     // The skeleton bwrap made for the binds (their parent dirs) read-only
     // too: the only writable places are the spec's dirs and /tmp, a tmpfs
     // of the sandbox's own.

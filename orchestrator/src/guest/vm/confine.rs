@@ -114,18 +114,11 @@ pub fn qemu_bwrap_args_staged(
     if spec.accel == Accel::Kvm {
         a.extend(["--dev-bind", "/dev/kvm", "/dev/kvm"].map(String::from));
     }
-    for (i, (how, p)) in qemu_binds(spec, qemu).into_iter().enumerate() {
-        let src = if staged {
-            crate::kernel::sandbox::user::staged_path(i)
-        } else {
-            p.clone()
-        };
-        a.extend([
-            how.to_string(),
-            src.display().to_string(),
-            p.display().to_string(),
-        ]);
-    }
+    let binds = qemu_binds(spec, qemu);
+    a.extend(crate::kernel::sandbox::user::bind_args(
+        binds.iter().map(|(how, p)| (*how, p.as_path())),
+        staged,
+    ));
     a.extend(["--remount-ro", "/"].map(String::from));
     a.push("--clearenv".into());
     for (k, v) in env {

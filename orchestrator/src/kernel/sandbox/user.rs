@@ -228,6 +228,29 @@ pub fn staged_path(i: usize) -> PathBuf {
     Path::new(STAGE).join(format!("b{i}"))
 }
 
+/// bwrap's bind arguments for `binds` (how, path), in order: each bound at
+/// its own path, from its staged path ([`staged_path`], by its index) when
+/// `staged` (bwrap runs as the sandbox user), else from itself.
+pub fn bind_args<'a>(
+    binds: impl IntoIterator<Item = (&'a str, &'a Path)>,
+    staged: bool,
+) -> Vec<String> {
+    let mut a = vec![];
+    for (i, (how, p)) in binds.into_iter().enumerate() {
+        let src = if staged {
+            staged_path(i)
+        } else {
+            p.to_path_buf()
+        };
+        a.extend([
+            how.to_string(),
+            src.display().to_string(),
+            p.display().to_string(),
+        ]);
+    }
+    a
+}
+
 /// The binds of one command, mounted at [`staged_path`] in the child
 /// before it drops (see the module comment).
 pub struct Staging {
