@@ -104,7 +104,7 @@ pub fn verdict(
                     // not judged; anywhere else a PASS would rest on the
                     // OOM guard alone while nothing is known of the swap
                     // and fault traffic: undecided, and the budget adds
-                    // runs to it. (When nothing at all could be judged,
+                    // runs to it. (When no guard at all could be judged,
                     // that is NO VERDICT's case: see below.)
                     None if g
                         .decision
@@ -176,10 +176,13 @@ pub fn verdict(
             Finding::NotMeasured => counts.not_measured += 1,
         }
     }
-    if judged > 0 {
-        unsure.append(&mut unreached);
-    } else {
+    // Undecided only beside a guard that was judged: with none at all
+    // (expectations met or not), nothing says what the series breaks,
+    // which is NO VERDICT's case.
+    if guards.is_empty() {
         not_judged.append(&mut unreached);
+    } else {
+        unsure.append(&mut unreached);
     }
     let runs: usize = variants.iter().map(|v| v.completed).sum();
     let n_cells = cells.len();
